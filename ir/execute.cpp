@@ -1,0 +1,95 @@
+// The CPU executor: runs a trace statement by statement with the primitives' CPU kernels.
+#include <stdexcept>
+#include <unordered_map>
+
+#include "ir/verify.h"
+
+namespace tracer::ir {
+namespace {
+
+using Env = std::unordered_map<const Proxy*, rt::Tensor>;
+using K = Arg::Kind;
+
+Arg substitute(const Arg& a, const Env& env) {
+  if (a.kind == K::Proxy) {
+    auto it = env.find(a.proxy.get());
+    if (it == env.end()) throw std::runtime_error("'" + a.proxy->name + "' has no value (deleted or never defined)");
+    return Arg::of_tensor(it->second);
+  }
+  if (a.items.empty()) return a;
+  Arg out = a;
+  for (Arg& x : out.items) x = substitute(x, env);
+  return out;
+}
+
+void run_stmts(const std::vector<Stmt>& stmts, Env& env, ExecContext& ctx);
+
+void run_prim(const Stmt& s, Env& env, ExecContext& ctx) {
+  std::vector<Arg> args;
+  args.reserve(s.args.size());
+  for (const Arg& a : s.args) args.push_back(substitute(a, env));
+  std::vector<rt::Tensor> outs = s.op->cpu(args, ctx);
+  if (outs.size() != s.outputs.size()) throw std::runtime_error("kernel returned the wrong number of outputs");
+  for (size_t i = 0; i < outs.size(); ++i) env[s.outputs[i].get()] = std::move(outs[i]);
+}
+
+void run_stmt(const Stmt& s, Env& env, ExecContext& ctx) {
+  try {
+    switch (s.kind) {
+      case StmtKind::Del:
+        for (const ProxyPtr& p : s.deleted) env.erase(p.get());
+        return;
+      case StmtKind::Prim:
+        run_prim(s, env, ctx);
+        return;
+      case StmtKind::Composite:
+      case StmtKind::Fusion: {
+        run_stmts(s.subsymbols, env, ctx);
+        // Free the decomposition's intermediates, as a fused kernel would never hold them.
+        for (const Stmt& sub : s.subsymbols)
+          for (const ProxyPtr& p : sub.outputs) {
+            bool is_out = false;
+            for (const ProxyPtr& o : s.outputs) is_out = is_out || o == p;
+            if (!is_out) env.erase(p.get());
+          }
+        return;
+      }
+    }
+  } catch (const ExecError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw ExecError{std::string(s.op ? s.op->name + ": " : "") + e.what(), s.loc, print_stmt_line(s)};
+  }
+}
+
+void run_stmts(const std::vector<Stmt>& stmts, Env& env, ExecContext& ctx) {
+  for (const Stmt& s : stmts) run_stmt(s, env, ctx);
+}
+
+}  // namespace
+
+Arg execute(const Trace& t, std::vector<rt::Tensor> inputs, ExecContext& ctx) {
+  if (inputs.size() != t.inputs.size())
+    throw ExecError{"the trace takes " + std::to_string(t.inputs.size()) + " inputs but " +
+                        std::to_string(inputs.size()) + " were given",
+                    {}, ""};
+  Env env;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorType& want = t.inputs[i]->type;
+    if (inputs[i].dtype() != want.dtype || inputs[i].shape() != want.shape)
+      throw ExecError{"input '" + t.inputs[i]->name + "' should be " + rt::dtype_name(want.dtype) +
+                          rt::shape_str(want.shape) + " but is " + rt::dtype_name(inputs[i].dtype()) +
+                          rt::shape_str(inputs[i].shape()),
+                      {}, ""};
+    env[t.inputs[i].get()] = std::move(inputs[i]);
+  }
+  inputs.clear();
+  run_stmts(t.stmts, env, ctx);
+  try {
+    return substitute(t.output, env);
+  } catch (const std::exception& e) {
+    throw ExecError{e.what(), {}, "return"};
+  }
+}
+
+}  // namespace tracer::ir

@@ -1,0 +1,61 @@
+// Primitive op declarations: one table holds each op's name, parameters, fusion kind, shape and
+// dtype rule, CPU kernel and doc. Every other table is derived from it.
+#pragma once
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ir/trace.h"
+#include "runtime/kernels.h"
+
+namespace tracer::ir {
+
+// How codegen may group an op (see DESIGN section 4).
+enum class OpKind { Elementwise, Shape, Reduction, Matmul, Random, Creation, Gather, Other };
+
+struct ParamSpec {
+  std::string name;
+  bool required = true;
+  Arg default_value;   // when !required
+  bool kw_only = false;  // printed as name=value (and only when not the default)
+};
+
+// Thrown by meta functions and kernels for argument errors; the caller adds the op name and
+// source location.
+struct OpError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Runtime state a kernel may need: the allocator that counts bytes, and the stateful RNG.
+struct ExecContext {
+  rt::Allocator* allocator = nullptr;
+  uint64_t seed = 0;
+  uint64_t rng_offset = 0;  // advanced by each stateful uniform
+};
+
+using MetaFn = std::vector<TensorType> (*)(const std::vector<Arg>& args);
+using CpuFn = std::vector<rt::Tensor> (*)(const std::vector<Arg>& args, ExecContext& ctx);
+
+struct OpDecl {
+  std::string name;
+  OpKind kind;
+  std::vector<ParamSpec> params;
+  MetaFn meta;
+  CpuFn cpu;
+  std::string doc;
+  std::vector<std::string> aliases;  // other names under prims. (e.g. "cast")
+};
+
+// The table of primitives (in declaration order).
+const std::vector<OpDecl>& all_ops();
+const OpDecl* find_op(const std::string& name);
+
+// Binds positional and keyword arguments to op's parameters; throws OpError naming the
+// op and the argument on a wrong count or an unknown keyword.
+std::vector<Arg> bind_args(const OpDecl& op, std::vector<Arg> positional,
+                           std::vector<std::pair<std::string, Arg>> keywords);
+
+// Runs the meta function; throws OpError prefixed with the op name.
+std::vector<TensorType> infer(const OpDecl& op, const std::vector<Arg>& bound);
+
+}  // namespace tracer::ir

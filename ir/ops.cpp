@@ -1,0 +1,326 @@
+// The primitive op table: parameters, shape/dtype rules and CPU kernels of every primitive.
+// This file is the one place an op is declared; codegen and the interpreter derive from it.
+#include <algorithm>
+#include <unordered_map>
+
+#include "ir/op.h"
+#include "ir/op_rules.h"
+
+namespace tracer::ir {
+namespace {
+
+using K = Arg::Kind;
+using rt::BinaryOp;
+using rt::UnaryOp;
+
+ParamSpec req(const char* n) { return {n, true, {}, false}; }
+ParamSpec opt(const char* n, Arg d) { return {n, false, std::move(d), false}; }
+ParamSpec kw(const char* n, Arg d) { return {n, false, std::move(d), true}; }
+ParamSpec kwreq(const char* n) { return {n, true, {}, true}; }
+
+rt::Allocator* alloc(ExecContext& c) { return c.allocator; }
+std::vector<rt::Tensor> one(rt::Tensor t) { return {std::move(t)}; }
+
+// ---- elementwise ----
+
+template <UnaryOp U, UnaryRule R>
+std::vector<TensorType> meta_unary(const std::vector<Arg>& a) { return {unary_type(a[0], R)}; }
+
+template <UnaryOp U, UnaryRule R>
+std::vector<rt::Tensor> cpu_unary(const std::vector<Arg>& a, ExecContext& c) {
+  TensorType t = unary_type(a[0], R);
+  return one(rt::unary(U, a[0].tensor, t.dtype, alloc(c)));
+}
+
+template <BinaryOp B, BinaryRule R>
+std::vector<TensorType> meta_binary(const std::vector<Arg>& a) {
+  return {binary_type(a[0], a[1], R).out};
+}
+
+template <BinaryOp B, BinaryRule R>
+std::vector<rt::Tensor> cpu_binary(const std::vector<Arg>& a, ExecContext& c) {
+  BinaryTypes t = binary_type(a[0], a[1], R);
+  return one(rt::binary(B, to_operand(a[0]), to_operand(a[1]), t.compute, t.out.dtype, alloc(c)));
+}
+
+std::vector<TensorType> meta_where(const std::vector<Arg>& a) { return {where_type(a[0], a[1], a[2])}; }
+std::vector<rt::Tensor> cpu_where(const std::vector<Arg>& a, ExecContext& c) {
+  TensorType t = where_type(a[0], a[1], a[2]);
+  rt::Tensor cond = a[0].tensor;
+  if (cond.dtype() != rt::DType::b8) cond = rt::cast(cond, rt::DType::b8, alloc(c));
+  return one(rt::where(cond, to_operand(a[1]), to_operand(a[2]), t.dtype, alloc(c)));
+}
+
+std::vector<TensorType> meta_convert(const std::vector<Arg>& a) {
+  TensorType t = tensor_type(a[0], "a");
+  t.dtype = dtype_arg(a[1], "dtype");
+  return {t};
+}
+std::vector<rt::Tensor> cpu_convert(const std::vector<Arg>& a, ExecContext& c) {
+  return one(rt::cast(a[0].tensor, a[1].dtype, alloc(c)));
+}
+
+// ---- shape ----
+
+std::vector<TensorType> meta_broadcast_in_dim(const std::vector<Arg>& a) {
+  return {broadcast_in_dim_type(a[0], a[1], a[2])};
+}
+std::vector<rt::Tensor> cpu_broadcast_in_dim(const std::vector<Arg>& a, ExecContext& c) {
+  TensorType t = broadcast_in_dim_type(a[0], a[1], a[2]);
+  return one(rt::broadcast_in_dim(a[0].tensor, t.shape, int_list(a[2], "broadcast_dimensions"), alloc(c)));
+}
+
+std::vector<TensorType> meta_reshape(const std::vector<Arg>& a) { return {reshape_type(a[0], a[1])}; }
+std::vector<rt::Tensor> cpu_reshape(const std::vector<Arg>& a, ExecContext&) {
+  return one(rt::reshape(a[0].tensor, reshape_type(a[0], a[1]).shape));
+}
+
+std::vector<TensorType> meta_transpose(const std::vector<Arg>& a) { return {transpose_type(a[0], a[1])}; }
+std::vector<rt::Tensor> cpu_transpose(const std::vector<Arg>& a, ExecContext& c) {
+  transpose_type(a[0], a[1]);
+  return one(rt::permute(a[0].tensor, normalized_perm(a[0], a[1]), alloc(c)));
+}
+
+std::vector<TensorType> meta_slice(const std::vector<Arg>& a) { return {slice_type(a[0], a[1], a[2], a[3])}; }
+std::vector<rt::Tensor> cpu_slice(const std::vector<Arg>& a, ExecContext& c) {
+  SliceSpec s = slice_spec(a[0], a[1], a[2], a[3]);
+  return one(rt::slice(a[0].tensor, s.start, s.stop, s.step, alloc(c)));
+}
+
+std::vector<TensorType> meta_cat(const std::vector<Arg>& a) { return {cat_type(a[0], a[1])}; }
+std::vector<rt::Tensor> cpu_cat(const std::vector<Arg>& a, ExecContext& c) {
+  TensorType t = cat_type(a[0], a[1]);
+  std::vector<rt::Tensor> xs;
+  for (const Arg& x : a[0].items) xs.push_back(x.tensor);
+  int64_t d = normalize_dim(a[1].i, static_cast<int64_t>(t.shape.size()), "dim");
+  return one(rt::cat(xs, d, alloc(c)));
+}
+
+// ---- reductions ----
+
+template <rt::ReduceOp R>
+std::vector<TensorType> meta_reduce(const std::vector<Arg>& a) {
+  return {reduce_type(a[0], a[1], a[2], R == rt::ReduceOp::sum || R == rt::ReduceOp::prod, a.size() > 3 ? a[3] : Arg())};
+}
+template <rt::ReduceOp R>
+std::vector<rt::Tensor> cpu_reduce(const std::vector<Arg>& a, ExecContext& c) {
+  TensorType t = meta_reduce<R>(a)[0];
+  std::vector<int64_t> dims = reduce_dims(a[0], a[1]);
+  return one(rt::reduce(R, a[0].tensor, dims, a[2].b, t.dtype, alloc(c)));
+}
+
+// ---- matmul ----
+
+std::vector<TensorType> meta_matmul(const std::vector<Arg>& a) { return {matmul_type(a[0], a[1])}; }
+std::vector<rt::Tensor> cpu_matmul(const std::vector<Arg>& a, ExecContext& c) {
+  return one(rt::matmul(a[0].tensor, a[1].tensor, alloc(c)));
+}
+
+// ---- creation and random ----
+
+std::vector<TensorType> meta_full(const std::vector<Arg>& a) { return {full_type(a[0], a[1], a[2], a[3])}; }
+std::vector<rt::Tensor> cpu_full(const std::vector<Arg>& a, ExecContext& c) {
+  TensorType t = full_type(a[0], a[1], a[2], a[3]);
+  return one(rt::full(t.shape, to_scalar(a[1]), t.dtype, alloc(c)));
+}
+
+std::vector<TensorType> meta_iota(const std::vector<Arg>& a) { return {iota_type(a[0], a[1], a[2], a[3], a[4])}; }
+std::vector<rt::Tensor> cpu_iota(const std::vector<Arg>& a, ExecContext& c) {
+  TensorType t = iota_type(a[0], a[1], a[2], a[3], a[4]);
+  return one(rt::iota(a[0].i, a[1].i, a[2].i, t.dtype, alloc(c)));
+}
+
+std::vector<TensorType> meta_uniform(const std::vector<Arg>& a) { return {uniform_type(a[0], a[1], a[2], a[3], a[4])}; }
+std::vector<rt::Tensor> cpu_uniform(const std::vector<Arg>& a, ExecContext& c) {
+  TensorType t = uniform_type(a[0], a[1], a[2], a[3], a[4]);
+  uint64_t offset = c.rng_offset++;
+  return one(rt::uniform_philox(t.shape, a[1].number(), a[2].number(), t.dtype, c.seed, offset, alloc(c)));
+}
+
+std::vector<TensorType> meta_uniform_philox(const std::vector<Arg>& a) {
+  int_arg(a[5], "seed");
+  int_arg(a[6], "offset");
+  return {uniform_type(a[0], a[1], a[2], a[3], a[4])};
+}
+std::vector<rt::Tensor> cpu_uniform_philox(const std::vector<Arg>& a, ExecContext& c) {
+  TensorType t = meta_uniform_philox(a)[0];
+  return one(rt::uniform_philox(t.shape, a[1].number(), a[2].number(), t.dtype,
+                                static_cast<uint64_t>(a[5].i), static_cast<uint64_t>(a[6].i), alloc(c)));
+}
+
+// ---- gather ----
+
+std::vector<TensorType> meta_take(const std::vector<Arg>& a) { return {take_type(a[0], a[1], a[2])}; }
+std::vector<rt::Tensor> cpu_take(const std::vector<Arg>& a, ExecContext& c) {
+  take_type(a[0], a[1], a[2]);
+  return one(rt::take(a[0].tensor, a[1].tensor, alloc(c)));
+}
+
+std::vector<TensorType> meta_take_backward(const std::vector<Arg>& a) {
+  return {take_backward_type(a[0], a[1], a[2])};
+}
+std::vector<rt::Tensor> cpu_take_backward(const std::vector<Arg>& a, ExecContext& c) {
+  take_backward_type(a[0], a[1], a[2]);
+  return one(rt::take_backward(a[0].tensor, a[1].tensor, a[2].i, alloc(c)));
+}
+
+#define UN(name, U, R, doc) \
+  {name, OpKind::Elementwise, {req("a")}, &meta_unary<UnaryOp::U, UnaryRule::R>, &cpu_unary<UnaryOp::U, UnaryRule::R>, doc, {}}
+#define BIN(name, B, R, doc)                                                     \
+  {name, OpKind::Elementwise, {req("a"), req("b")}, &meta_binary<BinaryOp::B, BinaryRule::R>, \
+   &cpu_binary<BinaryOp::B, BinaryRule::R>, doc, {}}
+
+std::vector<OpDecl> make_table() {
+  const Arg kNone, kFalse = Arg::of_bool(false), kZero = Arg::of_int(0), kOne = Arg::of_int(1);
+  return {
+      UN("neg", neg, Same, "Elementwise negation."),
+      UN("abs", abs, Same, "Elementwise absolute value."),
+      UN("sign", sign, Same, "Elementwise sign (-1, 0 or 1)."),
+      UN("floor", floor, Same, "Elementwise floor."),
+      UN("ceil", ceil, Same, "Elementwise ceiling."),
+      UN("round", round, Same, "Elementwise rounding, half to even."),
+      UN("exp", exp, Float, "Elementwise e**a."),
+      UN("exp2", exp2, Float, "Elementwise 2**a."),
+      UN("expm1", expm1, Float, "Elementwise e**a - 1."),
+      UN("log", log, Float, "Elementwise natural logarithm."),
+      UN("log1p", log1p, Float, "Elementwise log(1 + a)."),
+      UN("log2", log2, Float, "Elementwise base-2 logarithm."),
+      UN("sqrt", sqrt, Float, "Elementwise square root."),
+      UN("rsqrt", rsqrt, Float, "Elementwise 1 / sqrt(a)."),
+      UN("sin", sin, Float, "Elementwise sine."),
+      UN("cos", cos, Float, "Elementwise cosine."),
+      UN("tanh", tanh, Float, "Elementwise hyperbolic tangent."),
+      UN("erf", erf, Float, "Elementwise error function."),
+      UN("reciprocal", reciprocal, Float, "Elementwise 1 / a."),
+      UN("logical_not", logical_not, Bool, "Elementwise logical not (result b8)."),
+      UN("bitwise_not", bitwise_not, Integer, "Elementwise bitwise not of an integer or bool tensor."),
+      UN("isfinite", isfinite, Bool, "Elementwise test for finite values (result b8)."),
+      BIN("add", add, Arith, "Elementwise a + b with broadcasting and type promotion."),
+      BIN("sub", sub, Arith, "Elementwise a - b."),
+      BIN("mul", mul, Arith, "Elementwise a * b."),
+      BIN("div", div, TrueDiv, "Elementwise true division a / b (integers give f32)."),
+      BIN("pow", pow, Arith, "Elementwise a ** b."),
+      BIN("maximum", maximum, Arith, "Elementwise maximum (NaN propagates)."),
+      BIN("minimum", minimum, Arith, "Elementwise minimum (NaN propagates)."),
+      BIN("remainder", remainder, Arith, "Elementwise Python-style remainder (sign of b)."),
+      BIN("floor_divide", floor_div, Arith, "Elementwise floor division."),
+      BIN("atan2", atan2, TrueDiv, "Elementwise atan2(a, b)."),
+      BIN("eq", eq, Compare, "Elementwise a == b (result b8)."),
+      BIN("ne", ne, Compare, "Elementwise a != b (result b8)."),
+      BIN("lt", lt, Compare, "Elementwise a < b (result b8)."),
+      BIN("le", le, Compare, "Elementwise a <= b (result b8)."),
+      BIN("gt", gt, Compare, "Elementwise a > b (result b8)."),
+      BIN("ge", ge, Compare, "Elementwise a >= b (result b8)."),
+      BIN("logical_and", logical_and, Logical, "Elementwise logical and (result b8)."),
+      BIN("logical_or", logical_or, Logical, "Elementwise logical or (result b8)."),
+      BIN("logical_xor", logical_xor, Logical, "Elementwise logical xor (result b8)."),
+      BIN("bitwise_and", bitwise_and, Bitwise, "Elementwise bitwise and of integer or bool tensors."),
+      BIN("bitwise_or", bitwise_or, Bitwise, "Elementwise bitwise or of integer or bool tensors."),
+      BIN("bitwise_xor", bitwise_xor, Bitwise, "Elementwise bitwise xor of integer or bool tensors."),
+      {"where", OpKind::Elementwise, {req("pred"), req("a"), req("b")}, &meta_where, &cpu_where,
+       "Elementwise selection: a where pred is true, else b (broadcasting all three).", {}},
+      {"convert_element_type", OpKind::Elementwise, {req("a"), req("dtype")}, &meta_convert, &cpu_convert,
+       "Casts a to dtype (floats to integers truncate toward zero).", {"cast"}},
+      {"broadcast_in_dim", OpKind::Shape, {req("a"), req("shape"), req("broadcast_dimensions")},
+       &meta_broadcast_in_dim, &cpu_broadcast_in_dim,
+       "Broadcasts a to shape; dimension i of a becomes dimension broadcast_dimensions[i].", {}},
+      {"reshape", OpKind::Shape, {req("a"), req("shape")}, &meta_reshape, &cpu_reshape,
+       "Reshapes a (one dimension may be -1).", {}},
+      {"transpose", OpKind::Shape, {req("a"), req("permutation")}, &meta_transpose, &cpu_transpose,
+       "Permutes the dimensions of a.", {"permute"}},
+      {"slice", OpKind::Shape, {req("a"), req("start_indices"), req("end_indices"), opt("strides", kNone)},
+       &meta_slice, &cpu_slice, "Takes a[start:end:stride] in every dimension.", {}},
+      {"cat", OpKind::Shape, {req("tensors"), opt("dim", kZero)}, &meta_cat, &cpu_cat,
+       "Concatenates tensors along dim.", {}},
+      {"sum", OpKind::Reduction, {req("a"), req("dims"), kw("keepdim", kFalse), kw("dtype", kNone)},
+       &meta_reduce<rt::ReduceOp::sum>, &cpu_reduce<rt::ReduceOp::sum>,
+       "Sums over dims (integers and bools sum to i64).", {}},
+      {"prod", OpKind::Reduction, {req("a"), req("dims"), kw("keepdim", kFalse), kw("dtype", kNone)},
+       &meta_reduce<rt::ReduceOp::prod>, &cpu_reduce<rt::ReduceOp::prod>, "Product over dims.", {}},
+      {"amax", OpKind::Reduction, {req("a"), req("dims"), kw("keepdim", kFalse)},
+       &meta_reduce<rt::ReduceOp::amax>, &cpu_reduce<rt::ReduceOp::amax>, "Maximum over dims.", {}},
+      {"amin", OpKind::Reduction, {req("a"), req("dims"), kw("keepdim", kFalse)},
+       &meta_reduce<rt::ReduceOp::amin>, &cpu_reduce<rt::ReduceOp::amin>, "Minimum over dims.", {}},
+      {"matmul", OpKind::Matmul, {req("a"), req("b")}, &meta_matmul, &cpu_matmul,
+       "Matrix product with NumPy's rules (batched, broadcasting batch dimensions).", {}},
+      {"full", OpKind::Creation, {req("shape"), req("fill_value"), kw("device", kNone), kw("dtype", kNone)},
+       &meta_full, &cpu_full, "A tensor of shape filled with fill_value.", {}},
+      {"iota", OpKind::Creation,
+       {req("length"), kw("start", kZero), kw("step", kOne), kw("device", kNone), kw("dtype", Arg::of_dtype(DType::i64))},
+       &meta_iota, &cpu_iota, "start, start + step, ... (length values).", {}},
+      {"uniform", OpKind::Random,
+       {req("shape"), opt("minval", Arg::of_float(0.0)), opt("maxval", Arg::of_float(1.0)), kw("device", kNone),
+        kw("dtype", Arg::of_dtype(DType::f32))},
+       &meta_uniform, &cpu_uniform, "Uniform random numbers in [minval, maxval) from the stateful generator.", {}},
+      {"uniform_philox", OpKind::Random,
+       {req("shape"), opt("minval", Arg::of_float(0.0)), opt("maxval", Arg::of_float(1.0)), kw("device", kNone),
+        kw("dtype", Arg::of_dtype(DType::f32)), kwreq("seed"), kwreq("offset")},
+       &meta_uniform_philox, &cpu_uniform_philox,
+       "Uniform random numbers, a pure function of (shape, seed, offset) by Philox4x32-10.", {}},
+      {"take", OpKind::Gather, {req("a"), req("index"), opt("dim", kZero)}, &meta_take, &cpu_take,
+       "Gathers rows of a (dim 0) at index; the result has shape index.shape + a.shape[1:].", {}},
+      {"take_backward", OpKind::Gather, {req("grad"), req("index"), req("num_rows")}, &meta_take_backward,
+       &cpu_take_backward, "The adjoint of take: adds the rows of grad into zeros at index.", {"index_add_rows"}},
+  };
+}
+
+}  // namespace
+
+const std::vector<OpDecl>& all_ops() {
+  static const std::vector<OpDecl> table = make_table();
+  return table;
+}
+
+const OpDecl* find_op(const std::string& name) {
+  static const std::unordered_map<std::string, const OpDecl*> index = [] {
+    std::unordered_map<std::string, const OpDecl*> m;
+    for (const OpDecl& op : all_ops()) {
+      m.emplace(op.name, &op);
+      for (const std::string& a : op.aliases) m.emplace(a, &op);
+    }
+    return m;
+  }();
+  auto it = index.find(name);
+  return it == index.end() ? nullptr : it->second;
+}
+
+std::vector<Arg> bind_args(const OpDecl& op, std::vector<Arg> positional,
+                           std::vector<std::pair<std::string, Arg>> keywords) {
+  size_t max_pos = 0;
+  for (const ParamSpec& p : op.params)
+    if (!p.kw_only) ++max_pos;
+  if (positional.size() > max_pos)
+    throw OpError(op.name + "() takes at most " + std::to_string(max_pos) + " positional argument" +
+                  (max_pos == 1 ? "" : "s") + " but " + std::to_string(positional.size()) + " were given");
+  std::vector<Arg> bound(op.params.size());
+  std::vector<bool> given(op.params.size(), false);
+  for (size_t i = 0; i < positional.size(); ++i) {
+    bound[i] = std::move(positional[i]);
+    given[i] = true;
+  }
+  for (auto& [name, value] : keywords) {
+    auto it = std::find_if(op.params.begin(), op.params.end(), [&](const ParamSpec& p) { return p.name == name; });
+    if (it == op.params.end()) throw OpError(op.name + "() got an unexpected keyword argument '" + name + "'");
+    size_t i = static_cast<size_t>(it - op.params.begin());
+    if (given[i]) throw OpError(op.name + "() got multiple values for argument '" + name + "'");
+    bound[i] = std::move(value);
+    given[i] = true;
+  }
+  for (size_t i = 0; i < op.params.size(); ++i) {
+    if (given[i]) continue;
+    if (op.params[i].required)
+      throw OpError(op.name + "() missing required argument '" + op.params[i].name + "'");
+    bound[i] = op.params[i].default_value;
+  }
+  return bound;
+}
+
+std::vector<TensorType> infer(const OpDecl& op, const std::vector<Arg>& bound) {
+  try {
+    return op.meta(bound);
+  } catch (const OpError& e) {
+    throw OpError(op.name + ": " + e.what());
+  }
+}
+
+}  // namespace tracer::ir

@@ -1,0 +1,31 @@
+// The IR verifier and the CPU executor of traces.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "ir/op.h"
+#include "ir/trace.h"
+
+namespace tracer::ir {
+
+struct VerifyError {
+  std::string message;
+  SourceLoc loc;
+  std::string stmt;  // the printed statement at fault, if any
+};
+
+// Checks that each name is defined once, used only after its definition and before its del, and
+// that every primitive's recorded output types agree with its shape/dtype rule.
+std::vector<VerifyError> verify(const Trace& t);
+
+// Thrown by execute() for a failing statement.
+struct ExecError {
+  std::string message;
+  SourceLoc loc;
+  std::string stmt;
+};
+
+// Runs t on the CPU backend. inputs are moved in so that "del x" frees them.
+Arg execute(const Trace& t, std::vector<rt::Tensor> inputs, ExecContext& ctx);
+
+}  // namespace tracer::ir
