@@ -1,0 +1,80 @@
+// CPU kernels: the reference implementation of every primitive. Inputs are contiguous tensors;
+// outputs are freshly allocated from the given allocator. Errors (bad shapes, dtypes) throw
+// std::invalid_argument with a message naming both shapes or dtypes.
+#pragma once
+#include <cstdint>
+#include <variant>
+#include <vector>
+
+#include "runtime/tensor.h"
+
+namespace tracer::rt {
+
+enum class UnaryOp {
+  neg, abs, exp, log, log1p, sqrt, rsqrt, sin, cos, tanh, erf, reciprocal, sigmoid,
+  logical_not, bitwise_not, sign, floor, ceil, round, expm1, exp2, log2, isfinite,
+};
+enum class BinaryOp {
+  add, sub, mul, div, pow, maximum, minimum, remainder, floor_div, atan2,
+  eq, ne, lt, le, gt, ge,              // result b8
+  logical_and, logical_or, logical_xor, // result b8
+  bitwise_and, bitwise_or, bitwise_xor,
+};
+
+// An elementwise operand: a tensor or a scalar (kept as double, or int64 for exact integers).
+struct Scalar {
+  double value = 0;
+  int64_t int_value = 0;
+  bool is_int = false;
+};
+using Operand = std::variant<Tensor, Scalar>;
+
+// Computes in f32 for f16/bf16 (f64 for f64, int64 for integers) and stores as out_dtype.
+// compute_dtype is the dtype the inputs are converted to before the op (the promoted type);
+// for comparisons out_dtype is b8.
+Tensor unary(UnaryOp op, const Tensor& a, DType out_dtype, Allocator* al);
+Tensor binary(BinaryOp op, const Operand& a, const Operand& b, DType compute_dtype,
+              DType out_dtype, Allocator* al);
+Tensor where(const Tensor& cond, const Operand& a, const Operand& b, DType out_dtype, Allocator* al);
+Tensor cast(const Tensor& a, DType to, Allocator* al);
+
+// Shape ops (each returns a new contiguous tensor; reshape may share storage).
+Tensor broadcast_in_dim(const Tensor& a, const Shape& shape, const std::vector<int64_t>& bdims,
+                        Allocator* al);
+Tensor reshape(const Tensor& a, const Shape& shape);
+Tensor permute(const Tensor& a, const std::vector<int64_t>& perm, Allocator* al);
+// Python-style slice per dimension: start, stop (already clamped, non-negative), step > 0.
+Tensor slice(const Tensor& a, const std::vector<int64_t>& start, const std::vector<int64_t>& stop,
+             const std::vector<int64_t>& step, Allocator* al);
+Tensor cat(const std::vector<Tensor>& xs, int64_t dim, Allocator* al);
+
+enum class ReduceOp { sum, amax, amin, prod };
+// dims sorted, unique, non-negative. Accumulates sums in f64 (f32 for large f32 inputs is
+// also fine, but the result must match a float64 reference within the documented tolerance).
+Tensor reduce(ReduceOp op, const Tensor& a, const std::vector<int64_t>& dims, bool keepdim,
+              DType out_dtype, Allocator* al);
+
+// Batched matmul with broadcasting of batch dims (NumPy matmul rules, 1-D operands allowed).
+// f32/f64 through BLAS; f16/bf16 converted to f32, multiplied, converted back; integers naive.
+Tensor matmul(const Tensor& a, const Tensor& b, Allocator* al);
+
+Tensor full(const Shape& shape, Scalar value, DType dt, Allocator* al);
+// 0, 1, ..., n-1 times step plus start, as dt.
+Tensor iota(int64_t n, int64_t start, int64_t step, DType dt, Allocator* al);
+
+// Philox4x32-10. For element i of the output, block j = i / 4, word w = i % 4:
+//   counter = {lo32(j), hi32(j), lo32(offset), hi32(offset)}, key = {lo32(seed), hi32(seed)},
+//   u = (philox(counter, key)[w] >> 8) * 2^-24   in [0, 1),
+//   value = low + (high - low) * u   (computed in f32, f64 for f64 outputs), stored as dt.
+// A pure function of (shape, seed, offset); independent of threading.
+Tensor uniform_philox(const Shape& shape, double low, double high, DType dt, uint64_t seed,
+                      uint64_t offset, Allocator* al);
+void philox4x32_10(const uint32_t counter[4], const uint32_t key[2], uint32_t out[4]);
+
+// Gathers rows: out[i..., :] = table[index[i...], :] (index integer, any shape; table 2-D or more,
+// gathering along dim 0). Out-of-range indices throw.
+Tensor take(const Tensor& table, const Tensor& index, Allocator* al);
+// The adjoint of take: out = zeros(shape); out[index[i...], :] += grad[i..., :].
+Tensor take_backward(const Tensor& grad, const Tensor& index, int64_t num_rows, Allocator* al);
+
+}  // namespace tracer::rt

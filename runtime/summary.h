@@ -1,0 +1,12 @@
+// Short human-readable summaries of tensors: dtype, shape, a few values, and their sum.
+#pragma once
+#include <string>
+
+#include "runtime/tensor.h"
+
+namespace tracer::rt {
+
+// "f32[2, 3] [0.1, -0.5, 2, ..., 0.25] sum=3.125"
+std::string summarize(const Tensor& t, int max_values = 6);
+
+}  // namespace tracer::rt

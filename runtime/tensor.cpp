@@ -1,0 +1,87 @@
+// Tensor storage and the byte-counting allocator behind it.
+#include "runtime/tensor.h"
+
+#include <cstdlib>
+#include <new>
+#include <stdexcept>
+
+#include "runtime/kernel_util.h"
+
+namespace tracer::rt {
+
+void* Allocator::allocate(size_t bytes) {
+  // aligned_alloc requires the size to be a multiple of the alignment.
+  size_t rounded = (bytes + 63) / 64 * 64;
+  if (rounded == 0) rounded = 64;
+  void* p = std::aligned_alloc(64, rounded);
+  if (!p) throw std::bad_alloc();
+  size_t now = current_.fetch_add(bytes) + bytes;
+  size_t peak = peak_.load();
+  while (now > peak && !peak_.compare_exchange_weak(peak, now)) {
+  }
+  return p;
+}
+
+void Allocator::deallocate(void* p, size_t bytes) {
+  if (!p) return;
+  std::free(p);
+  current_.fetch_sub(bytes);
+}
+
+Allocator& Allocator::default_allocator() {
+  static Allocator instance;
+  return instance;
+}
+
+Storage::Storage(Allocator* a, size_t n) : bytes(n), allocator(a ? a : &Allocator::default_allocator()) {
+  // Zero-size tensors own no memory but are still defined.
+  if (n > 0) data = allocator->allocate(n);
+}
+
+Storage::~Storage() { allocator->deallocate(data, bytes); }
+
+Tensor Tensor::empty(DType dt, Shape shape, Allocator* a) {
+  Tensor t;
+  size_t bytes = static_cast<size_t>(rt::numel(shape)) * dtype_size(dt);
+  t.storage_ = std::make_shared<Storage>(a, bytes);
+  t.dtype_ = dt;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+Tensor Tensor::zeros(DType dt, Shape shape, Allocator* a) {
+  Tensor t = empty(dt, std::move(shape), a);
+  if (t.nbytes() > 0) std::memset(t.data(), 0, t.nbytes());
+  return t;
+}
+
+Tensor Tensor::view(Shape new_shape) const {
+  if (rt::numel(new_shape) != numel())
+    throw std::invalid_argument("view: cannot view " + shape_str(shape_) + " as " +
+                                shape_str(new_shape) + " (element counts differ)");
+  Tensor t = *this;
+  t.shape_ = std::move(new_shape);
+  return t;
+}
+
+double Tensor::get(int64_t i) const {
+  if (i < 0 || i >= numel())
+    throw std::out_of_range("Tensor::get: index " + std::to_string(i) + " out of range for " +
+                            shape_str(shape_));
+  return detail::dispatch(dtype_, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    return detail::convert<double>(data_as<const T>()[i]);
+  });
+}
+
+void Tensor::set(int64_t i, double v) {
+  if (i < 0 || i >= numel())
+    throw std::out_of_range("Tensor::set: index " + std::to_string(i) + " out of range for " +
+                            shape_str(shape_));
+  detail::dispatch(dtype_, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    data_as<T>()[i] = detail::convert<T>(v);
+  });
+}
+
+}  // namespace tracer::rt

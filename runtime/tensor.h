@@ -1,0 +1,68 @@
+// Dense, contiguous, row-major tensors on the CPU, and the allocator that counts their bytes.
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "runtime/dtype.h"
+
+namespace tracer::rt {
+
+// Counts live and peak bytes of tensor storage. One per runtime context; no globals.
+class Allocator {
+ public:
+  void* allocate(size_t bytes);          // 64-byte aligned; throws std::bad_alloc
+  void deallocate(void* p, size_t bytes);
+  size_t current_bytes() const { return current_; }
+  size_t peak_bytes() const { return peak_; }
+  void reset_peak() { peak_ = current_.load(); }
+  // Process-wide fallback used when no allocator is given (counts too).
+  static Allocator& default_allocator();
+
+ private:
+  std::atomic<size_t> current_{0};
+  std::atomic<size_t> peak_{0};
+};
+
+struct Storage {
+  void* data = nullptr;
+  size_t bytes = 0;
+  Allocator* allocator = nullptr;
+  Storage(Allocator* a, size_t n);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+  // Uninitialized contents; allocator null means Allocator::default_allocator().
+  static Tensor empty(DType dt, Shape shape, Allocator* a = nullptr);
+  static Tensor zeros(DType dt, Shape shape, Allocator* a = nullptr);
+
+  bool defined() const { return storage_ != nullptr; }
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  int64_t dim() const { return static_cast<int64_t>(shape_.size()); }
+  int64_t numel() const { return rt::numel(shape_); }
+  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
+  void* data() const { return storage_ ? storage_->data : nullptr; }
+  template <class T> T* data_as() const { return static_cast<T*>(data()); }
+  Allocator* allocator() const { return storage_ ? storage_->allocator : nullptr; }
+
+  // Same storage, new shape with equal numel (no copy).
+  Tensor view(Shape new_shape) const;
+  // Element i (flat index) converted to double / written from double.
+  double get(int64_t i) const;
+  void set(int64_t i, double v);
+
+ private:
+  std::shared_ptr<Storage> storage_;
+  DType dtype_ = DType::f32;
+  Shape shape_;
+};
+
+}  // namespace tracer::rt
