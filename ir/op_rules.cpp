@@ -351,6 +351,22 @@ TensorType matmul_type(const Arg& a, const Arg& b) {
   return x;
 }
 
+TensorType linear_type(const Arg& a, const Arg& w, const Arg& bias) {
+  TensorType x = tensor_type(a, "a"), y = tensor_type(w, "w");
+  if (x.dtype != y.dtype)
+    throw OpError(std::string("input and weight have different dtypes ") + rt::dtype_name(x.dtype) + " and " + rt::dtype_name(y.dtype));
+  if (x.shape.empty() || y.shape.size() != 2 || x.shape.back() != y.shape[1])
+    throw OpError("input " + rt::shape_str(x.shape) + " and weight " + rt::shape_str(y.shape) +
+                  " are incompatible (the weight is [out, in] and in must equal the input's last size)");
+  if (bias.kind != K::None) {
+    TensorType b = tensor_type(bias, "bias");
+    if (b.dtype != x.dtype || b.shape != Shape{y.shape[0]})
+      throw OpError("bias " + b.str() + " does not match weight " + y.str());
+  }
+  x.shape.back() = y.shape[0];
+  return x;
+}
+
 static std::string device_of(const Arg& device) {
   if (device.kind == K::None) return "cpu";
   if (device.kind == K::Str) return device.s;

@@ -41,6 +41,7 @@ TensorType cat_type(const Arg& tensors, const Arg& dim);
 std::vector<int64_t> reduce_dims(const Arg& a, const Arg& dims);
 TensorType reduce_type(const Arg& a, const Arg& dims, const Arg& keepdim, bool widen_ints, const Arg& dtype);
 TensorType matmul_type(const Arg& a, const Arg& b);
+TensorType linear_type(const Arg& a, const Arg& w, const Arg& bias);
 TensorType full_type(const Arg& shape, const Arg& fill, const Arg& device, const Arg& dtype);
 TensorType iota_type(const Arg& n, const Arg& start, const Arg& step, const Arg& device, const Arg& dtype);
 TensorType uniform_type(const Arg& shape, const Arg& lo, const Arg& hi, const Arg& device, const Arg& dtype);

@@ -5,6 +5,7 @@
 
 #include "ir/op.h"
 #include "ir/op_rules.h"
+#include "runtime/linear.h"
 
 namespace tracer::ir {
 namespace {
@@ -114,6 +115,12 @@ std::vector<rt::Tensor> cpu_reduce(const std::vector<Arg>& a, ExecContext& c) {
 std::vector<TensorType> meta_matmul(const std::vector<Arg>& a) { return {matmul_type(a[0], a[1])}; }
 std::vector<rt::Tensor> cpu_matmul(const std::vector<Arg>& a, ExecContext& c) {
   return one(rt::matmul(a[0].tensor, a[1].tensor, alloc(c)));
+}
+
+std::vector<TensorType> meta_linear(const std::vector<Arg>& a) { return {linear_type(a[0], a[1], a[2])}; }
+std::vector<rt::Tensor> cpu_linear(const std::vector<Arg>& a, ExecContext& c) {
+  linear_type(a[0], a[1], a[2]);
+  return one(rt::linear(a[0].tensor, a[1].tensor, a[2].kind == K::None ? nullptr : &a[2].tensor, alloc(c)));
 }
 
 // ---- creation and random ----
@@ -243,6 +250,8 @@ std::vector<OpDecl> make_table() {
        &meta_reduce<rt::ReduceOp::amin>, &cpu_reduce<rt::ReduceOp::amin>, "Minimum over dims.", {}},
       {"matmul", OpKind::Matmul, {req("a"), req("b")}, &meta_matmul, &cpu_matmul,
        "Matrix product with NumPy's rules (batched, broadcasting batch dimensions).", {}},
+      {"linear", OpKind::Matmul, {req("a"), req("w"), opt("bias", kNone)}, &meta_linear, &cpu_linear,
+       "a @ w.T + bias for a weight w of shape [out, in], without transposing w in memory.", {}},
       {"full", OpKind::Creation, {req("shape"), req("fill_value"), kw("device", kNone), kw("dtype", kNone)},
        &meta_full, &cpu_full, "A tensor of shape filled with fill_value.", {}},
       {"iota", OpKind::Creation,

@@ -1,0 +1,378 @@
+// The public Session API over the interpreter, the Trace IR and the CPU runtime.
+#include "tracer/session.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <sstream>
+
+#include "api/inputs.h"
+#include "interpreter/builtins.h"
+#include "interpreter/interp.h"
+#include "ir/verify.h"
+#include "runtime/io.h"
+#include "runtime/summary.h"
+
+namespace tracer {
+
+using interp::Interpreter;
+using interp::Value;
+using interp::VT;
+
+struct Session::Impl {
+  SessionOptions opts;
+  SourceManager sm;
+  std::unique_ptr<Interpreter> in;
+  std::shared_ptr<interp::Module> module;
+  std::map<std::string, Value> pinned;
+  std::map<std::string, rt::Tensor> inputs;
+  std::map<std::string, std::string> input_sources;
+  std::vector<std::string> passes;
+  std::vector<DiagnosticInfo> diags;
+
+  explicit Impl(SessionOptions o) : opts(std::move(o)) {
+    interp::Options io;
+    io.seed = opts.seed;
+    io.step_limit = opts.step_limit;
+    in = std::make_unique<Interpreter>(sm, io);
+    in->on_print = opts.print ? opts.print : [](const std::string& s) { std::cout << s << std::flush; };
+  }
+
+  void add(const Diagnostic& d) {
+    auto info = [&](const Diagnostic& x) {
+      DiagnosticInfo i;
+      i.severity = x.severity == Severity::error ? "error" : x.severity == Severity::warning ? "warning" : "note";
+      if (x.loc.valid()) {
+        i.file = sm.name(x.loc.file);
+        LineCol lc = sm.line_col(x.loc);
+        i.line = lc.line;
+        i.column = lc.col;
+      }
+      i.message = x.message;
+      i.rendered = render(sm, x);
+      return i;
+    };
+    DiagnosticInfo main = info(d);
+    main.rendered = render(sm, d);  // with its notes
+    diags.push_back(std::move(main));
+  }
+  void add_all(const DiagnosticList& l) {
+    for (const auto& d : l.items()) add(d);
+  }
+  void error(const std::string& msg) { add(Diagnostic{Severity::error, {}, msg, {}}); }
+  void script_error(const interp::ScriptError& e) { add(interp::to_diagnostic(e)); }
+
+  static bool read_file(const std::string& path, std::string* out, std::string* why) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) {
+      *why = "is a directory";
+      return false;
+    }
+    std::ifstream f(path, std::ios::binary);
+    if (!f) {
+      *why = std::strerror(errno);
+      return false;
+    }
+    std::ostringstream ss;
+    ss << f.rdbuf();
+    *out = ss.str();
+    return true;
+  }
+
+  // Thunder separates the traces of one printout by a line of asterisks: read it as a comment.
+  static void comment_separators(std::string& text) {
+    size_t pos = 0;
+    while (pos < text.size()) {
+      size_t end = text.find('\n', pos);
+      if (end == std::string::npos) end = text.size();
+      size_t n = end - pos;
+      if (n >= 8 && text.find_first_not_of("*\r", pos) >= end) text[pos] = '#';
+      pos = end + 1;
+    }
+  }
+
+  const interp::FunctionObj* function(const std::string& name) {
+    if (!module) return nullptr;
+    auto it = module->globals.find(name);
+    if (it == module->globals.end() || !it->second.is(VT::Function)) return nullptr;
+    return it->second.as<interp::FunctionObj>();
+  }
+
+  std::map<std::string, ir::TensorType> given_types() const {
+    std::map<std::string, ir::TensorType> out;
+    for (const auto& [name, t] : inputs) out[name] = ir::TensorType{t.dtype(), t.shape(), "cpu"};
+    return out;
+  }
+
+  std::shared_ptr<ir::Trace> trace(const std::string& entry) {
+    const interp::FunctionObj* fn = function(entry);
+    if (!fn) {
+      error("no function named '" + entry + "' in the module");
+      return nullptr;
+    }
+    try {
+      auto t = in->trace(*fn, given_types());
+      if (!verify_trace(*t, "tracing")) return nullptr;
+      return t;
+    } catch (const interp::ScriptError& e) {
+      script_error(e);
+      return nullptr;
+    }
+  }
+
+  bool verify_trace(const ir::Trace& t, const std::string& stage) {
+    auto errs = ir::verify(t);
+    for (const auto& e : errs)
+      add(Diagnostic{Severity::error, e.loc, "internal error: the trace after " + stage + " is invalid: " + e.message +
+                                                 (e.stmt.empty() ? "" : " (in: " + e.stmt + ")") +
+                                                 "; please report this with the input file",
+                     {}});
+    return errs.empty();
+  }
+
+  void undefined_names(const interp::Module& m) {
+    std::set<std::pair<uint32_t, std::string>> seen;
+    for (const ast::Expr* e : m.global_refs) {
+      if (m.module_defs.count(e->name) || in->builtins().lookup(e->name) || pinned.count(e->name)) continue;
+      if (!seen.insert({e->loc.offset, e->name}).second) continue;
+      add(Diagnostic{Severity::error, e->loc, "name '" + e->name + "' is not defined", {}});
+    }
+  }
+};
+
+Session::Session(SessionOptions opts) : impl_(std::make_unique<Impl>(std::move(opts))) {}
+Session::~Session() = default;
+
+void Session::set(const std::string& name, const std::string& value) {
+  Value v;
+  char* end = nullptr;
+  long long i = std::strtoll(value.c_str(), &end, 10);
+  if (!value.empty() && *end == '\0') {
+    v = Value::integer(i);
+  } else {
+    double d = std::strtod(value.c_str(), &end);
+    if (!value.empty() && *end == '\0') v = Value::number(d);
+    else if (value == "True" || value == "False") v = Value::boolean(value == "True");
+    else v = interp::str_value(value);
+  }
+  impl_->pinned[name] = v;
+}
+
+bool Session::load_string(const std::string& name, const std::string& text) {
+  std::string t = text;
+  Impl::comment_separators(t);
+  DiagnosticList dl;
+  impl_->module = impl_->in->load(name, std::move(t), dl, impl_->pinned);
+  impl_->add_all(dl);
+  return impl_->module != nullptr;
+}
+
+bool Session::load_file(const std::string& path) {
+  std::string text, why;
+  if (!Impl::read_file(path, &text, &why)) {
+    impl_->error("cannot read '" + path + "': " + why);
+    return false;
+  }
+  return load_string(path, text);
+}
+
+bool Session::check_file(const std::string& path, bool parse_only, const std::string& entry) {
+  std::string text, why;
+  if (!Impl::read_file(path, &text, &why)) {
+    impl_->error("cannot read '" + path + "': " + why);
+    return false;
+  }
+  Impl::comment_separators(text);
+  DiagnosticList dl;
+  auto m = impl_->in->parse(path, text, dl);
+  impl_->add_all(dl);
+  if (!m || parse_only) return m != nullptr;
+  size_t before = impl_->diags.size();
+  impl_->undefined_names(*m);
+  if (impl_->diags.size() != before) return false;
+  if (!load_string(path, text)) return false;
+  auto e = this->entry(entry);
+  if (!e) return entry.empty() && impl_->diags.size() == before;  // a module without functions
+  const interp::FunctionObj* fn = impl_->function(*e);
+  try {
+    impl_->in->input_types(*fn, impl_->given_types());
+  } catch (const interp::ScriptError&) {
+    return entry.empty();  // untyped entry: nothing to trace, and that is not an error
+  }
+  return impl_->trace(*e) != nullptr;
+}
+
+std::vector<std::string> Session::functions() const {
+  std::vector<std::string> out;
+  if (!impl_->module) return out;
+  for (const auto& s : impl_->module->ast->body)
+    if (s->kind == ast::StmtKind::FunctionDef) out.push_back(s->name);
+  return out;
+}
+
+std::optional<std::string> Session::entry(const std::string& requested) {
+  std::vector<std::string> fs = functions();
+  if (!requested.empty()) {
+    if (impl_->function(requested)) return requested;
+    std::string known;
+    for (const auto& f : fs) known += (known.empty() ? "" : ", ") + f;
+    impl_->error("no function named '" + requested + "'" + (known.empty() ? "" : " (functions: " + known + ")"));
+    return std::nullopt;
+  }
+  if (impl_->function("main")) return std::string("main");
+  for (auto it = fs.rbegin(); it != fs.rend(); ++it)
+    if (impl_->function(*it)) return *it;
+  impl_->error("the module defines no function to run");
+  return std::nullopt;
+}
+
+bool Session::add_input(const std::string& name, const std::string& path) {
+  try {
+    bool st = path.size() > 12 && path.compare(path.size() - 12, 12, ".safetensors") == 0;
+    if (st) {
+      for (auto& [k, t] : rt::read_safetensors(path, &impl_->in->allocator())) {
+        if (!name.empty() && k != name) continue;
+        impl_->inputs[k] = t;
+        impl_->input_sources[k] = path;
+      }
+      return true;
+    }
+    impl_->inputs[name] = rt::read_npy(path, &impl_->in->allocator());
+    impl_->input_sources[name] = path;
+    return true;
+  } catch (const std::exception& e) {
+    impl_->error(std::string("input '") + name + "': " + e.what());
+    return false;
+  }
+}
+
+std::vector<std::string> Session::known_passes() const { return {}; }
+
+bool Session::set_passes(const std::vector<std::string>& passes) {
+  std::vector<std::string> known = known_passes();
+  for (const std::string& p : passes) {
+    if (std::find(known.begin(), known.end(), p) != known.end()) continue;
+    std::string list;
+    for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+    impl_->error("unknown pass '" + p + "'; known passes: " + (list.empty() ? "none yet" : list));
+    return false;
+  }
+  impl_->passes = passes;
+  return true;
+}
+
+std::optional<std::string> Session::print(const std::string& entry) {
+  auto t = impl_->trace(entry);
+  if (!t) return std::nullopt;
+  return ir::print_trace(*t);
+}
+
+static void flatten_outputs(const ir::Arg& a, const std::string& path, std::vector<std::pair<std::string, ir::Arg>>& out) {
+  if (a.kind == ir::Arg::Kind::Tensor) {
+    out.emplace_back(path, a);
+    return;
+  }
+  if (a.is_seq() || a.kind == ir::Arg::Kind::Dict) {
+    for (size_t i = 0; i < a.items.size(); ++i)
+      flatten_outputs(a.items[i], a.kind == ir::Arg::Kind::Dict ? path + "[" + a.keys[i] + "]" : path + "[" + std::to_string(i) + "]",
+                      out);
+    return;
+  }
+  out.emplace_back(path, a);
+}
+
+static void proxy_names(const ir::Arg& a, std::vector<std::string>& out) {
+  if (a.kind == ir::Arg::Kind::Proxy) out.push_back(a.proxy->name);
+  else if (a.items.empty()) out.push_back("");
+  for (const auto& x : a.items) proxy_names(x, out);
+}
+
+std::optional<RunReport> Session::run(const std::string& entry, const std::string& output_dir) {
+  RunReport rep;
+  auto t0 = std::chrono::steady_clock::now();
+  auto trace = impl_->trace(entry);
+  if (!trace) return std::nullopt;
+  auto t1 = std::chrono::steady_clock::now();
+  rep.trace_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+  rep.statements = trace->stmts.size();
+  rt::Allocator& al = impl_->in->allocator();
+  std::vector<rt::Tensor> inputs;
+  for (size_t i = 0; i < trace->inputs.size(); ++i) {
+    const ir::Proxy& p = *trace->inputs[i];
+    auto it = impl_->inputs.find(p.name);
+    rt::Tensor x;
+    if (it != impl_->inputs.end()) {
+      x = it->second;
+      impl_->inputs.erase(it);
+    } else {
+      x = api::random_input(p.type.dtype, p.type.shape, impl_->opts.seed, i, &al);
+    }
+    rep.inputs.push_back({p.name, rt::dtype_name(p.type.dtype),
+                          impl_->input_sources.count(p.name) ? impl_->input_sources[p.name] : "random", p.type.shape});
+    inputs.push_back(std::move(x));
+  }
+  for (const auto& [name, t] : impl_->inputs) impl_->error("input '" + name + "' is not a parameter of '" + entry + "'");
+  if (!impl_->inputs.empty()) return std::nullopt;
+  std::vector<std::string> names;
+  proxy_names(trace->output, names);
+  ir::Arg out;
+  al.reset_peak();
+  try {
+    out = ir::execute(*trace, std::move(inputs), impl_->in->exec_context());
+  } catch (const ir::ExecError& e) {
+    impl_->add(Diagnostic{Severity::error, e.loc, e.message + (e.stmt.empty() ? "" : " (in: " + e.stmt + ")"), {}});
+    return std::nullopt;
+  }
+  auto t2 = std::chrono::steady_clock::now();
+  rep.run_ms = std::chrono::duration<double, std::milli>(t2 - t1).count();
+  rep.peak_bytes = al.peak_bytes();
+  std::vector<std::pair<std::string, ir::Arg>> flat;
+  flatten_outputs(out, "out", flat);
+  for (size_t i = 0; i < flat.size(); ++i) {
+    OutputInfo o;
+    o.name = i < names.size() && !names[i].empty() ? names[i] : flat[i].first;
+    const ir::Arg& a = flat[i].second;
+    if (a.kind == ir::Arg::Kind::Tensor) {
+      o.is_tensor = true;
+      o.dtype = rt::dtype_name(a.tensor.dtype());
+      o.shape = a.tensor.shape();
+      o.summary = rt::summarize(a.tensor);
+      for (int64_t k = 0; k < a.tensor.numel(); ++k) {
+        o.sum += a.tensor.get(k);
+        if (k < 6) o.head.push_back(a.tensor.get(k));
+      }
+      if (!output_dir.empty()) {
+        std::error_code ec;
+        std::filesystem::create_directories(output_dir, ec);
+        std::string file = output_dir + "/" + o.name + ".npy";
+        try {
+          rt::write_npy(file, a.tensor);
+        } catch (const std::exception& e) {
+          impl_->error(std::string("cannot write output: ") + e.what());
+          return std::nullopt;
+        }
+      }
+    } else {
+      o.summary = ir::print_arg(a);
+    }
+    rep.outputs.push_back(std::move(o));
+  }
+  return rep;
+}
+
+const std::vector<DiagnosticInfo>& Session::diagnostics() const { return impl_->diags; }
+
+std::string Session::rendered_diagnostics() const {
+  std::string out;
+  for (const auto& d : impl_->diags) out += d.rendered;
+  return out;
+}
+
+void Session::clear_diagnostics() { impl_->diags.clear(); }
+
+}  // namespace tracer

@@ -1,0 +1,93 @@
+// tracer's public C++ API: load a module, trace a function, print, check and run it.
+// The `tracer` program is written against this header only.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tracer {
+
+struct SessionOptions {
+  uint64_t seed = 0;                 // random inputs and the stateful RNG
+  int64_t step_limit = 500'000'000;  // statements and calls a script may run; 0: unlimited
+  std::function<void(const std::string&)> print;  // script output; default: stdout
+};
+
+// A diagnostic as data; `rendered` is the clang-style text with the source line and caret.
+struct DiagnosticInfo {
+  std::string severity;  // "error", "warning" or "note"
+  std::string file;
+  int line = 0, column = 0;
+  std::string message;
+  std::string rendered;
+};
+
+struct OutputInfo {
+  std::string name;        // the proxy's name in the trace, or "out[i]" for constants
+  bool is_tensor = false;
+  std::string dtype;       // tensors: "f32", ...
+  std::vector<int64_t> shape;
+  std::string summary;     // "f32[2, 3] [...] sum=..." or the constant's repr
+  double sum = 0;
+  std::vector<double> head;  // the first few values
+};
+
+struct InputInfo {
+  std::string name, dtype, source;  // source: a file, or "random"
+  std::vector<int64_t> shape;
+};
+
+struct RunReport {
+  std::vector<InputInfo> inputs;
+  std::vector<OutputInfo> outputs;
+  size_t peak_bytes = 0;      // the CPU allocator's peak during the run (inputs included)
+  size_t statements = 0;      // top-level statements of the trace
+  double trace_ms = 0, run_ms = 0;
+};
+
+class Session {
+ public:
+  explicit Session(SessionOptions opts = {});
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Overrides a module-level size before loading ("T", "64"); values parse as int, float,
+  // True/False, else string.
+  void set(const std::string& name, const std::string& value);
+  // Reads, parses and runs a module's top level (definitions). Lines of asterisks, which
+  // separate the traces of a Thunder printout, are read as comments.
+  bool load_file(const std::string& path);
+  bool load_string(const std::string& name, const std::string& text);
+  // Parses (and unless parse_only, resolves names, loads the module and traces its entry
+  // when the entry's inputs are typed) and reports every diagnostic found.
+  bool check_file(const std::string& path, bool parse_only, const std::string& entry = "");
+
+  std::vector<std::string> functions() const;  // top-level functions, in source order
+  // The requested entry if non-empty, else "main" if defined, else the last function.
+  std::optional<std::string> entry(const std::string& requested);
+
+  // Tensor files for inputs: NAME=FILE.npy, or FILE.safetensors (all its tensors by name).
+  bool add_input(const std::string& name, const std::string& path);
+
+  // Passes to apply after tracing (validated by name).
+  bool set_passes(const std::vector<std::string>& passes);
+  std::vector<std::string> known_passes() const;
+
+  std::optional<std::string> print(const std::string& entry);
+  std::optional<RunReport> run(const std::string& entry, const std::string& output_dir = "");
+
+  const std::vector<DiagnosticInfo>& diagnostics() const;
+  std::string rendered_diagnostics() const;
+  void clear_diagnostics();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tracer

@@ -1,0 +1,540 @@
+// Builtin functions (Python's familiar set plus tensor helpers) and the namespaces that map
+// Thunder's module prefixes (prims, ltorch, torch, torch.nn.functional, Tensor) to ops.
+#include <algorithm>
+#include <cmath>
+
+#include "interpreter/builtins.h"
+#include "interpreter/interp.h"
+#include "runtime/summary.h"
+#include "stdlib/stdlib.h"
+
+namespace tracer::interp {
+
+namespace {
+
+void want_args(Interpreter& in, const CallArgs& a, const char* name, size_t lo, size_t hi, SourceLoc loc) {
+  if (a.pos.size() < lo || a.pos.size() > hi) {
+    std::string range = lo == hi ? std::to_string(lo) : std::to_string(lo) + " to " + std::to_string(hi);
+    in.fail(loc, std::string(name) + "() takes " + range + " argument" + (hi == 1 ? "" : "s") + " (" +
+                     std::to_string(a.pos.size()) + " given)");
+  }
+}
+
+const Value* kwarg(const CallArgs& a, const char* name) {
+  for (const auto& [k, v] : a.kw)
+    if (k == name) return &v;
+  return nullptr;
+}
+
+int64_t want_int(Interpreter& in, const Value& v, const char* fn, int n, SourceLoc loc) {
+  if (v.is(VT::Int)) return v.as_int();
+  if (v.is(VT::Bool)) return v.as_bool();
+  in.fail(loc, "bad argument #" + std::to_string(n) + " to '" + fn + "' (int expected, got " + type_name(v.type()) + ")");
+}
+
+bool any_tensor(const CallArgs& a) {
+  for (const Value& v : a.pos)
+    if (v.is_tensorish()) return true;
+  return false;
+}
+
+Value b_print(Interpreter& in, CallArgs& a, SourceLoc) {
+  std::string sep = " ", end = "\n", out;
+  if (const Value* s = kwarg(a, "sep")) sep = to_str(*s);
+  if (const Value* e = kwarg(a, "end")) end = to_str(*e);
+  for (size_t i = 0; i < a.pos.size(); ++i) out += (i ? sep : "") + display(a.pos[i]);
+  in.on_print(out + end);
+  return Value();
+}
+
+Value b_len(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  want_args(in, a, "len", 1, 1, loc);
+  const Value& v = a.pos[0];
+  switch (v.type()) {
+    case VT::Str: return Value::integer(static_cast<int64_t>(v.as<StrObj>()->s.size()));
+    case VT::List: return Value::integer(static_cast<int64_t>(v.as<ListObj>()->items.size()));
+    case VT::Tuple: return Value::integer(static_cast<int64_t>(v.as<TupleObj>()->items.size()));
+    case VT::Dict: return Value::integer(static_cast<int64_t>(v.as<DictObj>()->entries.size()));
+    case VT::Range: return Value::integer(v.as<RangeObj>()->size());
+    case VT::Tensor:
+    case VT::Proxy: {
+      rt::Shape s = tensor_shape(v);
+      if (s.empty()) in.fail(loc, "len() of a 0-d tensor");
+      return Value::integer(s[0]);
+    }
+    default: in.fail(loc, std::string("object of type '") + type_name(v.type()) + "' has no len()");
+  }
+}
+
+Value b_range(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  want_args(in, a, "range", 1, 3, loc);
+  int64_t x[3];
+  for (size_t i = 0; i < a.pos.size(); ++i) x[i] = want_int(in, a.pos[i], "range", static_cast<int>(i + 1), loc);
+  if (a.pos.size() == 1) return make<RangeObj>(0, x[0], 1);
+  int64_t step = a.pos.size() == 3 ? x[2] : 1;
+  if (step == 0) in.fail(loc, "range() arg 3 must not be zero");
+  return make<RangeObj>(x[0], x[1], step);
+}
+
+Value b_enumerate(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  want_args(in, a, "enumerate", 1, 2, loc);
+  int64_t i = a.pos.size() > 1 ? want_int(in, a.pos[1], "enumerate", 2, loc) : 0;
+  if (const Value* s = kwarg(a, "start")) i = want_int(in, *s, "enumerate", 2, loc);
+  std::vector<Value> out;
+  for (Value& x : in.iterate(a.pos[0], loc)) out.push_back(make<TupleObj>(std::vector<Value>{Value::integer(i++), std::move(x)}));
+  return make<ListObj>(std::move(out));
+}
+
+Value b_zip(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  std::vector<std::vector<Value>> seqs;
+  size_t n = SIZE_MAX;
+  for (const Value& v : a.pos) {
+    seqs.push_back(in.iterate(v, loc));
+    n = std::min(n, seqs.back().size());
+  }
+  std::vector<Value> out;
+  for (size_t i = 0; !seqs.empty() && i < n; ++i) {
+    std::vector<Value> row;
+    for (auto& s : seqs) row.push_back(s[i]);
+    out.push_back(make<TupleObj>(std::move(row)));
+  }
+  return make<ListObj>(std::move(out));
+}
+
+Value b_list(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  want_args(in, a, "list", 0, 1, loc);
+  return make<ListObj>(a.pos.empty() ? std::vector<Value>{} : in.iterate(a.pos[0], loc));
+}
+
+Value b_tuple(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  want_args(in, a, "tuple", 0, 1, loc);
+  return make<TupleObj>(a.pos.empty() ? std::vector<Value>{} : in.iterate(a.pos[0], loc));
+}
+
+Value b_dict(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  want_args(in, a, "dict", 0, 1, loc);
+  auto* d = new DictObj();
+  Value v(d);
+  if (!a.pos.empty()) {
+    if (a.pos[0].is(VT::Dict)) {
+      for (auto& kv : a.pos[0].as<DictObj>()->entries) d->set(kv.first, kv.second);
+    } else {
+      for (const Value& p : in.iterate(a.pos[0], loc)) {
+        std::vector<Value> kv = in.iterate(p, loc);
+        if (kv.size() != 2) in.fail(loc, "dict() needs pairs");
+        d->set(kv[0], kv[1]);
+      }
+    }
+  }
+  for (auto& [k, x] : a.kw) d->set(str_value(k), x);
+  return v;
+}
+
+Value b_str(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  want_args(in, a, "str", 0, 1, loc);
+  return str_value(a.pos.empty() ? "" : to_str(a.pos[0]));
+}
+
+Value b_repr(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  want_args(in, a, "repr", 1, 1, loc);
+  return str_value(repr(a.pos[0]));
+}
+
+Value b_int(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  want_args(in, a, "int", 0, 1, loc);
+  if (a.pos.empty()) return Value::integer(0);
+  const Value& v = a.pos[0];
+  if (v.is(VT::Int) || v.is(VT::Bool)) return Value::integer(v.is(VT::Int) ? v.as_int() : v.as_bool());
+  if (v.is(VT::Float)) {
+    if (!std::isfinite(v.as_float())) in.fail(loc, "cannot convert " + repr(v) + " to int");
+    return Value::integer(static_cast<int64_t>(v.as_float()));
+  }
+  if (v.is(VT::Str)) {
+    const std::string& s = v.as<StrObj>()->s;
+    char* end = nullptr;
+    long long x = std::strtoll(s.c_str(), &end, 10);
+    if (s.empty() || *end != '\0') in.fail(loc, "invalid literal for int(): " + repr(v));
+    return Value::integer(x);
+  }
+  in.fail(loc, std::string("int() argument must be a number or a string, not '") + type_name(v.type()) + "'");
+}
+
+Value b_float(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  want_args(in, a, "float", 0, 1, loc);
+  if (a.pos.empty()) return Value::number(0);
+  const Value& v = a.pos[0];
+  if (v.is_number()) return Value::number(v.to_double());
+  if (v.is(VT::Str)) {
+    std::string s = v.as<StrObj>()->s;
+    if (s == "inf" || s == "+inf") return Value::number(INFINITY);
+    if (s == "-inf") return Value::number(-INFINITY);
+    if (s == "nan") return Value::number(NAN);
+    char* end = nullptr;
+    double x = std::strtod(s.c_str(), &end);
+    if (s.empty() || *end != '\0') in.fail(loc, "could not convert string to float: " + repr(v));
+    return Value::number(x);
+  }
+  if (v.is_tensorish()) {
+    CallArgs c;
+    c.pos = {v, Value::dtype(rt::DType::f32)};
+    return in.call_op(*ir::find_op("convert_element_type"), std::move(c), loc);
+  }
+  in.fail(loc, std::string("float() argument must be a number or a string, not '") + type_name(v.type()) + "'");
+}
+
+Value b_bool(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  want_args(in, a, "bool", 0, 1, loc);
+  return Value::boolean(!a.pos.empty() && in.truth(a.pos[0], loc));
+}
+
+std::vector<Value> sorted_values(Interpreter& in, std::vector<Value> xs, const CallArgs& a, SourceLoc loc) {
+  const Value* key = kwarg(a, "key");
+  std::vector<Value> keys;
+  for (const Value& x : xs) {
+    if (key && !key->is_none()) {
+      CallArgs c;
+      c.pos.push_back(x);
+      keys.push_back(in.call(*key, std::move(c), loc));
+    } else {
+      keys.push_back(x);
+    }
+  }
+  std::vector<size_t> order(xs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t i, size_t j) { return in.compare(keys[i], keys[j], loc) < 0; });
+  const Value* rev = kwarg(a, "reverse");
+  if (rev && in.truth(*rev, loc)) {
+    std::stable_sort(order.begin(), order.end(), [&](size_t i, size_t j) { return in.compare(keys[i], keys[j], loc) > 0; });
+  }
+  std::vector<Value> out;
+  for (size_t i : order) out.push_back(xs[i]);
+  return out;
+}
+
+Value b_sorted(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  want_args(in, a, "sorted", 1, 1, loc);
+  return make<ListObj>(sorted_values(in, in.iterate(a.pos[0], loc), a, loc));
+}
+
+Value b_reversed(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  want_args(in, a, "reversed", 1, 1, loc);
+  std::vector<Value> xs = in.iterate(a.pos[0], loc);
+  std::reverse(xs.begin(), xs.end());
+  return make<ListObj>(std::move(xs));
+}
+
+Value b_any(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  want_args(in, a, "any", 1, 1, loc);
+  for (const Value& x : in.iterate(a.pos[0], loc))
+    if (in.truth(x, loc)) return Value::boolean(true);
+  return Value::boolean(false);
+}
+
+Value b_all(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  want_args(in, a, "all", 1, 1, loc);
+  for (const Value& x : in.iterate(a.pos[0], loc))
+    if (!in.truth(x, loc)) return Value::boolean(false);
+  return Value::boolean(true);
+}
+
+Value minmax(Interpreter& in, CallArgs& a, SourceLoc loc, bool is_max) {
+  const char* name = is_max ? "max" : "min";
+  if (any_tensor(a)) {
+    if (a.pos.size() == 2) return in.call_ltorch(is_max ? "maximum" : "minimum", std::move(a), loc);
+    return in.call_ltorch(is_max ? "amax" : "amin", std::move(a), loc);
+  }
+  if (a.pos.empty()) in.fail(loc, std::string(name) + "() expects at least one argument");
+  std::vector<Value> xs = a.pos.size() == 1 ? in.iterate(a.pos[0], loc) : a.pos;
+  if (xs.empty()) in.fail(loc, std::string(name) + "() arg is an empty sequence");
+  std::vector<Value> s = sorted_values(in, xs, a, loc);
+  return is_max ? s.back() : s.front();
+}
+
+Value b_max(Interpreter& in, CallArgs& a, SourceLoc loc) { return minmax(in, a, loc, true); }
+Value b_min(Interpreter& in, CallArgs& a, SourceLoc loc) { return minmax(in, a, loc, false); }
+
+Value b_sum(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  if (any_tensor(a)) return in.call_ltorch("sum", std::move(a), loc);
+  want_args(in, a, "sum", 1, 2, loc);
+  Value acc = a.pos.size() > 1 ? a.pos[1] : Value::integer(0);
+  for (const Value& x : in.iterate(a.pos[0], loc)) acc = in.binary(ast::Op::Add, acc, x, loc);
+  return acc;
+}
+
+Value b_abs(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  want_args(in, a, "abs", 1, 1, loc);
+  const Value& v = a.pos[0];
+  if (v.is_tensorish()) return in.call_ltorch("abs", std::move(a), loc);
+  if (v.is(VT::Float)) return Value::number(std::fabs(v.as_float()));
+  if (v.is(VT::Int) || v.is(VT::Bool)) {
+    int64_t x = v.is(VT::Int) ? v.as_int() : v.as_bool();
+    return Value::integer(x < 0 ? -x : x);
+  }
+  in.fail(loc, std::string("bad operand type for abs(): '") + type_name(v.type()) + "'");
+}
+
+Value b_round(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  want_args(in, a, "round", 1, 2, loc);
+  const Value& v = a.pos[0];
+  if (v.is_tensorish()) return in.call_ltorch("round", std::move(a), loc);
+  if (!v.is_number()) in.fail(loc, "round() needs a number");
+  if (a.pos.size() == 2 && !a.pos[1].is_none()) {
+    double p = std::pow(10.0, static_cast<double>(want_int(in, a.pos[1], "round", 2, loc)));
+    return Value::number(std::nearbyint(v.to_double() * p) / p);
+  }
+  return Value::integer(static_cast<int64_t>(std::nearbyint(v.to_double())));
+}
+
+Value b_getattr(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  want_args(in, a, "getattr", 2, 3, loc);
+  if (!a.pos[1].is(VT::Str)) in.fail(loc, "getattr(): attribute name must be a string");
+  if (a.pos.size() == 3) {
+    try {
+      return in.get_attr(a.pos[0], a.pos[1].as<StrObj>()->s, loc);
+    } catch (const ScriptError&) {
+      return a.pos[2];
+    }
+  }
+  return in.get_attr(a.pos[0], a.pos[1].as<StrObj>()->s, loc);
+}
+
+Value b_hasattr(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  want_args(in, a, "hasattr", 2, 2, loc);
+  if (!a.pos[1].is(VT::Str)) in.fail(loc, "hasattr(): attribute name must be a string");
+  try {
+    in.get_attr(a.pos[0], a.pos[1].as<StrObj>()->s, loc);
+    return Value::boolean(true);
+  } catch (const ScriptError&) {
+    return Value::boolean(false);
+  }
+}
+
+Value b_type(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  want_args(in, a, "type", 1, 1, loc);
+  return str_value(type_name(a.pos[0].type()));
+}
+
+Value b_is_tensor(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  want_args(in, a, "is_tensor", 1, 1, loc);
+  return Value::boolean(a.pos[0].is_tensorish());
+}
+
+Value b_checkpoint(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  want_args(in, a, "checkpoint", 0, 0, loc);
+  return in.make_region("checkpoint");
+}
+
+// Decorators and context managers from PyTorch and Thunder that change nothing here:
+// used bare (@no_autocast) they return the function; called (@no_autocast()) they return
+// themselves, to decorate next.
+Value b_passthrough(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  if (a.pos.size() == 1 && (a.pos[0].is(VT::Function) || a.pos[0].is(VT::Builtin))) return a.pos[0];
+  (void)in;
+  (void)loc;
+  return *in.builtins().lookup("no_autocast");
+}
+
+Value b_device(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  want_args(in, a, "device", 1, 1, loc);
+  if (!a.pos[0].is(VT::Str)) in.fail(loc, "device() takes a string such as \"cpu\" or \"cuda:0\"");
+  return a.pos[0];
+}
+
+Value b_trace(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  if (a.pos.empty() || !a.pos[0].is(VT::Function)) in.fail(loc, "trace() takes a function, then its input types");
+  const FunctionObj& fn = *a.pos[0].as<FunctionObj>();
+  std::map<std::string, ir::TensorType> given;
+  const auto& params = *fn.info->params;
+  for (size_t i = 1; i < a.pos.size(); ++i) {
+    if (i - 1 >= params.size()) in.fail(loc, "trace(): more types than parameters");
+    const Value& t = a.pos[i];
+    if (t.is(VT::Type)) {
+      given[params[i - 1].name] = t.as<TypeObj>()->type;
+    } else if (t.is(VT::Str)) {
+      std::string why;
+      auto ty = ir::parse_type_string(t.as<StrObj>()->s, &why);
+      if (!ty) in.fail(loc, why);
+      given[params[i - 1].name] = *ty;
+    } else {
+      in.fail(loc, "trace(): input types are written like f32[2, 3]");
+    }
+  }
+  return make<TraceObj>(in.trace(fn, given));
+}
+
+Value exception_ctor(Interpreter& in, CallArgs& a, SourceLoc loc, const char* kind) {
+  std::string msg = kind;
+  if (!a.pos.empty()) msg += ": " + to_str(a.pos[0]);
+  (void)in;
+  (void)loc;
+  return str_value(msg);
+}
+Value b_value_error(Interpreter& in, CallArgs& a, SourceLoc l) { return exception_ctor(in, a, l, "ValueError"); }
+Value b_type_error(Interpreter& in, CallArgs& a, SourceLoc l) { return exception_ctor(in, a, l, "TypeError"); }
+Value b_runtime_error(Interpreter& in, CallArgs& a, SourceLoc l) { return exception_ctor(in, a, l, "RuntimeError"); }
+Value b_key_error(Interpreter& in, CallArgs& a, SourceLoc l) { return exception_ctor(in, a, l, "KeyError"); }
+Value b_not_implemented(Interpreter& in, CallArgs& a, SourceLoc l) {
+  return exception_ctor(in, a, l, "NotImplementedError");
+}
+
+const BuiltinDef kBuiltins[] = {
+    {"print", b_print, "print(*values, sep=' ', end='\\n'): writes values to the output."},
+    {"len", b_len, "len(x): length of a sequence, dict, range, or first dimension of a tensor."},
+    {"range", b_range, "range(stop) / range(start, stop[, step]): integers."},
+    {"enumerate", b_enumerate, "enumerate(xs, start=0): list of (index, value) pairs."},
+    {"zip", b_zip, "zip(*seqs): list of tuples, as long as the shortest sequence."},
+    {"list", b_list, "list(xs): a new list."},
+    {"tuple", b_tuple, "tuple(xs): a new tuple."},
+    {"dict", b_dict, "dict(pairs or mapping, **kw): a new dict."},
+    {"str", b_str, "str(x): text of a value."},
+    {"repr", b_repr, "repr(x): printable representation."},
+    {"int", b_int, "int(x): integer from a number or string."},
+    {"float", b_float, "float(x): float from a number or string ('inf', 'nan'); casts a tensor to f32."},
+    {"bool", b_bool, "bool(x): truth value."},
+    {"sorted", b_sorted, "sorted(xs, key=None, reverse=False): a sorted list."},
+    {"reversed", b_reversed, "reversed(xs): a reversed list."},
+    {"any", b_any, "any(xs): whether any element is true."},
+    {"all", b_all, "all(xs): whether every element is true."},
+    {"max", b_max, "max(xs) / max(a, b, ...): largest; on tensors amax or elementwise maximum."},
+    {"min", b_min, "min(xs) / min(a, b, ...): smallest; on tensors amin or elementwise minimum."},
+    {"sum", b_sum, "sum(xs, start=0): sum of numbers; on a tensor, ltorch.sum."},
+    {"abs", b_abs, "abs(x): absolute value of a number or tensor."},
+    {"round", b_round, "round(x, ndigits=None): round half to even."},
+    {"getattr", b_getattr, "getattr(obj, name[, default])."},
+    {"hasattr", b_hasattr, "hasattr(obj, name)."},
+    {"type", b_type, "type(x): the name of x's type."},
+    {"is_tensor", b_is_tensor, "is_tensor(x): whether x is a tensor or a traced tensor (proxy)."},
+    {"checkpoint", b_checkpoint,
+     "checkpoint(): with checkpoint(): marks statements whose activations backward recomputes."},
+    {"no_autocast", b_passthrough, "A decorator from Thunder printouts; has no effect."},
+    {"no_grad", b_passthrough, "A decorator from PyTorch printouts; has no effect."},
+    {"device", b_device, "device(\"cuda:0\"): a device name (a string)."},
+    {"trace", b_trace, "trace(fn, *types): records fn on proxies of the given types and returns the trace."},
+    {"ValueError", b_value_error, "ValueError(msg): an error message for raise."},
+    {"TypeError", b_type_error, "TypeError(msg): an error message for raise."},
+    {"RuntimeError", b_runtime_error, "RuntimeError(msg): an error message for raise."},
+    {"KeyError", b_key_error, "KeyError(msg): an error message for raise."},
+    {"NotImplementedError", b_not_implemented, "NotImplementedError(msg): an error message for raise."},
+};
+
+}  // namespace
+
+std::vector<const BuiltinDef*> builtin_defs() {
+  std::vector<const BuiltinDef*> out;
+  for (const BuiltinDef& d : kBuiltins) out.push_back(&d);
+  return out;
+}
+
+rt::Shape tensor_shape(const Value& v) {
+  return v.is(VT::Tensor) ? v.as<TensorObj>()->t.shape() : v.as<ProxyObj>()->p->type.shape;
+}
+
+rt::DType tensor_dtype(const Value& v) {
+  return v.is(VT::Tensor) ? v.as<TensorObj>()->t.dtype() : v.as<ProxyObj>()->p->type.dtype;
+}
+
+std::string display(const Value& v) {
+  if (v.is(VT::Tensor)) return rt::summarize(v.as<TensorObj>()->t);
+  return to_str(v);
+}
+
+static Value ns(const std::string& name) { return make<NamespaceObj>(name); }
+static NamespaceObj& nsref(const Value& v) { return *v.as<NamespaceObj>(); }
+
+void Interpreter::install_builtins() {
+  builtins_ = ns("builtins");
+  NamespaceObj& b = nsref(builtins_);
+  for (const BuiltinDef& d : kBuiltins) b.members[d.name] = make<BuiltinObj>(&d);
+
+  Value prims = ns("prims");
+  for (const ir::OpDecl& op : ir::all_ops()) {
+    Value v = make<OpObj>(&op);
+    nsref(prims).members[op.name] = v;
+    for (const std::string& a : op.aliases) nsref(prims).members[a] = v;
+  }
+  ltorch_ = ns("ltorch");
+  nsref(ltorch_).fallback = &nsref(prims);
+
+  Value dtypes = ns("dtypes");
+  for (int i = 0; i < rt::kDTypeCount; ++i) {
+    auto d = static_cast<rt::DType>(i);
+    b.members[rt::dtype_name(d)] = Value::dtype(d);
+    nsref(dtypes).members[rt::dtype_name(d)] = Value::dtype(d);
+  }
+  const char* long_names[] = {"float64", "float32", "float16", "bfloat16", "int64", "int32", "int8", "uint8",
+                              "bool",    "float",   "double",  "half",     "long",  "int",   "bool8"};
+  for (const char* n : long_names) nsref(dtypes).members[n] = Value::dtype(*rt::dtype_from_name(n));
+  for (const char* n : {"float64", "float32", "float16", "bfloat16", "int64", "int32", "int8", "uint8"})
+    b.members[n] = Value::dtype(*rt::dtype_from_name(n));
+
+  // torch.*, torch.nn.functional.* and Tensor.* resolve to ltorch; dtype names live there too.
+  Value torch = ns("torch");
+  nsref(torch).fallback = &nsref(dtypes);
+  Value functional = ns("torch.nn.functional");
+  nsref(functional).fallback = &nsref(ltorch_);
+  Value nn = ns("torch.nn");
+  nsref(nn).members["functional"] = functional;
+  nsref(torch).members["nn"] = nn;
+  nsref(torch).members["device"] = b.members["device"];
+  nsref(torch).members["no_grad"] = b.members["no_grad"];
+  Value torch_ops = ns("torch");
+  nsref(dtypes).fallback = &nsref(ltorch_);
+  (void)torch_ops;
+  Value devices = ns("devices");
+  nsref(devices).members["Device"] = b.members["device"];
+  Value math = math_namespace();
+  Value thunder = ns("thunder");
+  for (const char* n : {"no_autocast", "no_grad"}) nsref(thunder).members[n] = b.members[n];
+  nsref(thunder).fallback = &nsref(ltorch_);
+
+  b.members["prims"] = prims;
+  b.members["ltorch"] = ltorch_;
+  b.members["torch"] = torch;
+  b.members["Tensor"] = ltorch_;
+  b.members["dtypes"] = dtypes;
+  b.members["devices"] = devices;
+  b.members["math"] = math;
+  b.members["thunder"] = thunder;
+  // Bare names of ops: ltorch first, then prims (the fallback), after Python's builtins.
+  b.fallback = &nsref(ltorch_);
+}
+
+Value Interpreter::resolve_module_path(const std::string& path, SourceLoc loc) {
+  std::string root = path.substr(0, path.find('.'));
+  const Value* v = builtins().lookup(root);
+  if (root == "thunder") v = builtins().lookup("thunder");
+  if (!v || !v->is(VT::Namespace)) fail(loc, "no module named '" + path + "'");
+  if (root == "thunder") return *v;  // Thunder's executors and helpers: one flat namespace
+  Value cur = *v;
+  size_t pos = root.size();
+  while (pos < path.size()) {
+    size_t next = path.find('.', pos + 1);
+    std::string part = path.substr(pos + 1, next == std::string::npos ? std::string::npos : next - pos - 1);
+    auto it = nsref(cur).members.find(part);
+    if (it == nsref(cur).members.end() || !it->second.is(VT::Namespace)) fail(loc, "no module named '" + path + "'");
+    cur = it->second;
+    pos = next == std::string::npos ? path.size() : next;
+  }
+  return cur;
+}
+
+void Interpreter::load_stdlib() {
+  for (const auto& file : stdlib::files()) {
+    DiagnosticList diags;
+    auto m = parse(file.path, file.text, diags);
+    if (!m) throw std::runtime_error("internal error: the embedded stdlib does not parse:\n" + diags.render_all(sm_));
+    m->composites = file.module == std::string("ltorch");
+    m->name = file.module;
+    modules_.push_back(m);
+    try {
+      run_module(*m);
+    } catch (const ScriptError& e) {
+      throw std::runtime_error("internal error: the embedded stdlib fails to load:\n" + render(sm_, to_diagnostic(e)));
+    }
+    NamespaceObj& target = file.module == std::string("ltorch") ? nsref(ltorch_) : nsref(builtins_);
+    for (const auto& [k, v] : m->globals)
+      if (!k.empty() && k[0] != '_' && v.is(VT::Function)) target.members[k] = v;
+  }
+}
+
+}  // namespace tracer::interp

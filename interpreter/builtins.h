@@ -1,0 +1,19 @@
+// Builtin functions, methods of builtin types, and helpers shared by them.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "interpreter/value.h"
+
+namespace tracer::interp {
+
+std::vector<const BuiltinDef*> builtin_defs();
+// Methods of str, list and dict (for :help).
+std::vector<std::pair<const char*, const BuiltinDef*>> method_defs();
+Value math_namespace();
+rt::Shape tensor_shape(const Value& v);
+rt::DType tensor_dtype(const Value& v);
+// What print() shows: strings as they are, tensors as a summary of their values.
+std::string display(const Value& v);
+
+}  // namespace tracer::interp

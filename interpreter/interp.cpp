@@ -1,0 +1,331 @@
+// The evaluator: statements and expressions over resolved ASTs, function calls and closures.
+#include "interpreter/interp.h"
+
+#include <cmath>
+
+#include "interpreter/parser.h"
+
+namespace tracer::interp {
+
+using ast::Expr;
+using ast::ExprKind;
+using ast::Stmt;
+using ast::StmtKind;
+
+Diagnostic to_diagnostic(const ScriptError& e) {
+  Diagnostic d{Severity::error, e.loc, e.message, {}};
+  for (const TracebackEntry& t : e.traceback)
+    d.notes.push_back({Severity::note, t.call_site, "in a call to '" + t.function + "' from here", {}});
+  return d;
+}
+
+void Interpreter::fail(SourceLoc loc, const std::string& msg) { throw ScriptError{msg, loc, {}}; }
+
+void Interpreter::step_limit_exceeded(SourceLoc loc) {
+  fail(loc, "step limit of " + std::to_string(opts_.step_limit) + " exceeded (a runaway loop or recursion?)");
+}
+
+Interpreter::Interpreter(SourceManager& sm, Options opts) : sm_(sm), opts_(opts) {
+  exec_.allocator = &allocator_;
+  exec_.seed = opts.seed;
+  install_builtins();
+  load_stdlib();
+}
+
+Interpreter::~Interpreter() {
+  // Functions hold their module and modules hold their functions: break the cycles.
+  for (auto& m : modules_) m->globals.clear();
+}
+
+std::shared_ptr<Module> Interpreter::parse(const std::string& name, std::string text, DiagnosticList& diags) {
+  int32_t file = sm_.add(name, std::move(text));
+  auto m = std::make_shared<Module>();
+  m->name = name;
+  m->file = file;
+  size_t before = diags.items().size();
+  m->ast = parse::parse_module(sm_, file, diags);
+  if (!m->ast) return nullptr;
+  bool syntax_errors = false;
+  for (size_t i = before; i < diags.items().size(); ++i)
+    syntax_errors = syntax_errors || diags.items()[i].severity == Severity::error;
+  if (syntax_errors) return nullptr;
+  resolve(*m, diags);
+  for (size_t i = before; i < diags.items().size(); ++i)
+    if (diags.items()[i].severity == Severity::error) return nullptr;
+  return m;
+}
+
+std::shared_ptr<Module> Interpreter::load(const std::string& name, std::string text, DiagnosticList& diags,
+                                          const std::map<std::string, Value>& pinned) {
+  auto m = parse(name, std::move(text), diags);
+  if (!m) return nullptr;
+  modules_.push_back(m);
+  for (const auto& [k, v] : pinned) {
+    m->globals[k] = v;
+    m->pinned.insert(k);
+  }
+  try {
+    run_module(*m);
+  } catch (const ScriptError& e) {
+    diags.add(to_diagnostic(e));
+    return nullptr;
+  }
+  return m;
+}
+
+void Interpreter::run_module(Module& m) {
+  Frame fr;
+  fr.info = &m.top;
+  fr.module = &m;
+  fr.slots.assign(m.top.nslots, Value::unbound());
+  exec_block(m.ast->body, fr);
+}
+
+// ---------------------------------------------------------------- statements
+
+Flow Interpreter::exec_block(const ast::Block& b, Frame& fr) {
+  for (const auto& s : b) {
+    Flow f = exec_stmt(*s, fr);
+    if (f != Flow::Normal) return f;
+  }
+  return Flow::Normal;
+}
+
+namespace {
+
+bool is_output_of_last(const Recorder& r, const ir::ProxyPtr& p) {
+  if (!r.trace || r.scopes.empty() || r.scopes.back()->empty()) return false;
+  for (const auto& o : r.scopes.back()->back().outputs)
+    if (o == p) return true;
+  return false;
+}
+
+Value& global_slot(Frame& fr, const std::string& name) { return fr.module->globals[name]; }
+
+}  // namespace
+
+void Interpreter::assign(const Expr& t, Value v, Frame& fr, bool naming) {
+  switch (t.kind) {
+    case ExprKind::Name: {
+      if (naming && fr.naming && rec_.trace && v.is(VT::Proxy)) {
+        const ir::ProxyPtr& p = v.as<ProxyObj>()->p;
+        if (is_output_of_last(rec_, p)) rec_.trace->try_rename(p, t.name);
+      }
+      switch (static_cast<NameScope>(t.depth)) {
+        case NameScope::Local: fr.slots[t.slot] = std::move(v); return;
+        case NameScope::Cell: fr.slots[t.slot].as<CellObj>()->v = std::move(v); return;
+        case NameScope::Free: fr.fn->closure[t.slot].as<CellObj>()->v = std::move(v); return;
+        case NameScope::Global:
+          if (!fr.module->pinned.count(t.name)) global_slot(fr, t.name) = std::move(v);
+          return;
+      }
+      return;
+    }
+    case ExprKind::Tuple:
+    case ExprKind::List: {
+      std::vector<Value> xs = iterate(v, t.loc);
+      size_t star = t.items.size();
+      for (size_t i = 0; i < t.items.size(); ++i)
+        if (t.items[i]->kind == ExprKind::Starred) star = i;
+      if (star == t.items.size()) {
+        if (xs.size() != t.items.size())
+          fail(t.loc, xs.size() < t.items.size()
+                          ? "not enough values to unpack (expected " + std::to_string(t.items.size()) + ", got " +
+                                std::to_string(xs.size()) + ")"
+                          : "too many values to unpack (expected " + std::to_string(t.items.size()) + ")");
+        for (size_t i = 0; i < xs.size(); ++i) assign(*t.items[i], std::move(xs[i]), fr, naming);
+        return;
+      }
+      size_t after = t.items.size() - star - 1;
+      if (xs.size() < star + after) fail(t.loc, "not enough values to unpack");
+      for (size_t i = 0; i < star; ++i) assign(*t.items[i], xs[i], fr, naming);
+      std::vector<Value> mid(xs.begin() + star, xs.end() - after);
+      assign(*t.items[star]->items[0], make<ListObj>(std::move(mid)), fr, naming);
+      for (size_t i = 0; i < after; ++i) assign(*t.items[star + 1 + i], xs[xs.size() - after + i], fr, naming);
+      return;
+    }
+    case ExprKind::Subscript: {
+      Value obj = eval(*t.items[0], fr);
+      Value idx = eval(*t.items[1], fr);
+      if (obj.is(VT::List)) {
+        auto& items = obj.as<ListObj>()->items;
+        if (!idx.is(VT::Int)) fail(t.loc, "list indices must be integers");
+        int64_t i = idx.as_int() < 0 ? idx.as_int() + static_cast<int64_t>(items.size()) : idx.as_int();
+        if (i < 0 || i >= static_cast<int64_t>(items.size())) fail(t.loc, "list assignment index out of range");
+        items[i] = std::move(v);
+      } else if (obj.is(VT::Dict)) {
+        obj.as<DictObj>()->set(idx, std::move(v));
+      } else {
+        fail(t.loc, std::string("'") + type_name(obj.type()) + "' object does not support item assignment");
+      }
+      return;
+    }
+    case ExprKind::Attribute:
+      fail(t.loc, "cannot assign to attribute '" + t.name + "'");
+    default:
+      fail(t.loc, "cannot assign to this expression");
+  }
+}
+
+static std::vector<const Expr*> flat_names(const Expr& e) {
+  if (e.kind == ExprKind::Name) return {&e};
+  std::vector<const Expr*> out;
+  for (const auto& x : e.items)
+    for (const Expr* n : flat_names(*x)) out.push_back(n);
+  return out;
+}
+
+static void check_type_comments(Interpreter& in, const Stmt& s, const Value& v) {
+  if (!v.is(VT::Proxy)) return;
+  const ir::Proxy& p = *v.as<ProxyObj>()->p;
+  for (const ast::TypeComment& tc : s.type_comments) {
+    std::string why;
+    auto t = ir::parse_type_string(tc.type_string, &why);
+    if (!t) in.fail(tc.loc, why);
+    if (!t->same_layout(p.type))
+      in.fail(tc.loc, "type comment says '" + tc.name + "' is " + t->str() + " but it is " + p.type.str());
+  }
+}
+
+Flow Interpreter::exec_stmt(const Stmt& s, Frame& fr) {
+  tick(s.loc);
+  switch (s.kind) {
+    case StmtKind::Expr:
+      eval(*s.value, fr);
+      return Flow::Normal;
+    case StmtKind::Assign: {
+      Value v = eval(*s.value, fr);
+      for (const auto& t : s.targets) assign(*t, v, fr, true);
+      if (rec_.trace && s.targets.size() == 1 && s.targets[0]->kind == ExprKind::Name) check_type_comments(*this, s, v);
+      return Flow::Normal;
+    }
+    case StmtKind::AugAssign: {
+      const Expr& t = *s.targets[0];
+      Value cur = eval(t, fr);
+      Value rhs = eval(*s.value, fr);
+      if (cur.is(VT::List) && s.op == ast::Op::Add) {
+        std::vector<Value> more = iterate(rhs, s.loc);
+        auto& items = cur.as<ListObj>()->items;
+        items.insert(items.end(), more.begin(), more.end());
+        return Flow::Normal;
+      }
+      assign(t, binary(s.op, cur, rhs, s.loc), fr, true);
+      return Flow::Normal;
+    }
+    case StmtKind::AnnAssign:
+      if (s.value) assign(*s.targets[0], eval(*s.value, fr), fr, true);
+      return Flow::Normal;
+    case StmtKind::Del: {
+      std::vector<ir::ProxyPtr> deleted;
+      for (const auto& t : s.targets) {
+        if (t->kind == ExprKind::Subscript) {
+          Value obj = eval(*t->items[0], fr), idx = eval(*t->items[1], fr);
+          if (obj.is(VT::Dict)) {
+            if (!obj.as<DictObj>()->erase(idx)) fail(t->loc, "key " + repr(idx) + " not found");
+          } else if (obj.is(VT::List) && idx.is(VT::Int)) {
+            auto& items = obj.as<ListObj>()->items;
+            int64_t i = idx.as_int() < 0 ? idx.as_int() + static_cast<int64_t>(items.size()) : idx.as_int();
+            if (i < 0 || i >= static_cast<int64_t>(items.size())) fail(t->loc, "list index out of range");
+            items.erase(items.begin() + i);
+          } else {
+            fail(t->loc, "cannot delete this item");
+          }
+          continue;
+        }
+        for (const Expr* n : flat_names(*t)) {
+          Value v = eval(*n, fr);
+          if (rec_.trace && fr.naming && v.is(VT::Proxy)) deleted.push_back(v.as<ProxyObj>()->p);
+          switch (static_cast<NameScope>(n->depth)) {
+            case NameScope::Local: fr.slots[n->slot] = Value::unbound(); break;
+            case NameScope::Cell: fr.slots[n->slot].as<CellObj>()->v = Value::unbound(); break;
+            case NameScope::Free: fr.fn->closure[n->slot].as<CellObj>()->v = Value::unbound(); break;
+            case NameScope::Global: fr.module->globals.erase(n->name); break;
+          }
+        }
+      }
+      if (!deleted.empty()) {
+        ir::Stmt d;
+        d.kind = ir::StmtKind::Del;
+        d.deleted = std::move(deleted);
+        d.loc = s.loc;
+        d.region = rec_.region;
+        d.region_id = rec_.region_id;
+        rec_.scopes.back()->push_back(std::move(d));
+      }
+      return Flow::Normal;
+    }
+    case StmtKind::Pass:
+    case StmtKind::Global:
+    case StmtKind::Nonlocal:
+    case StmtKind::TypeComment:
+      return Flow::Normal;
+    case StmtKind::Break: return Flow::Break;
+    case StmtKind::Continue: return Flow::Continue;
+    case StmtKind::Return:
+      fr.ret = s.value ? eval(*s.value, fr) : Value();
+      return Flow::Return;
+    case StmtKind::If:
+      if (truth(eval(*s.value, fr), s.value->loc)) return exec_block(s.body, fr);
+      return exec_block(s.orelse, fr);
+    case StmtKind::While:
+      while (truth(eval(*s.value, fr), s.value->loc)) {
+        Flow f = exec_block(s.body, fr);
+        if (f == Flow::Break) return Flow::Normal;
+        if (f == Flow::Return) return f;
+      }
+      return exec_block(s.orelse, fr);
+    case StmtKind::For: {
+      Value it = eval(*s.value, fr);
+      const Expr& target = *s.targets[0];
+      auto body = [&](Value x) -> int {
+        assign(target, std::move(x), fr, false);
+        Flow f = exec_block(s.body, fr);
+        if (f == Flow::Break) return 1;
+        if (f == Flow::Return) return 2;
+        return 0;
+      };
+      if (it.is(VT::Range)) {
+        auto* r = it.as<RangeObj>();
+        int64_t n = r->size();
+        for (int64_t i = 0; i < n; ++i) {
+          int c = body(Value::integer(r->start + i * r->step));
+          if (c == 1) return Flow::Normal;
+          if (c == 2) return Flow::Return;
+        }
+      } else {
+        for (Value& x : iterate(it, s.value->loc)) {
+          int c = body(std::move(x));
+          if (c == 1) return Flow::Normal;
+          if (c == 2) return Flow::Return;
+        }
+      }
+      return exec_block(s.orelse, fr);
+    }
+    case StmtKind::FunctionDef: {
+      Value f = make_function(*fr.module->by_node.at(&s), fr, s.loc);
+      for (auto it = s.decorators.rbegin(); it != s.decorators.rend(); ++it) {
+        Value dec = eval(**it, fr);
+        CallArgs a;
+        a.pos.push_back(std::move(f));
+        f = call(dec, std::move(a), (*it)->loc);
+      }
+      assign(*fr.module->binds.at(&s).at(0), std::move(f), fr, false);
+      return Flow::Normal;
+    }
+    case StmtKind::With: return exec_with(s, fr);
+    case StmtKind::Import:
+    case StmtKind::ImportFrom: exec_import(s, fr); return Flow::Normal;
+    case StmtKind::Raise: {
+      std::string msg = s.value ? to_str(eval(*s.value, fr)) : "exception raised";
+      fail(s.loc, msg);
+    }
+    case StmtKind::Assert:
+      if (!truth(eval(*s.value, fr), s.value->loc))
+        fail(s.loc, s.annotation ? "assertion failed: " + to_str(eval(*s.annotation, fr)) : "assertion failed");
+      return Flow::Normal;
+    case StmtKind::FusionDef: return exec_fusion(s, fr);
+  }
+  return Flow::Normal;
+}
+
+}  // namespace tracer::interp

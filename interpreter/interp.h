@@ -1,0 +1,144 @@
+// The tree-walking interpreter: runs modules, calls functions eagerly on tensors, and records
+// traces when functions are called on proxies.
+#pragma once
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/source.h"
+#include "interpreter/resolve.h"
+#include "interpreter/value.h"
+#include "ir/op.h"
+
+namespace tracer::interp {
+
+struct TracebackEntry {
+  std::string function;
+  SourceLoc call_site;
+};
+
+// A runtime error in a script: message, innermost location and the calls that led there.
+struct ScriptError {
+  std::string message;
+  SourceLoc loc;
+  std::vector<TracebackEntry> traceback;  // innermost call first
+};
+
+// Renders a script error as a diagnostic with one note per calling frame.
+Diagnostic to_diagnostic(const ScriptError& e);
+
+struct Options {
+  int64_t step_limit = 500'000'000;  // statements and calls; 0 means no limit
+  int max_depth = 200;              // nested calls
+  uint64_t seed = 0;
+};
+
+struct Frame {
+  const FuncInfo* info = nullptr;
+  Module* module = nullptr;
+  std::vector<Value> slots;
+  const FunctionObj* fn = nullptr;  // closure cells live here
+  bool naming = true;               // assignments may name traced values (user code)
+  Value ret;
+};
+
+enum class Flow { Normal, Break, Continue, Return };
+
+// Recording state while a function is traced.
+struct Recorder {
+  ir::Trace* trace = nullptr;
+  std::vector<std::vector<ir::Stmt>*> scopes;  // innermost last; scopes[0] is the trace body
+  std::string region;
+  int region_id = 0;
+  int region_count = 0;
+};
+
+class Interpreter {
+ public:
+  Interpreter(SourceManager& sm, Options opts = {});
+  ~Interpreter();
+  Interpreter(const Interpreter&) = delete;
+  Interpreter& operator=(const Interpreter&) = delete;
+
+  // Parses, resolves and runs a module. pinned values replace the module's own top-level
+  // assignments to those names (command-line --set). Returns null if diagnostics hold errors.
+  std::shared_ptr<Module> load(const std::string& name, std::string text, DiagnosticList& diags,
+                               const std::map<std::string, Value>& pinned = {});
+  // Parses and resolves without running (tracer check --parse-only runs only this).
+  std::shared_ptr<Module> parse(const std::string& name, std::string text, DiagnosticList& diags);
+  void run_module(Module& m);  // throws ScriptError
+
+  Value call(const Value& fn, CallArgs args, SourceLoc loc);  // throws ScriptError
+  // Traces fn on proxies whose types come from its annotations, type comments, or given.
+  std::shared_ptr<ir::Trace> trace(const FunctionObj& fn, const std::map<std::string, ir::TensorType>& given);
+  // The tensor types of fn's inputs (flattened; list-typed parameters give name_0, name_1, ...).
+  std::vector<std::pair<std::string, ir::TensorType>> input_types(
+      const FunctionObj& fn, const std::map<std::string, ir::TensorType>& given);
+
+  SourceManager& sources() { return sm_; }
+  const Options& options() const { return opts_; }
+  rt::Allocator& allocator() { return allocator_; }
+  ir::ExecContext& exec_context() { return exec_; }
+  std::function<void(const std::string&)> on_print;  // print(); defaults to stdout
+  const NamespaceObj& builtins() const { return *builtins_.as<NamespaceObj>(); }
+  int64_t steps() const { return steps_; }
+
+  // Used by builtins and op glue.
+  [[noreturn]] void fail(SourceLoc loc, const std::string& msg);
+  bool tracing() const { return rec_.trace != nullptr; }
+  Value call_op(const ir::OpDecl& op, CallArgs args, SourceLoc loc);
+  Value call_ltorch(const std::string& name, CallArgs args, SourceLoc loc);
+  Value get_attr(const Value& obj, const std::string& name, SourceLoc loc);
+  Value binary(ast::Op op, const Value& a, const Value& b, SourceLoc loc);
+  Value subscript(const Value& obj, const Value& index, SourceLoc loc);
+  bool contains(const Value& container, const Value& x, SourceLoc loc);
+  std::vector<Value> iterate(const Value& v, SourceLoc loc);
+  bool truth(const Value& v, SourceLoc loc);
+  int compare(const Value& a, const Value& b, SourceLoc loc);  // -1, 0, 1 for sortable values
+  Value make_region(const std::string& name);
+
+ private:
+  friend class Evaluator;
+  SourceManager& sm_;
+  Options opts_;
+  rt::Allocator allocator_;
+  ir::ExecContext exec_;
+  Value builtins_;   // NamespaceObj of names visible everywhere
+  Value ltorch_;     // NamespaceObj of the stdlib composites (falls back to prims)
+  std::vector<std::shared_ptr<Module>> modules_;
+  Recorder rec_;
+  int64_t steps_ = 0;
+  int depth_ = 0;
+
+  void install_builtins();
+  void load_stdlib();
+  Value call_function(const FunctionObj& f, CallArgs& args, SourceLoc loc);
+  Value call_composite(const FunctionObj& f, CallArgs& args, SourceLoc loc);
+  void bind_params(const FunctionObj& f, CallArgs& args, Frame& frame, SourceLoc loc);
+  Flow exec_block(const ast::Block& b, Frame& fr);
+  Flow exec_stmt(const ast::Stmt& s, Frame& fr);
+  Value eval(const ast::Expr& e, Frame& fr);
+  void assign(const ast::Expr& target, Value v, Frame& fr, bool naming);
+  Value make_function(const FuncInfo& info, Frame& fr, SourceLoc loc);
+  Flow exec_with(const ast::Stmt& s, Frame& fr);
+  Flow exec_fusion(const ast::Stmt& s, Frame& fr);
+  void exec_import(const ast::Stmt& s, Frame& fr);
+  Value eval_call(const ast::Expr& e, Frame& fr);
+  Value eval_list_comp(const ast::Expr& e, Frame& fr);
+  Value load_name(const ast::Expr& e, Frame& fr);
+  Value resolve_module_path(const std::string& path, SourceLoc loc);
+  void tick(SourceLoc loc) {
+    if (++steps_ > opts_.step_limit && opts_.step_limit > 0) step_limit_exceeded(loc);
+  }
+  [[noreturn]] void step_limit_exceeded(SourceLoc loc);
+  friend struct InterpAccess;
+};
+
+// Turns a script value into a statement argument (nested tuples/lists of numbers, strings,
+// dtypes, tensors, proxies); returns false if it has no such form.
+bool to_arg(const Value& v, ir::Arg* out);
+Value from_arg(const ir::Arg& a);
+
+}  // namespace tracer::interp

@@ -1,0 +1,436 @@
+// Attribute lookup: tensor properties and methods (ops of ltorch), methods of str, list and
+// dict, members of namespaces; and the math namespace.
+#include <algorithm>
+#include <cmath>
+
+#include "interpreter/builtins.h"
+#include "interpreter/interp.h"
+
+namespace tracer::interp {
+
+namespace {
+
+void nargs(Interpreter& in, const CallArgs& a, const char* name, size_t lo, size_t hi, SourceLoc loc) {
+  // a.pos[0] is self.
+  if (a.pos.size() - 1 < lo || a.pos.size() - 1 > hi)
+    in.fail(loc, std::string(name) + "() takes " + std::to_string(lo) + (lo == hi ? "" : " to " + std::to_string(hi)) +
+                     " arguments (" + std::to_string(a.pos.size() - 1) + " given)");
+}
+
+const std::string& want_str(Interpreter& in, const Value& v, const char* fn, SourceLoc loc) {
+  if (!v.is(VT::Str)) in.fail(loc, std::string(fn) + "() expects a string, got " + type_name(v.type()));
+  return v.as<StrObj>()->s;
+}
+
+// ---- str ----
+Value s_join(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  nargs(in, a, "join", 1, 1, loc);
+  std::string out;
+  bool first = true;
+  for (const Value& x : in.iterate(a.pos[1], loc)) {
+    out += (first ? "" : a.pos[0].as<StrObj>()->s) + want_str(in, x, "join", loc);
+    first = false;
+  }
+  return str_value(out);
+}
+
+Value s_split(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  nargs(in, a, "split", 0, 1, loc);
+  const std::string& s = a.pos[0].as<StrObj>()->s;
+  std::vector<Value> out;
+  if (a.pos.size() == 1 || a.pos[1].is_none()) {
+    size_t i = 0;
+    while (i < s.size()) {
+      while (i < s.size() && isspace(static_cast<unsigned char>(s[i]))) ++i;
+      size_t j = i;
+      while (j < s.size() && !isspace(static_cast<unsigned char>(s[j]))) ++j;
+      if (j > i) out.push_back(str_value(s.substr(i, j - i)));
+      i = j;
+    }
+    return make<ListObj>(std::move(out));
+  }
+  const std::string& sep = want_str(in, a.pos[1], "split", loc);
+  if (sep.empty()) in.fail(loc, "split(): empty separator");
+  size_t start = 0, pos;
+  while ((pos = s.find(sep, start)) != std::string::npos) {
+    out.push_back(str_value(s.substr(start, pos - start)));
+    start = pos + sep.size();
+  }
+  out.push_back(str_value(s.substr(start)));
+  return make<ListObj>(std::move(out));
+}
+
+Value strip_impl(Interpreter& in, CallArgs& a, SourceLoc loc, bool left, bool right) {
+  nargs(in, a, "strip", 0, 1, loc);
+  const std::string& s = a.pos[0].as<StrObj>()->s;
+  std::string chars = a.pos.size() > 1 ? want_str(in, a.pos[1], "strip", loc) : " \t\n\r";
+  size_t b = left ? s.find_first_not_of(chars) : 0;
+  if (b == std::string::npos) return str_value("");
+  size_t e = right ? s.find_last_not_of(chars) : s.size() - 1;
+  return str_value(s.substr(b, e - b + 1));
+}
+Value s_strip(Interpreter& in, CallArgs& a, SourceLoc l) { return strip_impl(in, a, l, true, true); }
+Value s_lstrip(Interpreter& in, CallArgs& a, SourceLoc l) { return strip_impl(in, a, l, true, false); }
+Value s_rstrip(Interpreter& in, CallArgs& a, SourceLoc l) { return strip_impl(in, a, l, false, true); }
+
+Value s_startswith(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  nargs(in, a, "startswith", 1, 1, loc);
+  return Value::boolean(a.pos[0].as<StrObj>()->s.rfind(want_str(in, a.pos[1], "startswith", loc), 0) == 0);
+}
+
+Value s_endswith(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  nargs(in, a, "endswith", 1, 1, loc);
+  const std::string &s = a.pos[0].as<StrObj>()->s, &x = want_str(in, a.pos[1], "endswith", loc);
+  return Value::boolean(s.size() >= x.size() && s.compare(s.size() - x.size(), x.size(), x) == 0);
+}
+
+Value s_replace(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  nargs(in, a, "replace", 2, 2, loc);
+  std::string s = a.pos[0].as<StrObj>()->s;
+  const std::string &from = want_str(in, a.pos[1], "replace", loc), &to = want_str(in, a.pos[2], "replace", loc);
+  if (from.empty()) return str_value(s);
+  std::string out;
+  size_t start = 0, pos;
+  while ((pos = s.find(from, start)) != std::string::npos) {
+    out += s.substr(start, pos - start) + to;
+    start = pos + from.size();
+  }
+  return str_value(out + s.substr(start));
+}
+
+Value s_find(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  nargs(in, a, "find", 1, 1, loc);
+  size_t p = a.pos[0].as<StrObj>()->s.find(want_str(in, a.pos[1], "find", loc));
+  return Value::integer(p == std::string::npos ? -1 : static_cast<int64_t>(p));
+}
+
+Value case_impl(CallArgs& a, bool upper) {
+  std::string s = a.pos[0].as<StrObj>()->s;
+  for (char& c : s) c = static_cast<char>(upper ? toupper(static_cast<unsigned char>(c)) : tolower(static_cast<unsigned char>(c)));
+  return str_value(s);
+}
+Value s_upper(Interpreter&, CallArgs& a, SourceLoc) { return case_impl(a, true); }
+Value s_lower(Interpreter&, CallArgs& a, SourceLoc) { return case_impl(a, false); }
+
+// "{}", "{0}", "{name}" replaced by str() of the arguments; "{{" and "}}" are braces.
+Value s_format(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  const std::string& f = a.pos[0].as<StrObj>()->s;
+  std::string out;
+  size_t next = 1;
+  for (size_t i = 0; i < f.size(); ++i) {
+    if (f[i] == '{' && i + 1 < f.size() && f[i + 1] == '{') { out += '{'; ++i; continue; }
+    if (f[i] == '}' && i + 1 < f.size() && f[i + 1] == '}') { out += '}'; ++i; continue; }
+    if (f[i] != '{') { out += f[i]; continue; }
+    size_t close = f.find('}', i);
+    if (close == std::string::npos) in.fail(loc, "format(): unmatched '{'");
+    std::string field = f.substr(i + 1, close - i - 1);
+    field = field.substr(0, field.find(':'));
+    const Value* v = nullptr;
+    if (field.empty()) {
+      if (next >= a.pos.size()) in.fail(loc, "format(): not enough arguments");
+      v = &a.pos[next++];
+    } else if (isdigit(static_cast<unsigned char>(field[0]))) {
+      size_t k = std::stoul(field) + 1;
+      if (k >= a.pos.size()) in.fail(loc, "format(): index " + field + " out of range");
+      v = &a.pos[k];
+    } else {
+      for (const auto& [k, x] : a.kw)
+        if (k == field) v = &x;
+      if (!v) in.fail(loc, "format(): no argument named '" + field + "'");
+    }
+    out += display(*v);
+    i = close;
+  }
+  return str_value(out);
+}
+
+// ---- list ----
+std::vector<Value>& items(const Value& v) { return v.as<ListObj>()->items; }
+
+Value l_append(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  nargs(in, a, "append", 1, 1, loc);
+  items(a.pos[0]).push_back(a.pos[1]);
+  return Value();
+}
+
+Value l_extend(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  nargs(in, a, "extend", 1, 1, loc);
+  std::vector<Value> more = in.iterate(a.pos[1], loc);
+  items(a.pos[0]).insert(items(a.pos[0]).end(), more.begin(), more.end());
+  return Value();
+}
+
+int64_t list_index(Interpreter& in, const Value& self, const Value& i, SourceLoc loc, bool insert) {
+  if (!i.is(VT::Int)) in.fail(loc, "list indices must be integers");
+  int64_t n = static_cast<int64_t>(items(self).size()), k = i.as_int() < 0 ? i.as_int() + n : i.as_int();
+  if (insert) return std::max<int64_t>(0, std::min(k, n));
+  if (k < 0 || k >= n) in.fail(loc, "list index out of range");
+  return k;
+}
+
+Value l_pop(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  nargs(in, a, "pop", 0, 1, loc);
+  if (items(a.pos[0]).empty()) in.fail(loc, "pop from empty list");
+  int64_t k = a.pos.size() > 1 ? list_index(in, a.pos[0], a.pos[1], loc, false)
+                               : static_cast<int64_t>(items(a.pos[0]).size()) - 1;
+  Value v = items(a.pos[0])[k];
+  items(a.pos[0]).erase(items(a.pos[0]).begin() + k);
+  return v;
+}
+
+Value l_insert(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  nargs(in, a, "insert", 2, 2, loc);
+  int64_t k = list_index(in, a.pos[0], a.pos[1], loc, true);
+  items(a.pos[0]).insert(items(a.pos[0]).begin() + k, a.pos[2]);
+  return Value();
+}
+
+Value l_index(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  nargs(in, a, "index", 1, 1, loc);
+  const auto& xs = a.pos[0].is(VT::List) ? items(a.pos[0]) : a.pos[0].as<TupleObj>()->items;
+  for (size_t i = 0; i < xs.size(); ++i)
+    if (values_equal(xs[i], a.pos[1])) return Value::integer(static_cast<int64_t>(i));
+  in.fail(loc, repr(a.pos[1]) + " is not in list");
+}
+
+Value l_count(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  nargs(in, a, "count", 1, 1, loc);
+  const auto& xs = a.pos[0].is(VT::List) ? items(a.pos[0]) : a.pos[0].as<TupleObj>()->items;
+  return Value::integer(std::count_if(xs.begin(), xs.end(), [&](const Value& x) { return values_equal(x, a.pos[1]); }));
+}
+
+Value l_remove(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  nargs(in, a, "remove", 1, 1, loc);
+  auto& xs = items(a.pos[0]);
+  for (size_t i = 0; i < xs.size(); ++i)
+    if (values_equal(xs[i], a.pos[1])) {
+      xs.erase(xs.begin() + static_cast<std::ptrdiff_t>(i));
+      return Value();
+    }
+  in.fail(loc, "list.remove(x): x not in list");
+}
+
+Value l_reverse(Interpreter&, CallArgs& a, SourceLoc) {
+  std::reverse(items(a.pos[0]).begin(), items(a.pos[0]).end());
+  return Value();
+}
+
+Value l_sort(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  CallArgs c;
+  c.pos.push_back(a.pos[0]);
+  c.kw = a.kw;
+  Value sorted = in.call(*in.builtins().lookup("sorted"), std::move(c), loc);
+  items(a.pos[0]) = items(sorted);
+  return Value();
+}
+
+Value l_copy(Interpreter&, CallArgs& a, SourceLoc) {
+  if (a.pos[0].is(VT::Dict)) {
+    auto* d = new DictObj();
+    Value v(d);
+    for (auto& kv : a.pos[0].as<DictObj>()->entries) d->set(kv.first, kv.second);
+    return v;
+  }
+  return make<ListObj>(items(a.pos[0]));
+}
+
+Value l_clear(Interpreter&, CallArgs& a, SourceLoc) {
+  if (a.pos[0].is(VT::Dict)) {
+    a.pos[0].as<DictObj>()->entries.clear();
+    a.pos[0].as<DictObj>()->index.clear();
+  } else {
+    items(a.pos[0]).clear();
+  }
+  return Value();
+}
+
+// ---- dict ----
+DictObj& dict(const Value& v) { return *v.as<DictObj>(); }
+
+Value d_get(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  nargs(in, a, "get", 1, 2, loc);
+  Value* v = dict(a.pos[0]).find(a.pos[1]);
+  return v ? *v : a.pos.size() > 2 ? a.pos[2] : Value();
+}
+
+Value d_view(CallArgs& a, int which) {
+  std::vector<Value> out;
+  for (auto& [k, v] : dict(a.pos[0]).entries)
+    out.push_back(which == 0 ? k : which == 1 ? v : make<TupleObj>(std::vector<Value>{k, v}));
+  return make<ListObj>(std::move(out));
+}
+Value d_keys(Interpreter&, CallArgs& a, SourceLoc) { return d_view(a, 0); }
+Value d_values(Interpreter&, CallArgs& a, SourceLoc) { return d_view(a, 1); }
+Value d_items(Interpreter&, CallArgs& a, SourceLoc) { return d_view(a, 2); }
+
+Value d_pop(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  nargs(in, a, "pop", 1, 2, loc);
+  Value* v = dict(a.pos[0]).find(a.pos[1]);
+  if (!v) {
+    if (a.pos.size() > 2) return a.pos[2];
+    in.fail(loc, "key " + repr(a.pos[1]) + " not found");
+  }
+  Value out = *v;
+  dict(a.pos[0]).erase(a.pos[1]);
+  return out;
+}
+
+Value d_setdefault(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  nargs(in, a, "setdefault", 1, 2, loc);
+  if (Value* v = dict(a.pos[0]).find(a.pos[1])) return *v;
+  Value d = a.pos.size() > 2 ? a.pos[2] : Value();
+  dict(a.pos[0]).set(a.pos[1], d);
+  return d;
+}
+
+Value d_update(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  nargs(in, a, "update", 0, 1, loc);
+  if (a.pos.size() > 1) {
+    if (!a.pos[1].is(VT::Dict)) in.fail(loc, "update() expects a dict");
+    for (auto& [k, v] : dict(a.pos[1]).entries) dict(a.pos[0]).set(k, v);
+  }
+  for (auto& [k, v] : a.kw) dict(a.pos[0]).set(str_value(k), v);
+  return Value();
+}
+
+const BuiltinDef kStr[] = {
+    {"join", s_join, "sep.join(xs)"}, {"split", s_split, "s.split(sep=None)"},
+    {"strip", s_strip, "s.strip(chars=whitespace)"}, {"lstrip", s_lstrip, "s.lstrip(chars)"},
+    {"rstrip", s_rstrip, "s.rstrip(chars)"}, {"startswith", s_startswith, "s.startswith(prefix)"},
+    {"endswith", s_endswith, "s.endswith(suffix)"}, {"replace", s_replace, "s.replace(old, new)"},
+    {"find", s_find, "s.find(sub): index or -1"}, {"upper", s_upper, "s.upper()"}, {"lower", s_lower, "s.lower()"},
+    {"format", s_format, "s.format(*args, **kw): {} {0} {name} fields"},
+};
+const BuiltinDef kList[] = {
+    {"append", l_append, "xs.append(x)"}, {"extend", l_extend, "xs.extend(ys)"}, {"pop", l_pop, "xs.pop(i=-1)"},
+    {"insert", l_insert, "xs.insert(i, x)"}, {"index", l_index, "xs.index(x)"}, {"count", l_count, "xs.count(x)"},
+    {"remove", l_remove, "xs.remove(x)"}, {"reverse", l_reverse, "xs.reverse()"},
+    {"sort", l_sort, "xs.sort(key=None, reverse=False)"}, {"copy", l_copy, "xs.copy()"}, {"clear", l_clear, "xs.clear()"},
+};
+const BuiltinDef kTuple[] = {{"index", l_index, "t.index(x)"}, {"count", l_count, "t.count(x)"}};
+const BuiltinDef kDict[] = {
+    {"get", d_get, "d.get(k, default=None)"}, {"keys", d_keys, "d.keys(): list of keys"},
+    {"values", d_values, "d.values(): list of values"}, {"items", d_items, "d.items(): list of (key, value)"},
+    {"pop", d_pop, "d.pop(k[, default])"}, {"setdefault", d_setdefault, "d.setdefault(k, default=None)"},
+    {"update", d_update, "d.update(other, **kw)"}, {"copy", l_copy, "d.copy()"}, {"clear", l_clear, "d.clear()"},
+};
+
+template <size_t N>
+const BuiltinDef* find_in(const BuiltinDef (&table)[N], const std::string& name) {
+  for (const BuiltinDef& d : table)
+    if (name == d.name) return &d;
+  return nullptr;
+}
+
+const BuiltinDef* find_method(VT t, const std::string& name) {
+  switch (t) {
+    case VT::Str: return find_in(kStr, name);
+    case VT::List: return find_in(kList, name);
+    case VT::Tuple: return find_in(kTuple, name);
+    case VT::Dict: return find_in(kDict, name);
+    default: return nullptr;
+  }
+}
+
+// ---- math ----
+template <double (*F)(double)>
+Value m_unary(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  if (a.pos.size() != 1 || !a.pos[0].is_number()) in.fail(loc, "math functions take one number");
+  return Value::number(F(a.pos[0].to_double()));
+}
+double d_sqrt(double x) { return std::sqrt(x); }
+double d_exp(double x) { return std::exp(x); }
+double d_log(double x) { return std::log(x); }
+double d_tanh(double x) { return std::tanh(x); }
+double d_erf(double x) { return std::erf(x); }
+double d_sin(double x) { return std::sin(x); }
+double d_cos(double x) { return std::cos(x); }
+Value m_floor(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  if (a.pos.size() != 1 || !a.pos[0].is_number()) in.fail(loc, "floor() takes one number");
+  return Value::integer(static_cast<int64_t>(std::floor(a.pos[0].to_double())));
+}
+Value m_ceil(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  if (a.pos.size() != 1 || !a.pos[0].is_number()) in.fail(loc, "ceil() takes one number");
+  return Value::integer(static_cast<int64_t>(std::ceil(a.pos[0].to_double())));
+}
+Value m_isnan(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  if (a.pos.size() != 1 || !a.pos[0].is_number()) in.fail(loc, "isnan() takes one number");
+  return Value::boolean(std::isnan(a.pos[0].to_double()));
+}
+const BuiltinDef kMath[] = {
+    {"sqrt", m_unary<d_sqrt>, "math.sqrt(x)"}, {"exp", m_unary<d_exp>, "math.exp(x)"},
+    {"log", m_unary<d_log>, "math.log(x)"}, {"tanh", m_unary<d_tanh>, "math.tanh(x)"},
+    {"erf", m_unary<d_erf>, "math.erf(x)"}, {"sin", m_unary<d_sin>, "math.sin(x)"},
+    {"cos", m_unary<d_cos>, "math.cos(x)"}, {"floor", m_floor, "math.floor(x): an int"},
+    {"ceil", m_ceil, "math.ceil(x): an int"}, {"isnan", m_isnan, "math.isnan(x)"},
+};
+
+Value shape_tuple(const rt::Shape& s) {
+  std::vector<Value> v;
+  for (int64_t x : s) v.push_back(Value::integer(x));
+  return make<TupleObj>(std::move(v));
+}
+
+}  // namespace
+
+Value math_namespace() {
+  auto* ns = new NamespaceObj("math");
+  Value v(ns);
+  for (const BuiltinDef& d : kMath) ns->members[d.name] = make<BuiltinObj>(&d);
+  ns->members["pi"] = Value::number(M_PI);
+  ns->members["e"] = Value::number(M_E);
+  ns->members["inf"] = Value::number(INFINITY);
+  ns->members["nan"] = Value::number(NAN);
+  return v;
+}
+
+std::vector<std::pair<const char*, const BuiltinDef*>> method_defs() {
+  std::vector<std::pair<const char*, const BuiltinDef*>> out;
+  for (const BuiltinDef& d : kStr) out.emplace_back("str", &d);
+  for (const BuiltinDef& d : kList) out.emplace_back("list", &d);
+  for (const BuiltinDef& d : kDict) out.emplace_back("dict", &d);
+  return out;
+}
+
+Value Interpreter::get_attr(const Value& obj, const std::string& name, SourceLoc loc) {
+  switch (obj.type()) {
+    case VT::Namespace: {
+      if (const Value* v = obj.as<NamespaceObj>()->lookup(name)) return *v;
+      fail(loc, "module '" + obj.as<NamespaceObj>()->name + "' has no attribute '" + name + "'");
+    }
+    case VT::Tensor:
+    case VT::Proxy: {
+      if (name == "shape") return shape_tuple(tensor_shape(obj));
+      if (name == "dtype") return Value::dtype(tensor_dtype(obj));
+      if (name == "ndim") return Value::integer(static_cast<int64_t>(tensor_shape(obj).size()));
+      if (name == "device") return str_value(obj.is(VT::Proxy) ? obj.as<ProxyObj>()->p->type.device : "cpu");
+      if (name == "name" && obj.is(VT::Proxy)) return str_value(obj.as<ProxyObj>()->p->name);
+      if (const Value* f = ltorch_.as<NamespaceObj>()->lookup(name)) return make<BoundMethodObj>(obj, *f);
+      fail(loc, "tensor has no attribute or method '" + name + "'");
+    }
+    case VT::DType:
+      if (name == "itemsize") return Value::integer(static_cast<int64_t>(rt::dtype_size(obj.as_dtype())));
+      if (name == "is_floating_point") return Value::boolean(rt::is_float(obj.as_dtype()));
+      break;
+    case VT::Type:
+      if (name == "shape") return shape_tuple(obj.as<TypeObj>()->type.shape);
+      if (name == "dtype") return Value::dtype(obj.as<TypeObj>()->type.dtype);
+      break;
+    case VT::Function:
+      if (name == "__name__") return str_value(obj.as<FunctionObj>()->info->name);
+      break;
+    case VT::Slice: {
+      auto* s = obj.as<SliceObj>();
+      if (name == "start") return s->lower;
+      if (name == "stop") return s->upper;
+      if (name == "step") return s->step;
+      break;
+    }
+    default:
+      if (const BuiltinDef* m = find_method(obj.type(), name)) return make<BoundMethodObj>(obj, make<BuiltinObj>(m));
+      break;
+  }
+  fail(loc, std::string("'") + type_name(obj.type()) + "' object has no attribute '" + name + "'");
+}
+
+}  // namespace tracer::interp

@@ -1,0 +1,126 @@
+// Builder, comments: Thunder's "# name: \"type\"" lines (TypeComment statements and trailing
+// type_comments), plain comments kept on the next statement, and fusion bodies parsed back out
+// of the commented subsymbol lines under "[t0] = nvFusion0(...)".
+#include <utility>
+
+#include "interpreter/parse_builder.h"
+#include "interpreter/parse_text.h"
+
+namespace tracer::parse {
+
+using ast::ExprKind;
+using ast::StmtKind;
+
+namespace {
+
+bool is_fusion_assign(const ast::Stmt& s) {
+  if (s.kind != StmtKind::Assign || s.targets.size() != 1 || !s.value) return false;
+  const ast::Expr& target = *s.targets[0];
+  if (target.kind != ExprKind::List && target.kind != ExprKind::Tuple) return false;
+  for (const auto& item : target.items)
+    if (item->kind != ExprKind::Name) return false;
+  const ast::Expr& call = *s.value;
+  return call.kind == ExprKind::Call && call.items[0]->kind == ExprKind::Name && is_fusion_name(call.items[0]->name);
+}
+
+}  // namespace
+
+bool Builder::is_comment(size_t index) { return s_.token(index)->getType() == TracerLexer::COMMENT; }
+
+std::string Builder::comment_body(antlr4::Token* t) { return s_.token_text(t).substr(1); }
+
+SourceLoc Builder::comment_loc(antlr4::Token* t) {
+  std::string text = s_.token_text(t);
+  size_t length = text.size();
+  while (length > 1 && (text[length - 1] == ' ' || text[length - 1] == '\t')) --length;
+  return s_.text_loc(t->getStartIndex(), length);
+}
+
+std::vector<std::string> Builder::take_comments() {
+  std::vector<std::string> comments = std::move(pending_comments_);
+  pending_comments_.clear();
+  if (header_) {
+    header_->insert(header_->end(), comments.begin(), comments.end());
+    header_ = nullptr;
+    return {};
+  }
+  return comments;
+}
+
+void Builder::gap_comments(size_t from, size_t to, ast::Block& out) {
+  for (size_t i = from; i < to && i < s_.token_count(); ++i) {
+    antlr4::Token* t = s_.token(i);
+    if (!is_comment(i) || !starts_line(s_.text(), t->getStartIndex())) continue;
+    std::string body = comment_body(t), name, type;
+    if (!match_type_comment(body, name, type)) {
+      pending_comments_.emplace_back(trim(body));
+      continue;
+    }
+    ast::StmtPtr s = stmt(StmtKind::TypeComment, comment_loc(t));
+    s->name = std::move(name);
+    s->type_string = std::move(type);
+    s->comments = take_comments();
+    out.push_back(std::move(s));
+  }
+}
+
+// Trailing comments of the statement's tokens [first, last], and those right after it on its
+// line (past a ';' too).
+void Builder::attach_trailing(ast::Stmt& s, size_t first, size_t last) {
+  size_t end = last + 1, n = s_.token_count();
+  while (end < n && (s_.token(end)->getChannel() != antlr4::Token::DEFAULT_CHANNEL ||
+                     s_.token(end)->getType() == TracerLexer::SEMI_COLON))
+    ++end;
+  for (size_t i = first; i < end; ++i) {
+    antlr4::Token* t = s_.token(i);
+    std::string name, type;
+    if (!is_comment(i) || starts_line(s_.text(), t->getStartIndex())) continue;
+    if (match_type_comment(comment_body(t), name, type))
+      s.type_comments.push_back({std::move(name), std::move(type), comment_loc(t)});
+  }
+}
+
+// s was built from the tokens starting at stmt_token; cursor is the token after it. Returns
+// the token after the comment lines taken as the fusion body.
+size_t Builder::absorb_fusion(ast::Stmt& s, size_t stmt_token, size_t cursor, size_t hi) {
+  if (!is_fusion_assign(s)) return cursor;
+  const std::string& text = s_.text();
+  size_t column = column_of(text, s_.token(stmt_token)->getStartIndex());
+  std::vector<antlr4::Token*> lines;
+  size_t first_indent = 0, i = cursor;
+  for (; i < hi && i < s_.token_count(); ++i) {
+    antlr4::Token* t = s_.token(i);
+    if (t->getChannel() == antlr4::Token::DEFAULT_CHANNEL) break;
+    if (!is_comment(i) || !starts_line(text, t->getStartIndex())) continue;
+    size_t indent = column_of(text, t->getStartIndex());
+    if (indent <= column) break;
+    if (lines.empty()) first_indent = indent;
+    if (indent > first_indent) pending_comments_.emplace_back(trim(comment_body(t)));  // nested subsymbols
+    else lines.push_back(t);
+  }
+  if (lines.empty()) return cursor;
+  s.kind = StmtKind::FusionDef;
+  s.body = parse_fusion_body(lines);
+  return i;
+}
+
+// Parses the comment lines' text (after '#' and blanks) as statements; OffsetMap keeps their
+// locations pointing into the original file.
+ast::Block Builder::parse_fusion_body(const std::vector<antlr4::Token*>& lines) {
+  const std::string& text = s_.text();
+  std::string body;
+  OffsetMap map;
+  for (antlr4::Token* t : lines) {
+    size_t begin = t->getStartIndex() + 1, end = t->getStartIndex() + s_.token_text(t).size();
+    while (begin < end && (text[begin] == ' ' || text[begin] == '\t')) ++begin;
+    map.add(static_cast<uint32_t>(body.size()), s_.file_offset(begin));
+    body.append(text, begin, end - begin);
+    body += '\n';
+  }
+  Session sub(std::move(body), std::move(map), s_.file(), s_.errors());
+  P::File_inputContext* tree = sub.parse();
+  Builder builder(sub, /*detect_fusions=*/false);
+  return builder.build_file(tree, nullptr);
+}
+
+}  // namespace tracer::parse

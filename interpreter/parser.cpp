@@ -1,0 +1,46 @@
+// parse_module: the parser front end's entry point. Runs the ANTLR grammar (grammar/Tracer.g4)
+// over a registered file and builds the AST; ANTLR types stay inside interpreter/parse_*.
+#include "interpreter/parser.h"
+
+#include <algorithm>
+#include <mutex>
+
+#include "interpreter/parse_builder.h"
+#include "interpreter/parse_session.h"
+
+namespace tracer::parse {
+
+namespace {
+
+// The generated parser shares its prediction caches (DFA) between instances; parsing is
+// serialized so that several interpreters in one process can parse safely.
+std::mutex& antlr_cache_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+}  // namespace
+
+std::unique_ptr<ast::Module> parse_module(const SourceManager& sm, int32_t file, DiagnosticList& diags) {
+  auto module = std::make_unique<ast::Module>();
+  module->file = file;
+  std::vector<Diagnostic> errors;
+  try {
+    std::lock_guard<std::mutex> lock(antlr_cache_mutex());
+    OffsetMap identity;
+    identity.add(0, 0);
+    Session session(sm.text(file), std::move(identity), file, errors);
+    TracerParser::File_inputContext* tree = session.parse();
+    Builder builder(session, /*detect_fusions=*/true);
+    module->body = builder.build_file(tree, &module->header_comments);
+  } catch (const std::exception& e) {
+    errors.push_back({Severity::error, SourceLoc{file, 0, 0},
+                      std::string("internal parser error: ") + e.what() + " (please report this)", {}});
+  }
+  std::stable_sort(errors.begin(), errors.end(),
+                   [](const Diagnostic& a, const Diagnostic& b) { return a.loc.offset < b.loc.offset; });
+  for (auto& d : errors) diags.add(std::move(d));
+  return module;
+}
+
+}  // namespace tracer::parse

@@ -1,0 +1,37 @@
+// Scope resolution: turns every name into a frame slot, a closure cell or a global before the
+// code runs, so that lookups at run time are index operations.
+#pragma once
+#include <deque>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "interpreter/value.h"
+
+namespace tracer::interp {
+
+// How a resolved Name expression finds its variable (stored in ast::Expr::depth).
+enum class NameScope : int32_t { Local = 0, Cell = 1, Free = 2, Global = 3 };
+
+struct Module : std::enable_shared_from_this<Module> {
+  std::string name;
+  int32_t file = -1;
+  std::unique_ptr<ast::Module> ast;
+  std::deque<FuncInfo> funcs;
+  std::unordered_map<const void*, const FuncInfo*> by_node;  // FunctionDef stmt or Lambda expr
+  FuncInfo top;
+  // Names bound by a def or an import statement, as resolved Name expressions.
+  std::unordered_map<const ast::Stmt*, std::vector<ast::ExprPtr>> binds;
+  std::unordered_map<std::string, Value> globals;
+  std::unordered_set<std::string> pinned;  // set from the command line; assignments keep the pin
+  bool composites = false;
+  // For static checks: every name resolved as global, and the names the module defines.
+  std::vector<const ast::Expr*> global_refs;
+  std::unordered_set<std::string> module_defs;                 // public functions are recorded as composite ops
+};
+
+// Resolves all names of m.ast; errors (a nonlocal without a binding) go to diags.
+void resolve(Module& m, DiagnosticList& diags);
+
+}  // namespace tracer::interp

@@ -1,0 +1,417 @@
+// Where scripts meet the Trace IR: primitive calls run eagerly on tensors or are recorded on
+// proxies; composite calls record their decomposition; functions are traced from their types.
+#include <algorithm>
+#include <chrono>
+
+#include "interpreter/interp.h"
+
+namespace tracer::interp {
+
+using K = ir::Arg::Kind;
+
+bool to_arg(const Value& v, ir::Arg* out) {
+  switch (v.type()) {
+    case VT::None: *out = ir::Arg::none(); return true;
+    case VT::Bool: *out = ir::Arg::of_bool(v.as_bool()); return true;
+    case VT::Int: *out = ir::Arg::of_int(v.as_int()); return true;
+    case VT::Float: *out = ir::Arg::of_float(v.as_float()); return true;
+    case VT::Str: *out = ir::Arg::of_str(v.as<StrObj>()->s); return true;
+    case VT::DType: *out = ir::Arg::of_dtype(v.as_dtype()); return true;
+    case VT::Tensor: *out = ir::Arg::of_tensor(v.as<TensorObj>()->t); return true;
+    case VT::Proxy: *out = ir::Arg::of_proxy(v.as<ProxyObj>()->p); return true;
+    case VT::List:
+    case VT::Tuple: {
+      const auto& items = v.is(VT::List) ? v.as<ListObj>()->items : v.as<TupleObj>()->items;
+      std::vector<ir::Arg> xs(items.size());
+      for (size_t i = 0; i < items.size(); ++i)
+        if (!to_arg(items[i], &xs[i])) return false;
+      *out = ir::Arg::of_seq(v.is(VT::List) ? K::List : K::Tuple, std::move(xs));
+      return true;
+    }
+    case VT::Dict: {
+      ir::Arg d;
+      d.kind = K::Dict;
+      for (auto& [k, x] : v.as<DictObj>()->entries) {
+        if (!k.is(VT::Str)) return false;
+        ir::Arg item;
+        if (!to_arg(x, &item)) return false;
+        d.keys.push_back(k.as<StrObj>()->s);
+        d.items.push_back(std::move(item));
+      }
+      *out = std::move(d);
+      return true;
+    }
+    default: return false;
+  }
+}
+
+Value from_arg(const ir::Arg& a) {
+  switch (a.kind) {
+    case K::None: return Value();
+    case K::Bool: return Value::boolean(a.b);
+    case K::Int: return Value::integer(a.i);
+    case K::Float: return Value::number(a.f);
+    case K::Str: return str_value(a.s);
+    case K::DType: return Value::dtype(a.dtype);
+    case K::Proxy: return make<ProxyObj>(a.proxy);
+    case K::Tensor: return make<TensorObj>(a.tensor);
+    case K::Tuple:
+    case K::List: {
+      std::vector<Value> xs;
+      for (const auto& x : a.items) xs.push_back(from_arg(x));
+      return a.kind == K::List ? make<ListObj>(std::move(xs)) : make<TupleObj>(std::move(xs));
+    }
+    case K::Dict: {
+      auto* d = new DictObj();
+      Value v(d);
+      for (size_t i = 0; i < a.items.size(); ++i) d->set(str_value(a.keys[i]), from_arg(a.items[i]));
+      return v;
+    }
+  }
+  return Value();
+}
+
+static void scan(const ir::Arg& a, bool* proxy, bool* tensor) {
+  if (a.kind == K::Proxy) *proxy = true;
+  if (a.kind == K::Tensor) *tensor = true;
+  for (const auto& x : a.items) scan(x, proxy, tensor);
+}
+
+static Value outputs_value(std::vector<Value> outs) {
+  if (outs.size() == 1) return std::move(outs[0]);
+  return make<TupleObj>(std::move(outs));
+}
+
+Value Interpreter::call_op(const ir::OpDecl& op, CallArgs args, SourceLoc loc) {
+  tick(loc);
+  const std::string callee = "prims." + op.name;
+  std::vector<ir::Arg> pos(args.pos.size());
+  for (size_t i = 0; i < args.pos.size(); ++i)
+    if (!to_arg(args.pos[i], &pos[i]))
+      fail(loc, "bad argument #" + std::to_string(i + 1) + " to '" + callee + "' (" + type_name(args.pos[i].type()) +
+                    " is not a tensor, number, string, dtype or sequence of them)");
+  std::vector<std::pair<std::string, ir::Arg>> kw(args.kw.size());
+  for (size_t i = 0; i < args.kw.size(); ++i) {
+    kw[i].first = args.kw[i].first;
+    if (!to_arg(args.kw[i].second, &kw[i].second))
+      fail(loc, "bad argument '" + args.kw[i].first + "' to '" + callee + "' (" + type_name(args.kw[i].second.type()) + ")");
+  }
+  std::vector<ir::Arg> bound;
+  std::vector<ir::TensorType> types;
+  try {
+    bound = ir::bind_args(op, std::move(pos), std::move(kw));
+    types = ir::infer(op, bound);
+  } catch (const ir::OpError& e) {
+    fail(loc, std::string(e.what()).rfind(op.name, 0) == 0 ? std::string("prims.") + e.what() : callee + ": " + e.what());
+  }
+  bool has_proxy = false, has_tensor = false;
+  for (const auto& a : bound) scan(a, &has_proxy, &has_tensor);
+  if (tracing()) {
+    if (has_tensor)
+      fail(loc, "'" + callee + "' got a concrete tensor inside a traced function; pass it as an input instead");
+    ir::Stmt st;
+    st.kind = ir::StmtKind::Prim;
+    st.op = &op;
+    st.callee = callee;
+    st.args = std::move(bound);
+    st.loc = loc;
+    st.region = rec_.region;
+    st.region_id = rec_.region_id;
+    std::vector<Value> outs;
+    for (auto& t : types) {
+      st.outputs.push_back(rec_.trace->new_proxy(std::move(t)));
+      outs.push_back(make<ProxyObj>(st.outputs.back()));
+    }
+    rec_.scopes.back()->push_back(std::move(st));
+    return outputs_value(std::move(outs));
+  }
+  if (has_proxy) fail(loc, "'" + callee + "' got a traced value (proxy) outside of tracing");
+  std::vector<rt::Tensor> res;
+  try {
+    res = op.cpu(bound, exec_);
+  } catch (const std::exception& e) {
+    fail(loc, callee + ": " + e.what());
+  }
+  std::vector<Value> outs;
+  for (auto& t : res) outs.push_back(make<TensorObj>(std::move(t)));
+  return outputs_value(std::move(outs));
+}
+
+Value Interpreter::call_ltorch(const std::string& name, CallArgs args, SourceLoc loc) {
+  const Value* f = ltorch_.as<NamespaceObj>()->lookup(name);
+  if (!f) fail(loc, "no op named '" + name + "'");
+  return call(*f, std::move(args), loc);
+}
+
+// Proxies produced inside the composite (its outputs must be among them to record it).
+static void collect_defined(const std::vector<ir::Stmt>& stmts, std::vector<const ir::Proxy*>& out) {
+  for (const auto& s : stmts) {
+    for (const auto& p : s.outputs) out.push_back(p.get());
+    collect_defined(s.subsymbols, out);
+  }
+}
+
+Value Interpreter::call_composite(const FunctionObj& f, CallArgs& args, SourceLoc loc) {
+  ir::Stmt st;
+  st.kind = ir::StmtKind::Composite;
+  st.callee = f.qualname;
+  st.loc = loc;
+  st.region = rec_.region;
+  st.region_id = rec_.region_id;
+  bool printable = true;
+  for (const Value& v : args.pos) {
+    ir::Arg a;
+    printable = printable && to_arg(v, &a);
+    st.args.push_back(std::move(a));
+  }
+  for (const auto& [k, v] : args.kw) {
+    ir::Arg a;
+    printable = printable && to_arg(v, &a);
+    st.kwargs.emplace_back(k, std::move(a));
+  }
+  std::vector<ir::Stmt> body;
+  rec_.scopes.push_back(&body);
+  Value result;
+  try {
+    result = call_function(f, args, loc);
+  } catch (...) {
+    rec_.scopes.pop_back();
+    throw;
+  }
+  rec_.scopes.pop_back();
+  std::vector<const ir::Proxy*> defined;
+  collect_defined(body, defined);
+  auto produced = [&](const Value& v) {
+    return v.is(VT::Proxy) && std::find(defined.begin(), defined.end(), v.as<ProxyObj>()->p.get()) != defined.end();
+  };
+  if (produced(result)) {
+    st.outputs.push_back(result.as<ProxyObj>()->p);
+  } else if (result.is(VT::Tuple) && !result.as<TupleObj>()->items.empty()) {
+    for (const Value& x : result.as<TupleObj>()->items) {
+      if (!produced(x)) {
+        printable = false;
+        break;
+      }
+      st.outputs.push_back(x.as<ProxyObj>()->p);
+    }
+  } else {
+    printable = false;
+  }
+  // Outputs must be distinct, or the statement could not be printed as one assignment.
+  for (size_t i = 0; printable && i < st.outputs.size(); ++i)
+    for (size_t j = 0; j < i; ++j) printable = printable && st.outputs[i] != st.outputs[j];
+  if (!printable || body.empty()) {
+    for (auto& s : body) rec_.scopes.back()->push_back(std::move(s));
+    return result;
+  }
+  st.subsymbols = std::move(body);
+  rec_.scopes.back()->push_back(std::move(st));
+  return result;
+}
+
+Value Interpreter::make_region(const std::string& name) { return make<RegionObj>(name); }
+
+// ---------------------------------------------------------------- tensor indexing
+
+static int64_t rank_of(const Value& t) {
+  return t.is(VT::Tensor) ? t.as<TensorObj>()->t.dim() : static_cast<int64_t>(t.as<ProxyObj>()->p->type.shape.size());
+}
+
+static rt::Shape shape_of(const Value& t) {
+  return t.is(VT::Tensor) ? t.as<TensorObj>()->t.shape() : t.as<ProxyObj>()->p->type.shape;
+}
+
+static Value int_tuple(const std::vector<int64_t>& xs) {
+  std::vector<Value> v;
+  for (int64_t x : xs) v.push_back(Value::integer(x));
+  return make<TupleObj>(std::move(v));
+}
+
+Value tensor_subscript(Interpreter& in, const Value& t, const Value& index, SourceLoc loc) {
+  std::vector<Value> idx = index.is(VT::Tuple) ? index.as<TupleObj>()->items : std::vector<Value>{index};
+  rt::Shape shape = shape_of(t);
+  int64_t used = 0;
+  for (const Value& v : idx)
+    if (!v.is_none() && !v.is(VT::Ellipsis)) ++used;
+  if (used > rank_of(t)) in.fail(loc, "too many indices for a tensor of rank " + std::to_string(rank_of(t)));
+  std::vector<int64_t> start, stop, step, out_shape;
+  size_t dim = 0;
+  bool sliced = false;
+  for (const Value& v : idx) {
+    if (v.is(VT::Ellipsis)) {
+      int64_t fill = rank_of(t) - used - static_cast<int64_t>(dim);
+      for (int64_t k = 0; k < fill; ++k, ++dim) {
+        start.push_back(0);
+        stop.push_back(shape[dim]);
+        step.push_back(1);
+        out_shape.push_back(shape[dim]);
+      }
+      used = rank_of(t) - static_cast<int64_t>(dim);
+      continue;
+    }
+    if (v.is_none()) {
+      out_shape.push_back(1);
+      continue;
+    }
+    --used;
+    int64_t n = shape[dim];
+    if (v.is(VT::Int)) {
+      int64_t i = v.as_int() < 0 ? v.as_int() + n : v.as_int();
+      if (i < 0 || i >= n) in.fail(loc, "index " + std::to_string(v.as_int()) + " is out of bounds for dimension " +
+                                            std::to_string(dim) + " with size " + std::to_string(n));
+      start.push_back(i);
+      stop.push_back(i + 1);
+      step.push_back(1);
+      sliced = true;
+    } else if (v.is(VT::Slice)) {
+      auto* s = v.as<SliceObj>();
+      auto get = [&](const Value& x, int64_t d) {
+        if (x.is_none()) return d;
+        if (!x.is(VT::Int)) in.fail(loc, "tensor slice bounds must be integers");
+        int64_t i = x.as_int() < 0 ? x.as_int() + n : x.as_int();
+        return std::max<int64_t>(0, std::min<int64_t>(i, n));
+      };
+      int64_t st = s->step.is_none() ? 1 : s->step.is(VT::Int) ? s->step.as_int() : 0;
+      if (st <= 0) in.fail(loc, "tensor slices need a positive step");
+      int64_t a = get(s->lower, 0), b = std::max(a, get(s->upper, n));
+      start.push_back(a);
+      stop.push_back(b);
+      step.push_back(st);
+      out_shape.push_back((b - a + st - 1) / st);
+      sliced = sliced || a != 0 || b != n || st != 1;
+    } else {
+      in.fail(loc, std::string("tensors are indexed by ints, slices, None and ..., not ") + type_name(v.type()) +
+                       " (use take() to gather rows)");
+    }
+    ++dim;
+  }
+  for (; dim < shape.size(); ++dim) {
+    start.push_back(0);
+    stop.push_back(shape[dim]);
+    step.push_back(1);
+    out_shape.push_back(shape[dim]);
+  }
+  Value r = t;
+  if (sliced) {
+    CallArgs a;
+    a.pos = {t, int_tuple(start), int_tuple(stop), int_tuple(step)};
+    r = in.call_op(*ir::find_op("slice"), std::move(a), loc);
+  }
+  if (out_shape != shape_of(r)) {
+    CallArgs a;
+    a.pos = {r, int_tuple(out_shape)};
+    r = in.call_op(*ir::find_op("reshape"), std::move(a), loc);
+  }
+  return r;
+}
+
+// ---------------------------------------------------------------- tracing
+
+namespace {
+
+struct ParamTypes {
+  std::string name;
+  std::vector<ir::TensorType> types;
+  bool is_list = false;
+  SourceLoc loc;
+};
+
+const ast::Stmt* find_type_comment(const ast::Block& b, const std::string& name) {
+  for (const auto& s : b) {
+    if (s->kind == ast::StmtKind::TypeComment && s->name == name) return s.get();
+    if (const ast::Stmt* r = find_type_comment(s->body, name)) return r;
+    if (const ast::Stmt* r = find_type_comment(s->orelse, name)) return r;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+static std::vector<ParamTypes> param_types(Interpreter& in, const FunctionObj& fn,
+                                           const std::map<std::string, ir::TensorType>& given) {
+  std::vector<ParamTypes> out;
+  const auto& params = *fn.info->params;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const ast::Param& p = params[i];
+    if (p.kind != ast::Param::Kind::Normal) in.fail(p.loc, "a traced function cannot take *args or **kwargs");
+    ParamTypes pt{p.name, {}, false, p.loc};
+    auto g = given.find(p.name);
+    const Value& ann = fn.annotations[i];
+    if (g != given.end()) {
+      pt.types.push_back(g->second);
+    } else if (ann.is(VT::Type)) {
+      pt.types.push_back(ann.as<TypeObj>()->type);
+    } else if (ann.is(VT::Str)) {
+      std::string why;
+      auto t = ir::parse_type_string(ann.as<StrObj>()->s, &why);
+      if (!t) in.fail(p.annotation ? p.annotation->loc : p.loc, why);
+      pt.types.push_back(*t);
+    } else if (ann.is(VT::List)) {
+      pt.is_list = true;
+      for (const Value& x : ann.as<ListObj>()->items) {
+        if (!x.is(VT::Type)) in.fail(p.loc, "a list annotation must hold tensor types, like [f32[4, 4]] * 3");
+        auto gi = given.find(p.name + "_" + std::to_string(pt.types.size()));
+        pt.types.push_back(gi != given.end() ? gi->second : x.as<TypeObj>()->type);
+      }
+    } else if (const ast::Stmt* tc = fn.info->body ? find_type_comment(*fn.info->body, p.name) : nullptr) {
+      std::string why;
+      auto t = ir::parse_type_string(tc->type_string, &why);
+      if (!t) in.fail(tc->loc, why);
+      pt.types.push_back(*t);
+    } else if (!ann.is_none()) {
+      in.fail(p.annotation ? p.annotation->loc : p.loc, "the annotation of parameter '" + p.name +
+                                                            "' is not a tensor type (like f32[2, 3])");
+    } else {
+      in.fail(p.loc, "parameter '" + p.name + "' of '" + fn.info->name + "' has no tensor type: annotate it (" + p.name +
+                         ": f32[2, 3]) or give it as an input");
+    }
+    out.push_back(std::move(pt));
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, ir::TensorType>> Interpreter::input_types(
+    const FunctionObj& fn, const std::map<std::string, ir::TensorType>& given) {
+  std::vector<std::pair<std::string, ir::TensorType>> out;
+  for (const ParamTypes& p : param_types(*this, fn, given)) {
+    if (!p.is_list) out.emplace_back(p.name, p.types[0]);
+    for (size_t i = 0; p.is_list && i < p.types.size(); ++i) out.emplace_back(p.name + "_" + std::to_string(i), p.types[i]);
+  }
+  return out;
+}
+
+std::shared_ptr<ir::Trace> Interpreter::trace(const FunctionObj& fn, const std::map<std::string, ir::TensorType>& given) {
+  if (tracing()) fail(fn.info->loc, "cannot trace '" + fn.info->name + "' while another trace is being recorded");
+  auto t = std::make_shared<ir::Trace>();
+  t->name = fn.info->name;
+  CallArgs args;
+  for (const ParamTypes& p : param_types(*this, fn, given)) {
+    std::vector<Value> proxies;
+    for (size_t i = 0; i < p.types.size(); ++i) {
+      auto proxy = std::make_shared<ir::Proxy>();
+      proxy->name = p.is_list ? p.name + "_" + std::to_string(i) : p.name;
+      proxy->type = p.types[i];
+      proxy->auto_named = false;
+      if (!t->names.insert(proxy->name).second) fail(p.loc, "input name '" + proxy->name + "' is used twice");
+      t->inputs.push_back(proxy);
+      proxies.push_back(make<ProxyObj>(proxy));
+    }
+    args.pos.push_back(p.is_list ? make<ListObj>(std::move(proxies)) : std::move(proxies[0]));
+  }
+  rec_ = Recorder{t.get(), {&t->stmts}, "", 0, 0};
+  struct Reset {
+    Recorder& r;
+    ~Reset() { r = Recorder{}; }
+  } reset{rec_};
+  Value result = call_function(fn, args, fn.info->loc);
+  if (!to_arg(result, &t->output))
+    fail(fn.info->loc, "'" + fn.info->name + "' returned a " + type_name(result.type()) +
+                           ", which a trace cannot return (return tensors, numbers or sequences of them)");
+  bool concrete = false, dummy = false;
+  scan(t->output, &dummy, &concrete);
+  if (concrete) fail(fn.info->loc, "'" + fn.info->name + "' returned a concrete tensor that was not computed from its inputs");
+  t->provenance.push_back("Constructed by tracing");
+  return t;
+}
+
+}  // namespace tracer::interp

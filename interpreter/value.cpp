@@ -1,0 +1,249 @@
+// Value basics: names of types, equality, hashing, truth, and repr/str.
+#include "interpreter/value.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <functional>
+
+namespace tracer::interp {
+
+const char* type_name(VT t) {
+  switch (t) {
+    case VT::None: return "NoneType";
+    case VT::Bool: return "bool";
+    case VT::Int: return "int";
+    case VT::Float: return "float";
+    case VT::DType: return "dtype";
+    case VT::Unbound: return "unbound";
+    case VT::Ellipsis: return "ellipsis";
+    case VT::Slice: return "slice";
+    case VT::Str: return "str";
+    case VT::List: return "list";
+    case VT::Tuple: return "tuple";
+    case VT::Dict: return "dict";
+    case VT::Function: return "function";
+    case VT::Builtin: return "builtin_function";
+    case VT::BoundMethod: return "method";
+    case VT::Tensor: return "tensor";
+    case VT::Proxy: return "proxy";
+    case VT::Trace: return "trace";
+    case VT::Type: return "type";
+    case VT::Namespace: return "module";
+    case VT::Op: return "op";
+    case VT::Range: return "range";
+    case VT::Cell: return "cell";
+    case VT::Region: return "region";
+  }
+  return "value";
+}
+
+size_t ValueHash::operator()(const Value& v) const {
+  switch (v.type()) {
+    case VT::None: return 0x9e37;
+    case VT::Bool: return std::hash<int64_t>()(v.as_bool());
+    case VT::Int: return std::hash<int64_t>()(v.as_int());
+    case VT::Float: {
+      double f = v.as_float();
+      if (f == std::floor(f) && std::fabs(f) < 9e18) return std::hash<int64_t>()(static_cast<int64_t>(f));
+      return std::hash<double>()(f);
+    }
+    case VT::DType: return 0x51ed + static_cast<size_t>(v.as_int());
+    case VT::Str: return std::hash<std::string>()(v.as<StrObj>()->s);
+    case VT::Tuple: {
+      size_t h = 0x345678;
+      for (const Value& x : v.as<TupleObj>()->items) h = h * 1000003 ^ (*this)(x);
+      return h;
+    }
+    case VT::Proxy: return std::hash<const void*>()(v.as<ProxyObj>()->p.get());
+    default: return std::hash<const void*>()(v.obj());
+  }
+}
+
+bool ValueEq::operator()(const Value& a, const Value& b) const { return values_equal(a, b); }
+
+static bool seq_equal(const std::vector<Value>& a, const std::vector<Value>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!values_equal(a[i], b[i])) return false;
+  return true;
+}
+
+bool values_equal(const Value& a, const Value& b) {
+  if (a.is_number() && b.is_number()) {
+    if (a.is(VT::Float) || b.is(VT::Float)) return a.to_double() == b.to_double();
+    int64_t x = a.is(VT::Int) ? a.as_int() : a.as_bool(), y = b.is(VT::Int) ? b.as_int() : b.as_bool();
+    return x == y;
+  }
+  if (a.type() != b.type()) return false;
+  switch (a.type()) {
+    case VT::None: return true;
+    case VT::DType: return a.as_int() == b.as_int();
+    case VT::Ellipsis: return true;
+    case VT::Str: return a.as<StrObj>()->s == b.as<StrObj>()->s;
+    case VT::List: return seq_equal(a.as<ListObj>()->items, b.as<ListObj>()->items);
+    case VT::Tuple: return seq_equal(a.as<TupleObj>()->items, b.as<TupleObj>()->items);
+    case VT::Proxy: return a.as<ProxyObj>()->p == b.as<ProxyObj>()->p;
+    case VT::Type: return a.as<TypeObj>()->type == b.as<TypeObj>()->type;
+    case VT::Range: {
+      auto *x = a.as<RangeObj>(), *y = b.as<RangeObj>();
+      return x->start == y->start && x->stop == y->stop && x->step == y->step;
+    }
+    case VT::Dict: {
+      auto *x = a.as<DictObj>(), *y = b.as<DictObj>();
+      if (x->entries.size() != y->entries.size()) return false;
+      for (auto& [k, v] : x->entries) {
+        Value* w = y->find(k);
+        if (!w || !values_equal(v, *w)) return false;
+      }
+      return true;
+    }
+    default: return a.obj() == b.obj();
+  }
+}
+
+Value* DictObj::find(const Value& k) {
+  auto it = index.find(k);
+  return it == index.end() ? nullptr : &entries[it->second].second;
+}
+
+void DictObj::set(const Value& k, Value v) {
+  auto it = index.find(k);
+  if (it != index.end()) {
+    entries[it->second].second = std::move(v);
+    return;
+  }
+  index.emplace(k, entries.size());
+  entries.emplace_back(k, std::move(v));
+}
+
+bool DictObj::erase(const Value& k) {
+  auto it = index.find(k);
+  if (it == index.end()) return false;
+  entries.erase(entries.begin() + static_cast<std::ptrdiff_t>(it->second));
+  index.clear();
+  for (size_t i = 0; i < entries.size(); ++i) index.emplace(entries[i].first, i);
+  return true;
+}
+
+const Value* NamespaceObj::lookup(const std::string& k) const {
+  for (const NamespaceObj* ns = this; ns; ns = ns->fallback) {
+    auto it = ns->members.find(k);
+    if (it != ns->members.end()) return &it->second;
+  }
+  return nullptr;
+}
+
+int64_t RangeObj::size() const {
+  if (step > 0) return stop > start ? (stop - start + step - 1) / step : 0;
+  return start > stop ? (start - stop - step - 1) / (-step) : 0;
+}
+
+bool truthy(const Value& v) {
+  switch (v.type()) {
+    case VT::None: return false;
+    case VT::Bool: return v.as_bool();
+    case VT::Int: return v.as_int() != 0;
+    case VT::Float: return v.as_float() != 0;
+    case VT::Str: return !v.as<StrObj>()->s.empty();
+    case VT::List: return !v.as<ListObj>()->items.empty();
+    case VT::Tuple: return !v.as<TupleObj>()->items.empty();
+    case VT::Dict: return !v.as<DictObj>()->entries.empty();
+    case VT::Range: return v.as<RangeObj>()->size() != 0;
+    default: return true;
+  }
+}
+
+static std::string float_repr(double d) {
+  if (std::isnan(d)) return "nan";
+  if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
+  std::string s = fmt::format("{}", d);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+
+static std::string str_repr(const std::string& s) {
+  std::string out = "'";
+  for (unsigned char c : s) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '\'') out += "\\'";
+    else if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c < 0x20) out += fmt::format("\\x{:02x}", c);
+    else out += static_cast<char>(c);
+  }
+  return out + "'";
+}
+
+static std::string seq_repr(const std::vector<Value>& xs, const char* open, const char* close, bool tuple) {
+  std::string s = open;
+  for (size_t i = 0; i < xs.size(); ++i) s += (i ? ", " : "") + repr(xs[i]);
+  if (tuple && xs.size() == 1) s += ",";
+  return s + close;
+}
+
+std::string repr(const Value& v) {
+  switch (v.type()) {
+    case VT::None: return "None";
+    case VT::Bool: return v.as_bool() ? "True" : "False";
+    case VT::Int: return std::to_string(v.as_int());
+    case VT::Float: return float_repr(v.as_float());
+    case VT::DType: return rt::dtype_name(v.as_dtype());
+    case VT::Str: return str_repr(v.as<StrObj>()->s);
+    case VT::List: return seq_repr(v.as<ListObj>()->items, "[", "]", false);
+    case VT::Tuple: return seq_repr(v.as<TupleObj>()->items, "(", ")", true);
+    case VT::Dict: {
+      std::string s = "{";
+      bool first = true;
+      for (auto& [k, x] : v.as<DictObj>()->entries) {
+        s += (first ? "" : ", ") + repr(k) + ": " + repr(x);
+        first = false;
+      }
+      return s + "}";
+    }
+    case VT::Function: return "<function " + v.as<FunctionObj>()->info->name + ">";
+    case VT::Builtin: return std::string("<built-in function ") + v.as<BuiltinObj>()->def->name + ">";
+    case VT::BoundMethod: return "<bound method>";
+    case VT::Tensor: {
+      const rt::Tensor& t = v.as<TensorObj>()->t;
+      return std::string("<tensor ") + rt::dtype_name(t.dtype()) + rt::shape_str(t.shape()) + ">";
+    }
+    case VT::Proxy: {
+      const ir::Proxy& p = *v.as<ProxyObj>()->p;
+      return "<proxy " + p.name + ": " + p.type.str() + ">";
+    }
+    case VT::Trace: return "<trace " + v.as<TraceObj>()->trace->name + ">";
+    case VT::Type: {
+      const ir::TensorType& t = v.as<TypeObj>()->type;
+      return std::string(rt::dtype_name(t.dtype)) + rt::shape_str(t.shape);
+    }
+    case VT::Namespace: return "<module '" + v.as<NamespaceObj>()->name + "'>";
+    case VT::Op: return "<op prims." + v.as<OpObj>()->op->name + ">";
+    case VT::Range: {
+      auto* r = v.as<RangeObj>();
+      return "range(" + std::to_string(r->start) + ", " + std::to_string(r->stop) +
+             (r->step != 1 ? ", " + std::to_string(r->step) : "") + ")";
+    }
+    case VT::Cell: return "<cell>";
+    case VT::Region: return "<region " + v.as<RegionObj>()->name + ">";
+    case VT::Unbound: return "<unbound>";
+    case VT::Ellipsis: return "Ellipsis";
+    case VT::Slice: {
+      auto* s = v.as<SliceObj>();
+      return "slice(" + repr(s->lower) + ", " + repr(s->upper) + ", " + repr(s->step) + ")";
+    }
+  }
+  return "<value>";
+}
+
+std::string to_str(const Value& v) {
+  if (v.is(VT::Str)) return v.as<StrObj>()->s;
+  if (v.is(VT::Trace)) {
+    std::string s = ir::print_trace(*v.as<TraceObj>()->trace);
+    if (!s.empty() && s.back() == '\n') s.pop_back();
+    return s;
+  }
+  return repr(v);
+}
+
+}  // namespace tracer::interp

@@ -1,0 +1,208 @@
+// Script values: immediates (None, bool, int, float, dtype) and refcounted heap objects.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "interpreter/ast.h"
+#include "ir/op.h"
+#include "ir/trace.h"
+#include "runtime/tensor.h"
+
+namespace tracer::interp {
+
+enum class VT : uint8_t {
+  None, Bool, Int, Float, DType, Unbound, Ellipsis,  // immediates (Unbound: a deleted local)
+  Str, List, Tuple, Dict, Function, Builtin, BoundMethod,
+  Tensor, Proxy, Trace, Type, Namespace, Op, Range, Cell, Region, Slice,
+};
+
+const char* type_name(VT t);
+
+struct Object {
+  int32_t refs = 0;
+  VT type;
+  explicit Object(VT t) : type(t) {}
+  virtual ~Object() = default;
+};
+
+class Value {
+ public:
+  Value() : t_(VT::None) { u_.i = 0; }
+  static Value boolean(bool b) { Value v; v.t_ = VT::Bool; v.u_.b = b; return v; }
+  static Value integer(int64_t i) { Value v; v.t_ = VT::Int; v.u_.i = i; return v; }
+  static Value number(double f) { Value v; v.t_ = VT::Float; v.u_.f = f; return v; }
+  static Value dtype(rt::DType d) { Value v; v.t_ = VT::DType; v.u_.i = static_cast<int64_t>(d); return v; }
+  static Value unbound() { Value v; v.t_ = VT::Unbound; return v; }
+  static Value ellipsis() { Value v; v.t_ = VT::Ellipsis; return v; }
+  explicit Value(Object* o) : t_(o->type) { u_.o = o; ++o->refs; }
+  Value(const Value& o) : t_(o.t_), u_(o.u_) { if (is_obj()) ++u_.o->refs; }
+  Value(Value&& o) noexcept : t_(o.t_), u_(o.u_) { o.t_ = VT::None; }
+  Value& operator=(const Value& o) { Value tmp(o); swap(tmp); return *this; }
+  Value& operator=(Value&& o) noexcept { Value tmp(std::move(o)); swap(tmp); return *this; }
+  ~Value() { if (is_obj() && --u_.o->refs == 0) delete u_.o; }
+  void swap(Value& o) noexcept { std::swap(t_, o.t_); std::swap(u_, o.u_); }
+
+  VT type() const { return t_; }
+  bool is(VT t) const { return t_ == t; }
+  bool is_obj() const { return t_ >= VT::Str; }
+  bool is_none() const { return t_ == VT::None; }
+  bool as_bool() const { return u_.b; }
+  int64_t as_int() const { return u_.i; }
+  double as_float() const { return u_.f; }
+  rt::DType as_dtype() const { return static_cast<rt::DType>(u_.i); }
+  Object* obj() const { return u_.o; }
+  template <class T> T* as() const { return static_cast<T*>(u_.o); }
+  bool is_number() const { return t_ == VT::Int || t_ == VT::Float || t_ == VT::Bool; }
+  double to_double() const { return t_ == VT::Float ? u_.f : t_ == VT::Int ? double(u_.i) : double(u_.b); }
+  bool is_tensorish() const { return t_ == VT::Tensor || t_ == VT::Proxy; }
+
+ private:
+  VT t_;
+  union {
+    bool b;
+    int64_t i;
+    double f;
+    Object* o;
+  } u_;
+};
+
+struct StrObj : Object {
+  std::string s;
+  explicit StrObj(std::string v) : Object(VT::Str), s(std::move(v)) {}
+};
+struct ListObj : Object {
+  std::vector<Value> items;
+  explicit ListObj(std::vector<Value> v = {}) : Object(VT::List), items(std::move(v)) {}
+};
+struct TupleObj : Object {
+  std::vector<Value> items;
+  explicit TupleObj(std::vector<Value> v = {}) : Object(VT::Tuple), items(std::move(v)) {}
+};
+
+struct ValueHash { size_t operator()(const Value& v) const; };
+struct ValueEq { bool operator()(const Value& a, const Value& b) const; };
+
+struct DictObj : Object {
+  std::vector<std::pair<Value, Value>> entries;  // insertion order; erased entries removed
+  std::unordered_map<Value, size_t, ValueHash, ValueEq> index;
+  DictObj() : Object(VT::Dict) {}
+  Value* find(const Value& k);
+  void set(const Value& k, Value v);
+  bool erase(const Value& k);
+};
+
+// Per-function facts computed by the resolver.
+struct FuncInfo {
+  std::string name;
+  int32_t nslots = 0;
+  std::vector<int32_t> param_slots;        // parallel to the params
+  std::vector<int32_t> cell_slots;         // slots holding cells (captured by inner functions)
+  // For each free variable of this function: where the enclosing function keeps its cell
+  // (is_free = true: the enclosing function's own closure index; else its local slot).
+  std::vector<std::pair<bool, int32_t>> free_sources;
+  const std::vector<ast::Param>* params = nullptr;
+  const ast::Block* body = nullptr;       // FunctionDef
+  const ast::Expr* lambda_body = nullptr; // Lambda
+  SourceLoc loc;
+};
+
+struct Module;
+
+struct CellObj : Object {
+  Value v;
+  CellObj() : Object(VT::Cell) {}
+};
+
+struct FunctionObj : Object {
+  const FuncInfo* info = nullptr;
+  std::shared_ptr<Module> module;
+  std::vector<Value> defaults;     // parallel to params (None where there is no default)
+  std::vector<Value> annotations;  // parallel to params (None where absent)
+  std::vector<Value> closure;      // cells
+  bool composite = false;          // a stdlib op: recorded as one statement with subsymbols
+  std::string qualname;            // "ltorch.linear"
+  FunctionObj() : Object(VT::Function) {}
+};
+
+class Interpreter;
+struct CallArgs {
+  std::vector<Value> pos;
+  std::vector<std::pair<std::string, Value>> kw;
+};
+using BuiltinFn = Value (*)(Interpreter& in, CallArgs& args, SourceLoc loc);
+
+struct BuiltinDef {
+  const char* name;
+  BuiltinFn fn;
+  const char* doc;
+};
+
+struct BuiltinObj : Object {
+  const BuiltinDef* def;
+  explicit BuiltinObj(const BuiltinDef* d) : Object(VT::Builtin), def(d) {}
+};
+
+// obj.method: calling it passes self first.
+struct BoundMethodObj : Object {
+  Value self, fn;
+  BoundMethodObj(Value s, Value f) : Object(VT::BoundMethod), self(std::move(s)), fn(std::move(f)) {}
+};
+
+struct TensorObj : Object {
+  rt::Tensor t;
+  explicit TensorObj(rt::Tensor v) : Object(VT::Tensor), t(std::move(v)) {}
+};
+struct ProxyObj : Object {
+  ir::ProxyPtr p;
+  explicit ProxyObj(ir::ProxyPtr v) : Object(VT::Proxy), p(std::move(v)) {}
+};
+struct TraceObj : Object {
+  std::shared_ptr<ir::Trace> trace;
+  explicit TraceObj(std::shared_ptr<ir::Trace> t) : Object(VT::Trace), trace(std::move(t)) {}
+};
+// A tensor type written as an annotation: f32[2, 3].
+struct TypeObj : Object {
+  ir::TensorType type;
+  explicit TypeObj(ir::TensorType t) : Object(VT::Type), type(std::move(t)) {}
+};
+struct NamespaceObj : Object {
+  std::string name;
+  std::unordered_map<std::string, Value> members;
+  const NamespaceObj* fallback = nullptr;  // looked up when a member is missing
+  explicit NamespaceObj(std::string n) : Object(VT::Namespace), name(std::move(n)) {}
+  const Value* lookup(const std::string& k) const;
+};
+struct OpObj : Object {
+  const ir::OpDecl* op;
+  explicit OpObj(const ir::OpDecl* o) : Object(VT::Op), op(o) {}
+};
+struct RangeObj : Object {
+  int64_t start, stop, step;
+  RangeObj(int64_t a, int64_t b, int64_t s) : Object(VT::Range), start(a), stop(b), step(s) {}
+  int64_t size() const;
+};
+// A region marker for "with checkpoint():".
+struct RegionObj : Object {
+  std::string name;
+  explicit RegionObj(std::string n) : Object(VT::Region), name(std::move(n)) {}
+};
+
+struct SliceObj : Object {
+  Value lower, upper, step;
+  SliceObj(Value a, Value b, Value c) : Object(VT::Slice), lower(std::move(a)), upper(std::move(b)), step(std::move(c)) {}
+};
+
+template <class T, class... A>
+Value make(A&&... a) { return Value(new T(std::forward<A>(a)...)); }
+inline Value str_value(std::string s) { return make<StrObj>(std::move(s)); }
+
+bool truthy(const Value& v);  // throws for tensors (caller reports)
+std::string repr(const Value& v);
+std::string to_str(const Value& v);
+bool values_equal(const Value& a, const Value& b);
+
+}  // namespace tracer::interp

@@ -1,0 +1,65 @@
+// Helpers shared by the tests: locating test data, reading files, running script sources.
+#pragma once
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "interpreter/interp.h"
+
+namespace tracer::test {
+
+inline std::string source_dir() {
+  const char* d = std::getenv("TRACER_SOURCE_DIR");
+  return d ? d : ".";
+}
+
+inline std::string thunder_dir() {
+  const char* d = std::getenv("TRACER_THUNDER_TRACES");
+  return d ? d : "../shared/thunder_traces";
+}
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+inline std::vector<std::string> files_in(const std::string& dir, const std::string& ext) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+    if (e.path().extension() == ext) out.push_back(e.path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+struct ScriptRun {
+  bool ok = false;
+  std::string output;
+  std::string rendered;  // diagnostics
+  DiagnosticList diags;
+  SourceManager sm;
+};
+
+// Loads (runs) a module from text with a fresh interpreter, capturing print() output.
+inline void run_script(ScriptRun& r, const std::string& name, const std::string& text, interp::Options opts = {}) {
+  interp::Interpreter in(r.sm, opts);
+  in.on_print = [&](const std::string& s) { r.output += s; };
+  r.ok = in.load(name, text, r.diags) != nullptr;
+  r.rendered = r.diags.render_all(r.sm);
+}
+
+inline std::vector<std::string> lines(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream is(s);
+  std::string l;
+  while (std::getline(is, l)) out.push_back(l);
+  return out;
+}
+
+}  // namespace tracer::test

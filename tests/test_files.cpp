@@ -1,0 +1,171 @@
+// File-driven tests: language tests with inline "# expect:" lines (tests/lang), diagnostics
+// tests with "# expect-error" lines (tests/diagnostics), and print/parse round trips over every
+// example and every shared Thunder printout.
+#include <catch2/catch.hpp>
+
+#include <regex>
+
+#include "tests/support.h"
+#include "tracer/session.h"
+
+namespace tracer::test {
+namespace {
+
+struct Expectations {
+  std::vector<std::string> output;
+  int error_line = 0;
+  std::string error_text;
+};
+
+// "# expect: TEXT" expects TEXT as the next line of output; "# expect-error: TEXT" expects the
+// run to stop with an error on that line whose message contains TEXT.
+Expectations read_expectations(const std::string& text) {
+  Expectations e;
+  std::vector<std::string> ls = lines(text);
+  for (size_t i = 0; i < ls.size(); ++i) {
+    const std::string& l = ls[i];
+    size_t p = l.find("# expect: ");
+    if (p != std::string::npos) e.output.push_back(l.substr(p + 10));
+    p = l.find("# expect-error: ");
+    if (p != std::string::npos) {
+      e.error_line = static_cast<int>(i + 1);
+      e.error_text = l.substr(p + 16);
+    }
+  }
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("language tests (tests/lang)", "[lang]") {
+  auto files = files_in(source_dir() + "/tests/lang", ".trace");
+  REQUIRE(files.size() >= 5);
+  for (const std::string& f : files) {
+    DYNAMIC_SECTION(f) {
+      std::string text = read_file(f);
+      Expectations want = read_expectations(text);
+      ScriptRun r;
+      interp::Options opts;
+      opts.step_limit = 5'000'000;
+      run_script(r, f, text, opts);
+      INFO(r.rendered);
+      CHECK(lines(r.output) == want.output);
+      if (want.error_line == 0) {
+        CHECK(r.ok);
+      } else {
+        REQUIRE_FALSE(r.ok);
+        const Diagnostic& d = r.diags.items().front();
+        CHECK(r.sm.line_col(d.loc).line == want.error_line);
+        CHECK_THAT(d.message, Catch::Contains(want.error_text));
+      }
+    }
+  }
+}
+
+namespace {
+
+struct ExpectedDiag {
+  int line;
+  std::string text;
+  bool matched = false;
+};
+
+// "# expect-error: TEXT" on a line expects an error there; "# expect-error@+N: TEXT" N lines below.
+std::vector<ExpectedDiag> expected_diags(const std::string& text) {
+  std::vector<ExpectedDiag> out;
+  std::regex re("# expect-error(@\\+([0-9]+))?: (.*)$");
+  std::vector<std::string> ls = lines(text);
+  for (size_t i = 0; i < ls.size(); ++i) {
+    std::smatch m;
+    if (std::regex_search(ls[i], m, re))
+      out.push_back({static_cast<int>(i + 1) + (m[2].matched ? std::stoi(m[2]) : 0), m[3], false});
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("diagnostics tests (tests/diagnostics)", "[diagnostics]") {
+  auto files = files_in(source_dir() + "/tests/diagnostics", ".trace");
+  REQUIRE(files.size() >= 5);
+  for (const std::string& f : files) {
+    DYNAMIC_SECTION(f) {
+      std::vector<ExpectedDiag> want = expected_diags(read_file(f));
+      REQUIRE_FALSE(want.empty());
+      Session s;
+      CHECK_FALSE(s.check_file(f, false));
+      INFO(s.rendered_diagnostics());
+      for (const DiagnosticInfo& d : s.diagnostics()) {
+        bool found = false;
+        for (auto& w : want)
+          if (!w.matched && w.line == d.line && d.message.find(w.text) != std::string::npos) found = w.matched = true;
+        INFO("unexpected diagnostic at line " << d.line << ": " << d.message);
+        CHECK(found);
+        CHECK_THAT(d.rendered, Catch::Contains(f + ":" + std::to_string(d.line) + ":") && Catch::Contains("^"));
+      }
+      for (const auto& w : want) {
+        INFO("expected an error at line " << w.line << " containing: " << w.text);
+        CHECK(w.matched);
+      }
+    }
+  }
+}
+
+namespace {
+
+// Traces `entry` of a module, prints it, reads the printout back, traces and prints it again.
+void round_trip(const std::string& name, const std::string& text, const std::string& entry,
+                const std::vector<std::pair<std::string, std::string>>& sets) {
+  Session a;
+  for (const auto& [k, v] : sets) a.set(k, v);
+  REQUIRE(a.load_string(name, text));
+  auto e = a.entry(entry);
+  REQUIRE(e);
+  auto p1 = a.print(*e);
+  INFO(a.rendered_diagnostics());
+  REQUIRE(p1);
+  Session b;
+  bool loaded = b.load_string(name + " (printed)", *p1);
+  INFO("printed trace:\n" << *p1 << b.rendered_diagnostics());
+  REQUIRE(loaded);
+  auto p2 = b.print(*b.entry(""));
+  REQUIRE(p2);
+  CHECK(*p2 == *p1);
+}
+
+const std::vector<std::pair<std::string, std::string>> kSmall = {{"T", "16"}, {"L", "2"}, {"D", "32"},
+                                                                  {"H", "48"}, {"R", "8"},  {"C", "16"}};
+
+}  // namespace
+
+TEST_CASE("round trip: print(parse(print(T))) == print(T) for every example", "[roundtrip]") {
+  auto files = files_in(source_dir() + "/examples", ".trace");
+  REQUIRE(files.size() >= 4);
+  for (const std::string& f : files) {
+    DYNAMIC_SECTION(f) { round_trip(f, read_file(f), "", kSmall); }
+  }
+}
+
+TEST_CASE("round trip of the Thunder-style cases in tests/thunder", "[roundtrip]") {
+  auto files = files_in(source_dir() + "/tests/thunder", ".txt");
+  REQUIRE(files.size() >= 2);
+  for (const std::string& f : files) {
+    DYNAMIC_SECTION(f) { round_trip(f, read_file(f), "", {}); }
+  }
+}
+
+TEST_CASE("the shared Thunder printouts parse, and 01, 02 and 09 trace and round-trip", "[roundtrip][thunder]") {
+  auto files = files_in(thunder_dir(), ".txt");
+  REQUIRE(files.size() >= 5);
+  for (const std::string& f : files) {
+    DYNAMIC_SECTION(f) {
+      Session s;
+      INFO(s.rendered_diagnostics());
+      CHECK(s.check_file(f, true));
+      std::string base = std::filesystem::path(f).filename().string();
+      if (base.rfind("01_", 0) == 0 || base.rfind("02_", 0) == 0 || base.rfind("09_", 0) == 0) round_trip(f, read_file(f), "", {});
+    }
+  }
+}
+
+}  // namespace tracer::test

@@ -1,0 +1,148 @@
+// Interpreter and Trace IR unit tests: isolation of interpreters, tracebacks, tracing rules,
+// the verifier, and the CPU executor's memory behaviour.
+#include <catch2/catch.hpp>
+
+#include <thread>
+
+#include "ir/verify.h"
+#include "tests/support.h"
+#include "tracer/session.h"
+
+namespace tracer::test {
+
+TEST_CASE("two interpreters in one process do not share state", "[interp]") {
+  SourceManager sm1, sm2;
+  interp::Interpreter a(sm1), b(sm2);
+  std::string out_a, out_b;
+  a.on_print = [&](const std::string& s) { out_a += s; };
+  b.on_print = [&](const std::string& s) { out_b += s; };
+  DiagnosticList d;
+  REQUIRE(a.load("a", "N = 1\ndef f():\n    return N\n", d));
+  REQUIRE(b.load("b", "N = 2\ndef f():\n    return N * 10\n", d));
+  REQUIRE(a.load("a2", "f()\n", d) == nullptr);  // a module's globals are its own
+  CHECK(d.items().at(0).message == "name 'f' is not defined");
+  d.clear();
+  REQUIRE(a.load("a3", "x = full((2,), 1.0)\nprint(x)\n", d));
+  REQUIRE(b.load("b3", "y = uniform((3,), seed=0) if False else full((3,), 2.0)\nprint(y)\n", d));
+  CHECK(out_a == "f32[2] [1, 1] sum=2\n");
+  CHECK(out_b == "f32[3] [2, 2, 2] sum=6\n");
+  CHECK(a.allocator().current_bytes() == 0);  // module-level tensors of a3 were dropped
+}
+
+TEST_CASE("interpreters run in parallel threads", "[interp]") {
+  auto work = [](int k, std::string* out) {
+    SourceManager sm;
+    interp::Interpreter in(sm);
+    in.on_print = [&](const std::string& s) { *out += s; };
+    DiagnosticList d;
+    in.load("t", "s = 0\nfor i in range(20000):\n    s += i * " + std::to_string(k) + "\nprint(s)\n", d);
+  };
+  std::string o1, o2;
+  std::thread t1(work, 1, &o1), t2(work, 2, &o2);
+  t1.join();
+  t2.join();
+  CHECK(o1 == "199990000\n");
+  CHECK(o2 == "399980000\n");
+}
+
+TEST_CASE("runtime errors carry a traceback of calls", "[interp]") {
+  ScriptRun r;
+  run_script(r, "tb.trace", "def inner(x):\n    return x / 0\ndef outer():\n    return inner(1)\nouter()\n");
+  REQUIRE_FALSE(r.ok);
+  const Diagnostic& d = r.diags.items()[0];
+  CHECK(d.message == "division by zero");
+  CHECK(r.sm.line_col(d.loc).line == 2);
+  REQUIRE(d.notes.size() == 2);
+  CHECK(r.sm.line_col(d.notes[0].loc).line == 4);
+  CHECK(d.notes[0].message == "in a call to 'inner' from here");
+  CHECK(r.sm.line_col(d.notes[1].loc).line == 5);
+  CHECK_THAT(r.rendered, Catch::Contains("tb.trace:2:12: error: division by zero") &&
+                             Catch::Contains("    return x / 0\n           ^"));
+}
+
+TEST_CASE("tracing refuses data-dependent control flow and concrete tensors", "[interp][tracing]") {
+  ScriptRun r;
+  run_script(r, "t", "def f(x: f32[2]):\n    if x:\n        return x\n    return x\ntrace(f)\n");
+  REQUIRE_FALSE(r.ok);
+  CHECK_THAT(r.diags.items()[0].message, Catch::Contains("truth value of a tensor"));
+  ScriptRun r2;
+  run_script(r2, "t", "c = full((2,), 1.0)\ndef f(x: f32[2]):\n    return x + c\ntrace(f)\n");
+  REQUIRE_FALSE(r2.ok);
+  CHECK_THAT(r2.diags.items()[0].message, Catch::Contains("concrete tensor inside a traced function"));
+}
+
+TEST_CASE("the verifier catches broken traces", "[ir]") {
+  ir::Trace t;
+  auto x = t.new_proxy({rt::DType::f32, {2}, "cpu"});
+  auto y = t.new_proxy({rt::DType::f32, {2}, "cpu"});
+  t.inputs = {x};
+  ir::Stmt s;
+  s.op = ir::find_op("neg");
+  s.callee = "prims.neg";
+  s.args = {ir::Arg::of_proxy(y)};  // y is used before it is defined
+  s.outputs = {x};                  // and x is defined twice
+  t.stmts.push_back(s);
+  t.output = ir::Arg::of_proxy(x);
+  auto errs = ir::verify(t);
+  REQUIRE(errs.size() >= 2);
+  CHECK_THAT(errs[0].message, Catch::Contains("'t1' is used in 'prims.neg' before it is defined"));
+  CHECK_THAT(errs[1].message, Catch::Contains("'t0' is defined more than once"));
+
+  ir::Trace u;
+  auto a = u.new_proxy({rt::DType::f32, {2, 3}, "cpu"});
+  auto b = u.new_proxy({rt::DType::f32, {3, 3}, "cpu"});  // neg of [2, 3] is not [3, 3]
+  u.inputs = {a};
+  ir::Stmt n;
+  n.op = ir::find_op("neg");
+  n.callee = "prims.neg";
+  n.args = {ir::Arg::of_proxy(a)};
+  n.outputs = {b};
+  u.stmts.push_back(n);
+  ir::Stmt del;
+  del.kind = ir::StmtKind::Del;
+  del.deleted = {b};
+  u.stmts.push_back(del);
+  u.output = ir::Arg::of_proxy(b);  // used after del
+  errs = ir::verify(u);
+  REQUIRE(errs.size() == 2);
+  CHECK_THAT(errs[0].message, Catch::Contains("recorded as cpu f32[3, 3] but neg gives cpu f32[2, 3]"));
+  CHECK_THAT(errs[1].message, Catch::Contains("after it is deleted"));
+}
+
+TEST_CASE("executing a trace frees values at del and counts peak bytes", "[ir][memory]") {
+  Session s;
+  REQUIRE(s.load_string("m", R"(
+def f(x: f32[1024]):
+    a = x * 2.0
+    b = a * 3.0
+    del a
+    c = b + 1.0
+    del b
+    return c
+)"));
+  auto r = s.run("f");
+  INFO(s.rendered_diagnostics());
+  REQUIRE(r);
+  // Live at once at most: x, one intermediate and the next result (3 x 4 KiB).
+  CHECK(r->peak_bytes == 3 * 4096);
+  REQUIRE(r->outputs.size() == 1);
+  CHECK(r->outputs[0].name == "c");
+}
+
+TEST_CASE("type comments are checked while tracing", "[tracing]") {
+  Session s;
+  REQUIRE(s.load_string("m", "def f(x):\n  # x: \"cpu f32[2, 3]\"\n  y = torch.neg(x)  # y: \"cpu f32[3, 2]\"\n  return y\n"));
+  CHECK_FALSE(s.print("f"));
+  CHECK_THAT(s.rendered_diagnostics(), Catch::Contains("type comment says 'y' is cpu f32[3, 2] but it is cpu f32[2, 3]"));
+}
+
+TEST_CASE("module-level sizes can be pinned from outside", "[interp]") {
+  Session s;
+  s.set("N", "3");
+  REQUIRE(s.load_string("m", "N = 1000\ndef f(x: f32[N]):\n    return x\n"));
+  auto p = s.print("f");
+  REQUIRE(p);
+  CHECK_THAT(*p, Catch::Contains("# x: \"cpu f32[3]\""));
+}
+
+}  // namespace tracer::test

@@ -1,0 +1,167 @@
+// The `tracer` program: run, print and check .trace files. Uses only the public API.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <iostream>
+
+#include "tracer/session.h"
+
+namespace {
+
+struct Common {
+  std::string file, entry, passes;
+  std::vector<std::string> sets, inputs;
+  uint64_t seed = 0;
+  bool json = false;
+};
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size() && !s.empty()) {
+    size_t c = s.find(',', start);
+    std::string part = s.substr(start, c == std::string::npos ? std::string::npos : c - start);
+    if (!part.empty()) out.push_back(part);
+    if (c == std::string::npos) break;
+    start = c + 1;
+  }
+  return out;
+}
+
+int fail(const tracer::Session& s) {
+  std::cerr << s.rendered_diagnostics();
+  return 1;
+}
+
+// --set NAME=VALUE and --input NAME=FILE, applied before loading.
+bool prepare(tracer::Session& s, const Common& c) {
+  for (const std::string& kv : c.sets) {
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      std::cerr << "error: --set expects NAME=VALUE, got '" << kv << "'\n";
+      return false;
+    }
+    s.set(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  if (!s.set_passes(split_commas(c.passes))) return false;
+  return s.load_file(c.file);
+}
+
+bool add_inputs(tracer::Session& s, const Common& c) {
+  for (const std::string& kv : c.inputs) {
+    size_t eq = kv.find('=');
+    bool ok = eq == std::string::npos ? s.add_input("", kv) : s.add_input(kv.substr(0, eq), kv.substr(eq + 1));
+    if (!ok) return false;
+  }
+  return true;
+}
+
+
+nlohmann::json report_json(const std::string& file, const std::string& entry, const tracer::RunReport& r) {
+  nlohmann::json j;
+  j["file"] = file;
+  j["entry"] = entry;
+  j["device"] = "cpu";
+  j["trace_ms"] = r.trace_ms;
+  j["run_ms"] = r.run_ms;
+  j["peak_bytes"] = r.peak_bytes;
+  j["statements"] = r.statements;
+  for (const auto& in : r.inputs)
+    j["inputs"].push_back({{"name", in.name}, {"dtype", in.dtype}, {"shape", in.shape}, {"source", in.source}});
+  for (const auto& o : r.outputs) {
+    nlohmann::json x = {{"name", o.name}, {"summary", o.summary}};
+    if (o.is_tensor) {
+      x["dtype"] = o.dtype;
+      x["shape"] = o.shape;
+      x["sum"] = o.sum;
+      x["head"] = o.head;
+    }
+    j["outputs"].push_back(x);
+  }
+  return j;
+}
+
+int cmd_run(const Common& c, const std::string& output_dir) {
+  tracer::SessionOptions so;
+  so.seed = c.seed;
+  tracer::Session s(so);
+  if (!prepare(s, c)) return fail(s);
+  auto entry = s.entry(c.entry);
+  if (!entry || !add_inputs(s, c)) return fail(s);
+  auto r = s.run(*entry, output_dir);
+  if (!r) return fail(s);
+  if (c.json) {
+    std::cout << report_json(c.file, *entry, *r).dump(2) << "\n";
+    return 0;
+  }
+  for (const auto& o : r->outputs) std::cout << o.name << ": " << o.summary << "\n";
+  std::cerr << fmt::format("# {}: {} statements, traced in {:.1f} ms, ran in {:.1f} ms on cpu, peak {:.2f} MiB\n",
+                           *entry, r->statements, r->trace_ms, r->run_ms, r->peak_bytes / 1048576.0);
+  return 0;
+}
+
+int cmd_print(const Common& c) {
+  tracer::Session s;
+  if (!prepare(s, c)) return fail(s);
+  auto entry = s.entry(c.entry);
+  if (!entry || !add_inputs(s, c)) return fail(s);
+  auto text = s.print(*entry);
+  if (!text) return fail(s);
+  std::cout << *text;
+  return 0;
+}
+
+int cmd_check(const Common& c, bool parse_only) {
+  tracer::Session s;
+  for (const std::string& kv : c.sets) {
+    size_t eq = kv.find('=');
+    if (eq != std::string::npos) s.set(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  bool ok = s.check_file(c.file, parse_only, c.entry);
+  std::cerr << s.rendered_diagnostics();
+  return ok ? 0 : 1;
+}
+
+void add_common(CLI::App* app, Common& c, bool with_inputs) {
+  app->add_option("file", c.file, "The .trace file")->required();
+  app->add_option("--entry", c.entry, "The function to use (default: main, else the last function)");
+  app->add_option("--set", c.sets, "Override a module-level value, e.g. --set T=64 (repeatable)");
+  if (with_inputs) {
+    app->add_option("--passes", c.passes, "Comma-separated passes to apply after tracing");
+    app->add_option("--input", c.inputs, "NAME=FILE.npy or FILE.safetensors (repeatable)");
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tracer: run, print and check Thunder-style traces"};
+  app.require_subcommand(0, 1);
+  Common c;
+  std::string output_dir;
+  bool parse_only = false;
+
+  CLI::App* run = app.add_subcommand("run", "Trace a function and run it on the CPU");
+  add_common(run, c, true);
+  run->add_option("--seed", c.seed, "Seed for random inputs and random ops (default 0)");
+  run->add_option("--output", output_dir, "Write each output as DIR/NAME.npy");
+  run->add_option("--device", "Device to run on (only cpu in this version)")->check(CLI::IsMember({"cpu"}));
+  run->add_flag("--json", c.json, "Print a JSON report");
+
+  CLI::App* print = app.add_subcommand("print", "Print the trace of a function");
+  add_common(print, c, true);
+
+  CLI::App* check = app.add_subcommand("check", "Report every diagnostic of a module without running it");
+  add_common(check, c, false);
+  check->add_flag("--parse-only", parse_only, "Stop after parsing");
+
+  CLI11_PARSE(app, argc, argv);
+  if (*run) return cmd_run(c, output_dir);
+  if (*print) return cmd_print(c);
+  if (*check) return cmd_check(c, parse_only);
+  std::cerr << app.help();
+  std::cerr << "\nThe interactive REPL is not available in this version.\n";
+  return 2;
+}
