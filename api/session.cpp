@@ -65,7 +65,7 @@ struct Session::Impl {
     for (const auto& d : l.items()) add(d);
   }
   void error(const std::string& msg) { add(Diagnostic{Severity::error, {}, msg, {}}); }
-  void script_error(const interp::ScriptError& e) { add(interp::to_diagnostic(e)); }
+  void script_error(const interp::ScriptError& e) { add(in->diagnose(e)); }
 
   static bool read_file(const std::string& path, std::string* out, std::string* why) {
     std::error_code ec;
@@ -201,8 +201,11 @@ bool Session::check_file(const std::string& path, bool parse_only, const std::st
   const interp::FunctionObj* fn = impl_->function(*e);
   try {
     impl_->in->input_types(*fn, impl_->given_types());
-  } catch (const interp::ScriptError&) {
-    return entry.empty();  // untyped entry: nothing to trace, and that is not an error
+  } catch (const interp::ScriptError& e) {
+    // An entry without input types is not an error for check: there is nothing to trace.
+    if (entry.empty() && e.message.find("has no tensor type") != std::string::npos) return true;
+    impl_->script_error(e);
+    return false;
   }
   return impl_->trace(*e) != nullptr;
 }

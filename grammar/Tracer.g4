@@ -40,7 +40,7 @@ tokens { INDENT, DEDENT }
  private:
   struct Level {
     size_t width, alt_width;  // tabs to multiples of 8, and tabs counted as 1
-    bool real;                // false: a level opened by an error, no INDENT/DEDENT
+    bool real;                // false: opened by a bad unindent, no INDENT/DEDENT
   };
   std::deque<std::unique_ptr<antlr4::Token>> pending_;
   std::vector<Level> levels_{{0, 0, true}};
@@ -51,14 +51,18 @@ tokens { INDENT, DEDENT }
   bool line_start_ = true;  // no significant token yet on this logical line
   size_t last_type_ = 0;    // type of the last significant token
   size_t logical_line_ = 0;
+  bool stopped_ = false;          // gave up: indentation too deep
+  bool reported_tabs_ = false;    // tab/space mix is reported once per file
 
   void pump() {
+    if (stopped_) return pending_.push_back(synthetic(EOF, "<EOF>", _input->size()));
     std::unique_ptr<antlr4::Token> t = antlr4::Lexer::nextToken();
     size_t type = t->getType();
     if (type == EOF) return on_eof(std::move(t));
     if (t->getChannel() != DEFAULT_TOKEN_CHANNEL) return pending_.push_back(std::move(t));
     if (type == NEWLINE) return on_newline(std::move(t));
     if (line_start_) on_line_start(*t);
+    if (stopped_) return on_eof(synthetic(EOF, "<EOF>", t->getStartIndex()));
     on_significant(*t);
     pending_.push_back(std::move(t));
   }
@@ -100,12 +104,6 @@ tokens { INDENT, DEDENT }
     pending_.push_back(std::move(t));
   }
 
-  size_t real_levels() const {
-    size_t n = 0;
-    for (const Level& l : levels_) n += l.real ? 1 : 0;
-    return n;
-  }
-
   void on_line_start(const antlr4::Token& t) {
     line_start_ = false;
     size_t pos = t.getStartIndex(), begin = pos, width = 0, alt = 0;
@@ -119,17 +117,25 @@ tokens { INDENT, DEDENT }
     const Level& top = levels_.back();
     if (width > top.width) return indent(pos, width, alt);
     if (width < top.width) return dedent(pos, width, alt);
-    if (alt != top.alt_width) error(pos, "inconsistent use of tabs and spaces in indentation");
+    if (alt != top.alt_width) inconsistent_tabs(pos);
+  }
+
+  void inconsistent_tabs(size_t pos) {
+    if (!reported_tabs_) error(pos, "inconsistent use of tabs and spaces in indentation");
+    reported_tabs_ = true;
   }
 
   // An indent after a line not ending in ':' is still an INDENT: the parser reports it (or
   // skips it with the broken header before it) together with the block it opens.
   void indent(size_t pos, size_t width, size_t alt) {
-    bool real = real_levels() < kMaxIndentLevels;
-    if (alt <= levels_.back().alt_width) error(pos, "inconsistent use of tabs and spaces in indentation");
-    else if (!real) error(pos, "too many levels of indentation");
-    levels_.push_back({width, alt, real});
-    if (real) pending_.push_back(synthetic(TracerParser::INDENT, "<INDENT>", pos));
+    if (levels_.size() >= kMaxIndentLevels) {  // like Python, a fatal error: stop lexing here
+      error(pos, "too many levels of indentation (limit " + std::to_string(kMaxIndentLevels) + ")");
+      stopped_ = true;
+      return;
+    }
+    if (alt <= levels_.back().alt_width) inconsistent_tabs(pos);
+    levels_.push_back({width, alt, true});
+    pending_.push_back(synthetic(TracerParser::INDENT, "<INDENT>", pos));
   }
 
   void dedent(size_t pos, size_t width, size_t alt) {
@@ -141,7 +147,7 @@ tokens { INDENT, DEDENT }
       error(pos, "unindent does not match any outer indentation level");
       levels_.push_back({width, alt, false});
     } else if (levels_.back().alt_width != alt) {
-      error(pos, "inconsistent use of tabs and spaces in indentation");
+      inconsistent_tabs(pos);
     }
   }
 

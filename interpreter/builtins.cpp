@@ -525,6 +525,7 @@ void Interpreter::load_stdlib() {
     if (!m) throw std::runtime_error("internal error: the embedded stdlib does not parse:\n" + diags.render_all(sm_));
     m->composites = file.module == std::string("ltorch");
     m->name = file.module;
+    stdlib_files_.push_back(m->file);
     modules_.push_back(m);
     try {
       run_module(*m);

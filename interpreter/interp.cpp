@@ -1,6 +1,7 @@
 // The evaluator: statements and expressions over resolved ASTs, function calls and closures.
 #include "interpreter/interp.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "interpreter/parser.h"
@@ -15,7 +16,23 @@ using ast::StmtKind;
 Diagnostic to_diagnostic(const ScriptError& e) {
   Diagnostic d{Severity::error, e.loc, e.message, {}};
   for (const TracebackEntry& t : e.traceback)
-    d.notes.push_back({Severity::note, t.call_site, "in a call to '" + t.function + "' from here", {}});
+    d.notes.push_back({Severity::note, t.call_site, t.note.empty() ? "in a call to '" + t.function + "' from here" : t.note, {}});
+  return d;
+}
+
+Diagnostic Interpreter::diagnose(const ScriptError& e) const {
+  auto in_stdlib = [&](SourceLoc l) {
+    return std::find(stdlib_files_.begin(), stdlib_files_.end(), l.file) != stdlib_files_.end();
+  };
+  if (!in_stdlib(e.loc)) return to_diagnostic(e);
+  ScriptError user = e;
+  size_t k = 0;
+  while (k < e.traceback.size() && in_stdlib(e.traceback[k].call_site)) ++k;
+  if (k == e.traceback.size()) return to_diagnostic(e);
+  user.loc = e.traceback[k].call_site;
+  user.traceback.erase(user.traceback.begin(), user.traceback.begin() + static_cast<std::ptrdiff_t>(k) + 1);
+  Diagnostic d = to_diagnostic(user);
+  d.notes.insert(d.notes.begin(), {Severity::note, e.loc, "raised inside '" + e.traceback[k].function + "' here", {}});
   return d;
 }
 
@@ -67,7 +84,7 @@ std::shared_ptr<Module> Interpreter::load(const std::string& name, std::string t
   try {
     run_module(*m);
   } catch (const ScriptError& e) {
-    diags.add(to_diagnostic(e));
+    diags.add(diagnose(e));
     return nullptr;
   }
   return m;

@@ -17,6 +17,7 @@ namespace tracer::interp {
 struct TracebackEntry {
   std::string function;
   SourceLoc call_site;
+  std::string note;  // replaces "in a call to 'f' from here" when set
 };
 
 // A runtime error in a script: message, innermost location and the calls that led there.
@@ -26,7 +27,7 @@ struct ScriptError {
   std::vector<TracebackEntry> traceback;  // innermost call first
 };
 
-// Renders a script error as a diagnostic with one note per calling frame.
+// A script error as a diagnostic with one note per calling frame.
 Diagnostic to_diagnostic(const ScriptError& e);
 
 struct Options {
@@ -77,6 +78,9 @@ class Interpreter {
   std::vector<std::pair<std::string, ir::TensorType>> input_types(
       const FunctionObj& fn, const std::map<std::string, ir::TensorType>& given);
 
+  // Like to_diagnostic, but an error inside the stdlib is reported at the user's call into it,
+  // with the stdlib's line as a note.
+  Diagnostic diagnose(const ScriptError& e) const;
   SourceManager& sources() { return sm_; }
   const Options& options() const { return opts_; }
   rt::Allocator& allocator() { return allocator_; }
@@ -108,6 +112,7 @@ class Interpreter {
   Value builtins_;   // NamespaceObj of names visible everywhere
   Value ltorch_;     // NamespaceObj of the stdlib composites (falls back to prims)
   std::vector<std::shared_ptr<Module>> modules_;
+  std::vector<int32_t> stdlib_files_;
   Recorder rec_;
   int64_t steps_ = 0;
   int depth_ = 0;

@@ -120,7 +120,9 @@ ast::Block Builder::parse_fusion_body(const std::vector<antlr4::Token*>& lines) 
   Session sub(std::move(body), std::move(map), s_.file(), s_.errors());
   P::File_inputContext* tree = sub.parse();
   Builder builder(sub, /*detect_fusions=*/false);
-  return builder.build_file(tree, nullptr);
+  ast::Block statements = builder.build_file(tree, nullptr);
+  sub.finish();
+  return statements;
 }
 
 }  // namespace tracer::parse

@@ -148,6 +148,9 @@ void ErrorStrategy::recover(antlr4::Parser* parser, std::exception_ptr e) {
     // An error found at the start of a later line (a missing block) leaves that line alone.
     bool next_line = in->index() > stmt->getStart()->getTokenIndex() && is_line_break(in->LT(-1)->getType());
     if (!next_line) skip_line(in);
+    // The elif/else clauses of a broken 'if' go with it.
+    if (stmt->getStart()->getType() == P::IF)
+      while (in->LA(1) == P::ELIF || in->LA(1) == P::ELSE) skip_line(in);
     unwinding_ = false;
     return;
   }

@@ -163,8 +163,16 @@ void Session::error(const antlr4::Token* at, std::string message) {
 }
 
 void Session::error(SourceLoc at, size_t logical_line, std::string message) {
-  if (!lines_with_errors_.insert(logical_line).second) return;
-  errors_.push_back(Diagnostic{Severity::error, at, std::move(message), {}});
+  candidates_.emplace_back(logical_line, Diagnostic{Severity::error, at, std::move(message), {}});
+}
+
+void Session::finish() {
+  std::stable_sort(candidates_.begin(), candidates_.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first < b.first : a.second.loc.offset < b.second.loc.offset;
+  });
+  for (size_t i = 0; i < candidates_.size(); ++i)
+    if (i == 0 || candidates_[i].first != candidates_[i - 1].first) errors_.push_back(std::move(candidates_[i].second));
+  candidates_.clear();
 }
 
 }  // namespace tracer::parse

@@ -2,7 +2,6 @@
 // with its error recovery. Private to the parser front end: ANTLR types stop here.
 #pragma once
 #include <memory>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -69,9 +68,11 @@ class Session {
   SourceLoc text_loc(size_t offset, size_t length) const;
   std::string token_text(const antlr4::Token* t) const;
 
-  // Reports at most one error per logical line; later ones on the same line are dropped.
+  // Records an error; finish() keeps one per logical line (the leftmost; lexical ones win ties).
   void error(const antlr4::Token* at, std::string message);
   void error(SourceLoc at, size_t logical_line, std::string message);
+  // Moves the chosen errors to the list given at construction. Call once, after building.
+  void finish();
   size_t logical_line(const antlr4::Token* t) const;
 
  private:
@@ -82,7 +83,7 @@ class Session {
   int32_t file_;
   std::vector<Diagnostic>& errors_;
   std::vector<size_t> line_of_token_;
-  std::set<size_t> lines_with_errors_;
+  std::vector<std::pair<size_t, Diagnostic>> candidates_;  // (logical line, error)
   antlr4::ANTLRInputStream input_;
   TracerLexer lexer_;
   antlr4::CommonTokenStream tokens_;

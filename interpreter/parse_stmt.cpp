@@ -45,6 +45,7 @@ ast::Block Builder::build_file(P::File_inputContext* file, std::vector<std::stri
   if (!file || !file->stmts()) return out;
   size_t hi = file->EOF() ? index_of(file->EOF()) : s_.token_count();
   build_stmts(file->stmts(), 0, hi, out);
+  take_comments();  // with no statement at all, the comments are the header
   return out;
 }
 

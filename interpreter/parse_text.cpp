@@ -144,8 +144,16 @@ bool is_unterminated_long_string(std::string_view token) {
   return !has_closing_quotes(rest, 3);
 }
 
+namespace {
+
+bool has_base_prefix(std::string_view s) {
+  return s.size() > 1 && s[0] == '0' && std::string_view("xXbBoO").find(s[1]) != std::string_view::npos;
+}
+
+}  // namespace
+
 bool is_float_literal(std::string_view text) {
-  if (text.size() > 1 && text[0] == '0' && std::isalpha(static_cast<unsigned char>(text[1]))) return false;
+  if (has_base_prefix(text)) return false;
   return text.find_first_of(".eE") != std::string_view::npos;
 }
 
@@ -153,7 +161,7 @@ bool parse_int_literal(std::string_view text, int64_t& out) {
   std::string s = strip_underscores(text);
   int base = 10;
   size_t i = 0;
-  if (s.size() > 1 && s[0] == '0' && std::isalpha(static_cast<unsigned char>(s[1]))) {
+  if (has_base_prefix(s)) {
     char p = static_cast<char>(std::tolower(static_cast<unsigned char>(s[1])));
     base = p == 'x' ? 16 : p == 'b' ? 2 : 8;
     i = 2;

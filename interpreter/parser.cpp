@@ -33,6 +33,7 @@ std::unique_ptr<ast::Module> parse_module(const SourceManager& sm, int32_t file,
     TracerParser::File_inputContext* tree = session.parse();
     Builder builder(session, /*detect_fusions=*/true);
     module->body = builder.build_file(tree, &module->header_comments);
+    session.finish();
   } catch (const std::exception& e) {
     errors.push_back({Severity::error, SourceLoc{file, 0, 0},
                       std::string("internal parser error: ") + e.what() + " (please report this)", {}});

@@ -338,6 +338,11 @@ static std::vector<ParamTypes> param_types(Interpreter& in, const FunctionObj& f
     auto g = given.find(p.name);
     const Value& ann = fn.annotations[i];
     if (g != given.end()) {
+      if (ann.is(VT::Type) && !ann.as<TypeObj>()->type.same_layout(g->second)) {
+        const ir::TensorType& want = ann.as<TypeObj>()->type;
+        in.fail(p.loc, "input '" + p.name + "' is " + rt::dtype_name(g->second.dtype) + rt::shape_str(g->second.shape) +
+                           " but '" + fn.info->name + "' declares it " + rt::dtype_name(want.dtype) + rt::shape_str(want.shape));
+      }
       pt.types.push_back(g->second);
     } else if (ann.is(VT::Type)) {
       pt.types.push_back(ann.as<TypeObj>()->type);
@@ -403,7 +408,13 @@ std::shared_ptr<ir::Trace> Interpreter::trace(const FunctionObj& fn, const std::
     Recorder& r;
     ~Reset() { r = Recorder{}; }
   } reset{rec_};
-  Value result = call_function(fn, args, fn.info->loc);
+  Value result;
+  try {
+    result = call_function(fn, args, fn.info->loc);
+  } catch (ScriptError& e) {
+    if (!e.traceback.empty()) e.traceback.back().note = "while tracing '" + fn.info->name + "'";
+    throw;
+  }
   if (!to_arg(result, &t->output))
     fail(fn.info->loc, "'" + fn.info->name + "' returned a " + type_name(result.type()) +
                            ", which a trace cannot return (return tensors, numbers or sequences of them)");

@@ -27,7 +27,7 @@ class Verifier {
 
   void define(const ProxyPtr& p, const Stmt* s) {
     auto [it, fresh] = names_.emplace(p->name, std::make_pair(p.get(), State::Live));
-    if (!fresh && it->second.first != p.get()) fail(s, "'" + p->name + "' is defined more than once");
+    if (!fresh) fail(s, "'" + p->name + "' is defined more than once");
   }
 
   void use(const ProxyPtr& p, const Stmt* s, const std::string& where) {

@@ -112,6 +112,17 @@ const std::map<std::string, Gen>& samples() {
   return m;
 }
 
+// Binds sample arguments given in parameter order (keyword-only ones by name).
+std::vector<Arg> bind_all(const OpDecl& op, const std::vector<Arg>& args) {
+  std::vector<Arg> pos;
+  std::vector<std::pair<std::string, Arg>> kw;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (op.params.at(i).kw_only) kw.emplace_back(op.params[i].name, args[i]);
+    else pos.push_back(args[i]);
+  }
+  return bind_args(op, pos, kw);
+}
+
 bool integer_only(const OpDecl& op) {
   return op.name.rfind("bitwise_", 0) == 0;
 }
@@ -185,12 +196,12 @@ TEST_CASE("every primitive matches its float64 (int64) reference on every dtype"
     for (DType dt : dtypes_for(op)) {
       DType ref = rt::is_float(dt) ? DType::f64 : DType::i64;
       std::vector<Arg> args = it->second(dt, 42);
-      std::vector<Arg> bound = bind_args(op, args, {});
+      std::vector<Arg> bound = bind_all(op, args);
       std::vector<TensorType> types = infer(op, bound);
       ExecContext c1, c2;
       c1.seed = c2.seed = 5;
       std::vector<rt::Tensor> got = op.cpu(bound, c1);
-      std::vector<rt::Tensor> want = op.cpu(bind_args(op, to_reference(args, ref), {}), c2);
+      std::vector<rt::Tensor> want = op.cpu(bind_all(op, to_reference(args, ref)), c2);
       REQUIRE(got.size() == types.size());
       for (size_t k = 0; k < got.size(); ++k) {
         std::string what = op.name + " on " + rt::dtype_name(dt);

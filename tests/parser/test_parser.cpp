@@ -250,3 +250,20 @@ TEST_CASE("fusion rules: only fusion calls with deeper comment lines", "[parser]
         "return c\n");
   CHECK(p->text_at(body[0]->body[1]->loc) == "d = prims.exp(c)");
 }
+
+TEST_CASE("errors inside fusion bodies point into the file", "[parser][fusion][errors]") {
+  auto p = parse_text(
+      "def f(a):\n"
+      "  [b] = nvFusion0(a)\n"
+      "    # b = prims.neg(a)\n"
+      "    # c = = 1\n"
+      "  return b\n");
+  CHECK(p->errors() == std::vector<std::string>{"4:11: expected an expression"});
+  CHECK(dump(p->module->body[0]->body) == "fusion (List b) = (Call nvFusion0 a)\n  assign b = (Call (Attr prims neg) a)\nreturn b\n");
+}
+
+TEST_CASE("a file of comments only has them as header", "[parser][comments]") {
+  auto p = parse_text("# one\n\n# two: \"not a statement\" here\n");
+  CHECK(p->module->body.empty());
+  CHECK(p->module->header_comments == std::vector<std::string>{"one", "two: \"not a statement\" here"});
+}

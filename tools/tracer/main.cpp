@@ -14,8 +14,16 @@ struct Common {
   std::string file, entry, passes;
   std::vector<std::string> sets, inputs;
   uint64_t seed = 0;
+  int64_t step_limit = 500'000'000;
   bool json = false;
 };
+
+tracer::SessionOptions session_options(const Common& c) {
+  tracer::SessionOptions so;
+  so.seed = c.seed;
+  so.step_limit = c.step_limit;
+  return so;
+}
 
 std::vector<std::string> split_commas(const std::string& s) {
   std::vector<std::string> out;
@@ -84,9 +92,7 @@ nlohmann::json report_json(const std::string& file, const std::string& entry, co
 }
 
 int cmd_run(const Common& c, const std::string& output_dir) {
-  tracer::SessionOptions so;
-  so.seed = c.seed;
-  tracer::Session s(so);
+  tracer::Session s(session_options(c));
   if (!prepare(s, c)) return fail(s);
   auto entry = s.entry(c.entry);
   if (!entry || !add_inputs(s, c)) return fail(s);
@@ -103,7 +109,7 @@ int cmd_run(const Common& c, const std::string& output_dir) {
 }
 
 int cmd_print(const Common& c) {
-  tracer::Session s;
+  tracer::Session s(session_options(c));
   if (!prepare(s, c)) return fail(s);
   auto entry = s.entry(c.entry);
   if (!entry || !add_inputs(s, c)) return fail(s);
@@ -114,7 +120,7 @@ int cmd_print(const Common& c) {
 }
 
 int cmd_check(const Common& c, bool parse_only) {
-  tracer::Session s;
+  tracer::Session s(session_options(c));
   for (const std::string& kv : c.sets) {
     size_t eq = kv.find('=');
     if (eq != std::string::npos) s.set(kv.substr(0, eq), kv.substr(eq + 1));
@@ -128,6 +134,7 @@ void add_common(CLI::App* app, Common& c, bool with_inputs) {
   app->add_option("file", c.file, "The .trace file")->required();
   app->add_option("--entry", c.entry, "The function to use (default: main, else the last function)");
   app->add_option("--set", c.sets, "Override a module-level value, e.g. --set T=64 (repeatable)");
+  app->add_option("--step-limit", c.step_limit, "Stop scripts after this many statements and calls (0: no limit)");
   if (with_inputs) {
     app->add_option("--passes", c.passes, "Comma-separated passes to apply after tracing");
     app->add_option("--input", c.inputs, "NAME=FILE.npy or FILE.safetensors (repeatable)");
