@@ -266,8 +266,8 @@ compound_stmt : if_stmt | while_stmt | for_stmt | with_stmt | funcdef | decorate
 if_stmt : 'if' test ':' block elif_clause* else_clause? ;
 elif_clause : 'elif' test ':' block ;
 else_clause : 'else' ':' block ;
-while_stmt : 'while' test ':' block ;
-for_stmt : 'for' exprlist 'in' testlist ':' block ;
+while_stmt : 'while' test ':' block else_clause? ;
+for_stmt : 'for' exprlist 'in' testlist ':' block else_clause? ;
 with_stmt : 'with' with_item (',' with_item)* ':' block ;
 with_item : test ('as' expr)? ;
 decorated : decorator+ funcdef ;

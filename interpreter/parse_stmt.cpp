@@ -206,6 +206,7 @@ StmtPtr Builder::compound(P::Compound_stmtContext* c) {
     s->value = test(x->test());
     attach_trailing(*s, x->getStart()->getTokenIndex(), index_of(x->COLON()));
     build_block(x->block(), s->body);
+    if (x->else_clause()) build_block(x->else_clause()->block(), s->orelse);
     return s;
   }
   auto* x = c->for_stmt();
@@ -215,6 +216,7 @@ StmtPtr Builder::compound(P::Compound_stmtContext* c) {
   s->value = testlist(x->testlist());
   attach_trailing(*s, x->getStart()->getTokenIndex(), index_of(x->COLON()));
   build_block(x->block(), s->body);
+  if (x->else_clause()) build_block(x->else_clause()->block(), s->orelse);
   return s;
 }
 

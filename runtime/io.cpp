@@ -247,6 +247,13 @@ Tensor read_npy(const std::string& path, Allocator* al) {
   if (fortran->num && shape.size() > 1)
     fail(path, "Fortran-order arrays are not supported; save with np.ascontiguousarray");
 
+  // Check the size before allocating, so a corrupt shape cannot ask for terabytes.
+  uint64_t want = dtype_size(dt);
+  for (int64_t d : shape)
+    if (__builtin_mul_overflow(want, static_cast<uint64_t>(d), &want)) fail(path, "shape " + shape_str(shape) + " is too large");
+  uint64_t have = f.size > data_start ? f.size - data_start : 0;
+  if (want > have)
+    fail(path, "truncated data: expected " + std::to_string(want) + " bytes, found " + std::to_string(have));
   Tensor t = Tensor::empty(dt, shape, al);
   f.read_at(data_start, t.data(), t.nbytes(), "data");
   return t;
@@ -307,7 +314,9 @@ StEntry parse_entry(const std::string& path, const std::string& name, const nloh
   if (out.end < out.begin || out.end > data_size)
     bad("data_offsets [" + std::to_string(out.begin) + ", " + std::to_string(out.end) +
         "] lie outside the data section of " + std::to_string(data_size) + " bytes");
-  uint64_t want = static_cast<uint64_t>(numel(out.shape)) * dtype_size(out.dt);
+  uint64_t want = dtype_size(out.dt);
+  for (int64_t d : out.shape)
+    if (__builtin_mul_overflow(want, static_cast<uint64_t>(d), &want)) bad("shape " + shape_str(out.shape) + " is too large");
   if (out.end - out.begin != want)
     bad("data_offsets span " + std::to_string(out.end - out.begin) + " bytes but shape " +
         shape_str(out.shape) + " of " + dname + " needs " + std::to_string(want));
@@ -327,7 +336,7 @@ std::map<std::string, Tensor> read_safetensors(const std::string& path, Allocato
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
     fail(path, std::string("header is not valid JSON: ") + e.what());
   }
   if (!header.is_object()) fail(path, "header is not a JSON object");

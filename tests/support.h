@@ -12,14 +12,24 @@
 
 namespace tracer::test {
 
+#ifndef TRACER_SOURCE_DIR_DEFAULT
+#define TRACER_SOURCE_DIR_DEFAULT "."
+#endif
+#ifndef TRACER_THUNDER_TRACES_DEFAULT
+#define TRACER_THUNDER_TRACES_DEFAULT "../shared/thunder_traces"
+#endif
+
+// The source tree (for examples/ and tests/ data); TRACER_SOURCE_DIR overrides.
 inline std::string source_dir() {
   const char* d = std::getenv("TRACER_SOURCE_DIR");
-  return d ? d : ".";
+  return d ? d : TRACER_SOURCE_DIR_DEFAULT;
 }
 
+// The shared Thunder printouts; TRACER_THUNDER_TRACES overrides the configured default
+// (the CMake setting of the same name, ../shared/thunder_traces beside the checkout).
 inline std::string thunder_dir() {
   const char* d = std::getenv("TRACER_THUNDER_TRACES");
-  return d ? d : "../shared/thunder_traces";
+  return d ? d : TRACER_THUNDER_TRACES_DEFAULT;
 }
 
 inline std::string read_file(const std::string& path) {

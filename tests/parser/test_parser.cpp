@@ -2,6 +2,8 @@
 // and fusion bodies land where the AST contract says, and locations point at the right bytes.
 #include <catch2/catch.hpp>
 
+#include "tests/support.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -19,10 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path traces_dir() {
-  const char* env = std::getenv("TRACER_THUNDER_TRACES");
-  return env && *env ? fs::path(env) : fs::path("../shared/thunder_traces");
-}
+fs::path traces_dir() { return fs::path(test::thunder_dir()); }
 
 std::string read_file(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
