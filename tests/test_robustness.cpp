@@ -11,11 +11,17 @@
 namespace tracer::test {
 namespace {
 
-std::vector<std::string> corpus() {
-  std::vector<std::string> out;
-  for (const auto& f : files_in(source_dir() + "/examples", ".trace")) out.push_back(read_file(f));
-  for (const auto& f : files_in(source_dir() + "/tests/lang", ".trace")) out.push_back(read_file(f));
-  for (const auto& f : files_in(thunder_dir(), ".txt")) out.push_back(read_file(f));
+struct Seed {
+  std::string text;
+  bool run;  // small enough to execute; the others are only traced
+};
+
+std::vector<Seed> corpus() {
+  std::vector<Seed> out;
+  for (const auto& f : files_in(source_dir() + "/examples", ".trace")) out.push_back({read_file(f), true});
+  for (const auto& f : files_in(source_dir() + "/tests/lang", ".trace")) out.push_back({read_file(f), true});
+  // Thunder's printouts have full-size shapes (a 4096 x 11008 matmul): trace them, don't run them.
+  for (const auto& f : files_in(thunder_dir(), ".txt")) out.push_back({read_file(f), false});
   return out;
 }
 
@@ -41,12 +47,13 @@ std::string mutate(const std::string& s, std::mt19937& rng) {
 }  // namespace
 
 TEST_CASE("mutated sources never crash the parser, the interpreter or the tracer", "[robustness]") {
-  std::vector<std::string> texts = corpus();
+  std::vector<Seed> texts = corpus();
   REQUIRE(texts.size() >= 8);
   std::mt19937 rng(1234);
   int failed = 0, total = 600;
   for (int i = 0; i < total; ++i) {
-    std::string text = texts[static_cast<size_t>(i) % texts.size()];
+    const Seed& seed = texts[static_cast<size_t>(i) % texts.size()];
+    std::string text = seed.text;
     int edits = 1 + static_cast<int>(rng() % 3);
     for (int k = 0; k < edits; ++k) text = mutate(text, rng);
     SessionOptions so;
@@ -57,7 +64,7 @@ TEST_CASE("mutated sources never crash the parser, the interpreter or the tracer
     bool ok = s.load_string("mutant.trace", text);
     if (ok) {
       auto e = s.entry("");
-      if (e) ok = s.run(*e).has_value();
+      if (e) ok = seed.run ? s.run(*e).has_value() : s.print(*e).has_value();
     }
     if (!ok) {
       ++failed;
