@@ -9,4 +9,4 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   build-essential cmake ninja-build pkg-config \
   antlr4 libantlr4-runtime-dev \
   catch2 libopenblas-dev libcli11-dev nlohmann-json3-dev libfmt-dev \
-  libboost-graph-dev libedit-dev python3 >/dev/null
+  >/dev/null

@@ -1,0 +1,206 @@
+// The stdlib composites (written in the language) on every float dtype, run eagerly, against
+// float64 references written independently here in C++.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <functional>
+
+#include "runtime/kernels.h"
+#include "tests/support.h"
+
+namespace tracer::test {
+namespace {
+
+using interp::CallArgs;
+using interp::TensorObj;
+using interp::Value;
+using rt::DType;
+using rt::Tensor;
+using Vec = std::vector<double>;
+
+// Tolerances (relative to max(1, |reference|)), documented in docs/numerics.md.
+double tol(DType dt) {
+  switch (dt) {
+    case DType::f64: return 1e-9;
+    case DType::f32: return 1e-5;
+    case DType::f16: return 4e-3;
+    default: return 3e-2;
+  }
+}
+
+struct Fixture {
+  SourceManager sm;
+  interp::Interpreter in{sm};
+
+  Tensor make(DType dt, rt::Shape s, uint64_t seed, double lo = -2, double hi = 2) {
+    return rt::cast(rt::uniform_philox(s, lo, hi, DType::f64, seed, 11, nullptr), dt, nullptr);
+  }
+  Value call(const std::string& op, std::vector<Value> pos, std::vector<std::pair<std::string, Value>> kw = {}) {
+    CallArgs a;
+    a.pos = std::move(pos);
+    a.kw = std::move(kw);
+    return in.call_ltorch(op, std::move(a), {});
+  }
+};
+
+Value T(const Tensor& t) { return interp::make<TensorObj>(t); }
+Vec vals(const Tensor& t) {
+  Vec v(static_cast<size_t>(t.numel()));
+  for (int64_t i = 0; i < t.numel(); ++i) v[static_cast<size_t>(i)] = t.get(i);
+  return v;
+}
+Vec vals(const Value& v) { return vals(v.as<TensorObj>()->t); }
+
+void check(const Value& got, const Vec& want, DType dt, const std::string& what) {
+  INFO(what << " on " << rt::dtype_name(dt));
+  const Tensor& t = got.as<TensorObj>()->t;
+  CHECK(t.dtype() == dt);
+  Vec g = vals(t);
+  REQUIRE(g.size() == want.size());
+  for (size_t i = 0; i < g.size(); ++i) {
+    INFO("element " << i << ": got " << g[i] << ", want " << want[i]);
+    if (std::fabs(g[i] - want[i]) > tol(dt) * std::max(1.0, std::fabs(want[i]))) CHECK(g[i] == Approx(want[i]));
+  }
+}
+
+// Row-wise references over the last dimension of a [rows, n] array.
+Vec rows_map(const Vec& x, size_t n, const std::function<void(const double*, double*, size_t)>& f) {
+  Vec out(x.size());
+  for (size_t r = 0; r < x.size() / n; ++r) f(&x[r * n], &out[r * n], n);
+  return out;
+}
+
+Vec softmax_ref(const Vec& x, size_t n, bool log) {
+  return rows_map(x, n, [log](const double* a, double* o, size_t k) {
+    double m = *std::max_element(a, a + k), s = 0;
+    for (size_t i = 0; i < k; ++i) s += std::exp(a[i] - m);
+    for (size_t i = 0; i < k; ++i) o[i] = log ? a[i] - m - std::log(s) : std::exp(a[i] - m) / s;
+  });
+}
+
+const DType kFloats[] = {DType::f64, DType::f32, DType::f16, DType::bf16};
+
+}  // namespace
+
+TEST_CASE("elementwise composites match float64 references", "[composites]") {
+  Fixture f;
+  for (DType dt : kFloats) {
+    Tensor x = f.make(dt, {5, 7}, 1);
+    Vec v = vals(x);
+    auto map = [&](double (*g)(double)) {
+      Vec o(v.size());
+      for (size_t i = 0; i < v.size(); ++i) o[i] = g(v[i]);
+      return o;
+    };
+    check(f.call("relu", {T(x)}), map([](double a) { return a > 0 ? a : 0.0; }), dt, "relu");
+    check(f.call("sigmoid", {T(x)}), map([](double a) { return 1 / (1 + std::exp(-a)); }), dt, "sigmoid");
+    check(f.call("silu", {T(x)}), map([](double a) { return a / (1 + std::exp(-a)); }), dt, "silu");
+    check(f.call("gelu", {T(x)}), map([](double a) { return 0.5 * a * (1 + std::erf(a / std::sqrt(2.0))); }), dt, "gelu");
+    check(f.call("gelu", {T(x)}, {{"approximate", interp::str_value("tanh")}}),
+          map([](double a) { return 0.5 * a * (1 + std::tanh(std::sqrt(2 / M_PI) * (a + 0.044715 * a * a * a))); }), dt,
+          "gelu(tanh)");
+    check(f.call("tanh", {T(x)}), map([](double a) { return std::tanh(a); }), dt, "tanh");
+  }
+}
+
+TEST_CASE("softmax, log_softmax, norms, mean and var match float64 references", "[composites]") {
+  Fixture f;
+  for (DType dt : kFloats) {
+    Tensor x = f.make(dt, {4, 9}, 2);
+    Vec v = vals(x);
+    check(f.call("softmax", {T(x), Value::integer(-1)}), softmax_ref(v, 9, false), dt, "softmax");
+    check(f.call("log_softmax", {T(x), Value::integer(1)}), softmax_ref(v, 9, true), dt, "log_softmax");
+    Tensor w = f.make(dt, {9}, 3), b = f.make(dt, {9}, 4);
+    Vec wv = vals(w), bv = vals(b);
+    Vec ln = rows_map(v, 9, [&](const double* a, double* o, size_t k) {
+      double m = 0, s = 0;
+      for (size_t i = 0; i < k; ++i) m += a[i] / k;
+      for (size_t i = 0; i < k; ++i) s += (a[i] - m) * (a[i] - m) / k;
+      for (size_t i = 0; i < k; ++i) o[i] = (a[i] - m) / std::sqrt(s + 1e-5) * wv[i] + bv[i];
+    });
+    Value shape = interp::make<interp::TupleObj>(std::vector<Value>{Value::integer(9)});
+    check(f.call("layer_norm", {T(x), shape, T(w), T(b)}), ln, dt, "layer_norm");
+    Vec rms = rows_map(v, 9, [&](const double* a, double* o, size_t k) {
+      double s = 0;
+      for (size_t i = 0; i < k; ++i) s += a[i] * a[i] / k;
+      for (size_t i = 0; i < k; ++i) o[i] = a[i] / std::sqrt(s + 1e-6) * wv[i];
+    });
+    check(f.call("rms_norm", {T(x), shape, T(w)}), rms, dt, "rms_norm");
+    double mean = 0;
+    for (double a : v) mean += a / v.size();
+    check(f.call("mean", {T(x)}), {mean}, dt, "mean");
+    Vec var(9, 0), colmean(9, 0);
+    for (size_t i = 0; i < v.size(); ++i) colmean[i % 9] += v[i] / 4;
+    for (size_t i = 0; i < v.size(); ++i) var[i % 9] += (v[i] - colmean[i % 9]) * (v[i] - colmean[i % 9]) / 3;
+    check(f.call("var", {T(x), Value::integer(0)}), var, dt, "var (correction 1)");
+  }
+}
+
+TEST_CASE("linear, embedding, cross_entropy and attention match float64 references", "[composites]") {
+  Fixture f;
+  for (DType dt : kFloats) {
+    Tensor x = f.make(dt, {3, 4}, 5), w = f.make(dt, {2, 4}, 6), b = f.make(dt, {2}, 7);
+    Vec xv = vals(x), wv = vals(w), bv = vals(b), lin(6);
+    for (size_t i = 0; i < 3; ++i)
+      for (size_t j = 0; j < 2; ++j) {
+        lin[i * 2 + j] = bv[j];
+        for (size_t k = 0; k < 4; ++k) lin[i * 2 + j] += xv[i * 4 + k] * wv[j * 4 + k];
+      }
+    check(f.call("linear", {T(x), T(w), T(b)}), lin, dt, "linear");
+
+    Tensor idx = rt::iota(3, 2, -1, DType::i64, nullptr);  // rows 2, 1, 0
+    Vec emb;
+    for (int r : {2, 1, 0})
+      for (size_t k = 0; k < 4; ++k) emb.push_back(xv[r * 4 + k]);
+    check(f.call("embedding", {T(idx), T(x)}), emb, dt, "embedding");
+
+    Tensor target = rt::iota(3, 3, -1, DType::i64, nullptr);  // classes 3, 2, 1
+    Vec lsm = softmax_ref(xv, 4, true);
+    double ce = -(lsm[0 * 4 + 3] + lsm[1 * 4 + 2] + lsm[2 * 4 + 1]) / 3;
+    check(f.call("cross_entropy", {T(x), T(target)}), {ce}, dt, "cross_entropy");
+    Tensor ignore = rt::iota(3, 3, -1, DType::i64, nullptr);
+    ignore.set(1, -100);  // ignore_index rows do not count
+    check(f.call("cross_entropy", {T(x), T(ignore)}), {-(lsm[3] + lsm[9]) / 2}, dt, "cross_entropy(ignore_index)");
+
+    // Attention over [heads=2, L=3, E=4] with and without causal masking.
+    Tensor q = f.make(dt, {2, 3, 4}, 8), k = f.make(dt, {2, 3, 4}, 9), vt = f.make(dt, {2, 3, 4}, 10);
+    Vec qv = vals(q), kv = vals(k), vv = vals(vt);
+    for (bool causal : {false, true}) {
+      Vec out(24, 0);
+      for (size_t h = 0; h < 2; ++h)
+        for (size_t i = 0; i < 3; ++i) {
+          Vec s(3, -INFINITY);
+          for (size_t j = 0; j < 3; ++j) {
+            if (causal && j > i) continue;
+            s[j] = 0;
+            for (size_t e = 0; e < 4; ++e) s[j] += qv[h * 12 + i * 4 + e] * kv[h * 12 + j * 4 + e] / 2.0;
+          }
+          Vec p = softmax_ref(s, 3, false);
+          for (size_t j = 0; j < 3; ++j)
+            for (size_t e = 0; e < 4; ++e) out[h * 12 + i * 4 + e] += p[j] * vv[h * 12 + j * 4 + e];
+        }
+      check(f.call("scaled_dot_product_attention", {T(q), T(k), T(vt)}, {{"is_causal", Value::boolean(causal)}}), out,
+            dt, causal ? "sdpa(causal)" : "sdpa");
+    }
+  }
+}
+
+TEST_CASE("dropout keeps 1 - p of the elements, scaled by 1 / (1 - p)", "[composites]") {
+  Fixture f;
+  Tensor x = rt::full({100000}, rt::Scalar{1.0, 0, false}, DType::f32, nullptr);
+  Vec y = vals(f.call("dropout", {T(x), Value::number(0.25)}));
+  size_t kept = 0;
+  for (double a : y) {
+    if (a != 0) {
+      ++kept;
+      CHECK(a == Approx(1 / 0.75));
+    }
+  }
+  CHECK(std::fabs(kept / 100000.0 - 0.75) < 0.01);
+  Vec same = vals(f.call("dropout", {T(x), Value::number(0.0)}));
+  CHECK(same == vals(x));
+  Vec off = vals(f.call("dropout", {T(x), Value::number(0.5)}, {{"training", Value::boolean(false)}}));
+  CHECK(off == vals(x));
+}
+
+}  // namespace tracer::test
