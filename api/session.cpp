@@ -195,7 +195,12 @@ bool Session::check_file(const std::string& path, bool parse_only, const std::st
   size_t before = impl_->diags.size();
   impl_->undefined_names(*m);
   if (impl_->diags.size() != before) return false;
-  if (!load_string(path, text)) return false;
+  // Module top levels are definitions; run them quietly so the entry can be traced symbolically.
+  auto print = impl_->in->on_print;
+  impl_->in->on_print = [](const std::string&) {};
+  bool loaded = load_string(path, text);
+  impl_->in->on_print = print;
+  if (!loaded) return false;
   auto e = this->entry(entry);
   if (!e) return entry.empty() && impl_->diags.size() == before;  // a module without functions
   const interp::FunctionObj* fn = impl_->function(*e);

@@ -328,9 +328,8 @@ Value b_checkpoint(Interpreter& in, CallArgs& a, SourceLoc loc) {
 // used bare (@no_autocast) they return the function; called (@no_autocast()) they return
 // themselves, to decorate next.
 Value b_passthrough(Interpreter& in, CallArgs& a, SourceLoc loc) {
-  if (a.pos.size() == 1 && (a.pos[0].is(VT::Function) || a.pos[0].is(VT::Builtin))) return a.pos[0];
-  (void)in;
   (void)loc;
+  if (a.pos.size() == 1 && (a.pos[0].is(VT::Function) || a.pos[0].is(VT::Builtin))) return a.pos[0];
   return *in.builtins().lookup("no_autocast");
 }
 
@@ -477,9 +476,7 @@ void Interpreter::install_builtins() {
   nsref(torch).members["nn"] = nn;
   nsref(torch).members["device"] = b.members["device"];
   nsref(torch).members["no_grad"] = b.members["no_grad"];
-  Value torch_ops = ns("torch");
   nsref(dtypes).fallback = &nsref(ltorch_);
-  (void)torch_ops;
   Value devices = ns("devices");
   nsref(devices).members["Device"] = b.members["device"];
   Value math = math_namespace();

@@ -125,7 +125,7 @@ Value Interpreter::call_function(const FunctionObj& f, CallArgs& args, SourceLoc
     if (f.info->lambda_body) return eval(*f.info->lambda_body, fr);
     exec_block(*f.info->body, fr);
   } catch (ScriptError& e) {
-    e.traceback.push_back({f.info->name, loc});
+    e.traceback.push_back({f.info->name, loc, ""});
     throw;
   }
   return std::move(fr.ret);

@@ -162,19 +162,6 @@ static std::string float_repr(double d) {
   return s;
 }
 
-static std::string str_repr(const std::string& s) {
-  std::string out = "'";
-  for (unsigned char c : s) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '\'') out += "\\'";
-    else if (c == '\n') out += "\\n";
-    else if (c == '\t') out += "\\t";
-    else if (c < 0x20) out += fmt::format("\\x{:02x}", c);
-    else out += static_cast<char>(c);
-  }
-  return out + "'";
-}
-
 static std::string seq_repr(const std::vector<Value>& xs, const char* open, const char* close, bool tuple) {
   std::string s = open;
   for (size_t i = 0; i < xs.size(); ++i) s += (i ? ", " : "") + repr(xs[i]);
@@ -189,7 +176,7 @@ std::string repr(const Value& v) {
     case VT::Int: return std::to_string(v.as_int());
     case VT::Float: return float_repr(v.as_float());
     case VT::DType: return rt::dtype_name(v.as_dtype());
-    case VT::Str: return str_repr(v.as<StrObj>()->s);
+    case VT::Str: return ir::quote_str(v.as<StrObj>()->s);
     case VT::List: return seq_repr(v.as<ListObj>()->items, "[", "]", false);
     case VT::Tuple: return seq_repr(v.as<TupleObj>()->items, "(", ")", true);
     case VT::Dict: {

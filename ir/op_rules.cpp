@@ -177,9 +177,9 @@ TensorType where_type(const Arg& pred, const Arg& a, const Arg& b) {
   tensor_type(pred, "pred");
   TensorType out = broadcast_all({&pred, &a, &b});
   if (!a.is_tensorish() && !b.is_tensorish()) {
-    Arg fake = Arg::of_float(0);
-    out.dtype = (a.kind == K::Float || b.kind == K::Float) ? DType::f32 : a.kind == K::Int || b.kind == K::Int ? DType::i64 : DType::b8;
-    (void)fake;
+    // Two scalars: the default dtype of the higher kind, as torch.where does.
+    bool fl = a.kind == K::Float || b.kind == K::Float, in = a.kind == K::Int || b.kind == K::Int;
+    out.dtype = fl ? DType::f32 : in ? DType::i64 : DType::b8;
   } else {
     out.dtype = promote_args({&a, &b});
   }

@@ -100,7 +100,7 @@ static std::string print_float(double d) {
   return s;
 }
 
-static std::string print_str(const std::string& s) {
+std::string quote_str(const std::string& s) {
   std::string out = "'";
   for (unsigned char c : s) {
     switch (c) {
@@ -122,7 +122,7 @@ std::string print_arg(const Arg& a) {
     case K::Bool: return a.b ? "True" : "False";
     case K::Int: return std::to_string(a.i);
     case K::Float: return print_float(a.f);
-    case K::Str: return print_str(a.s);
+    case K::Str: return quote_str(a.s);
     case K::DType: return rt::dtype_name(a.dtype);
     case K::Proxy: return a.proxy->name;
     case K::Tensor: return "<tensor " + rt::shape_str(a.tensor.shape()) + ">";
@@ -135,7 +135,7 @@ std::string print_arg(const Arg& a) {
     }
     case K::Dict: {
       std::string s = "{";
-      for (size_t i = 0; i < a.items.size(); ++i) s += (i ? ", " : "") + print_str(a.keys[i]) + ": " + print_arg(a.items[i]);
+      for (size_t i = 0; i < a.items.size(); ++i) s += (i ? ", " : "") + quote_str(a.keys[i]) + ": " + print_arg(a.items[i]);
       return s + "}";
     }
   }

@@ -88,6 +88,8 @@ struct Trace {
 std::string print_trace(const Trace& t);
 // A one-line rendering of an argument as it is printed in a trace.
 std::string print_arg(const Arg& a);
+// A string literal in Python's repr style: 'it\'s'.
+std::string quote_str(const std::string& s);
 std::string print_stmt_line(const Stmt& s);
 
 }  // namespace tracer::ir
