@@ -44,6 +44,7 @@ void Interpreter::step_limit_exceeded(SourceLoc loc) {
 
 Interpreter::Interpreter(SourceManager& sm, Options opts) : sm_(sm), opts_(opts) {
   exec_.allocator = &allocator_;
+  allocator_.set_limit(opts.memory_limit ? opts.memory_limit : rt::Allocator::default_limit());
   exec_.seed = opts.seed;
   install_builtins();
   load_stdlib();

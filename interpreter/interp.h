@@ -34,6 +34,7 @@ struct Options {
   int64_t step_limit = 500'000'000;  // statements and calls; 0 means no limit
   int max_depth = 200;              // nested calls
   uint64_t seed = 0;
+  size_t memory_limit = 0;  // bytes of tensor storage; 0: 90% of physical memory
 };
 
 struct Frame {

@@ -318,6 +318,12 @@ class Resolver {
         if (st.value) expr(*st.value, s);
         if (st.annotation) expr(*st.annotation, s);
         return;
+      case StmtKind::FusionDef:
+        // The fusion's callee is never looked up: its body stands in for it.
+        exprs(st.targets, s);
+        exprs(st.value->args, s);
+        block(st.body, s);
+        return;
       default:
         break;
     }

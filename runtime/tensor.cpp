@@ -1,6 +1,8 @@
 // Tensor storage and the byte-counting allocator behind it.
 #include "runtime/tensor.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <new>
 #include <stdexcept>
@@ -9,12 +11,23 @@
 
 namespace tracer::rt {
 
+static std::string mib(size_t b) { return std::to_string(b / 1048576) + " MiB"; }
+
+size_t Allocator::default_limit() {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return 0;
+  return static_cast<size_t>(static_cast<double>(pages) * static_cast<double>(page) * 0.9);
+}
+
 void* Allocator::allocate(size_t bytes) {
+  if (limit_ && (bytes > limit_ || current_.load() > limit_ - bytes))
+    throw OutOfMemory("out of memory: allocating " + mib(bytes) + " with " + mib(current_.load()) +
+                      " in use would pass the limit of " + mib(limit_));
   // aligned_alloc requires the size to be a multiple of the alignment.
   size_t rounded = (bytes + 63) / 64 * 64;
-  if (rounded == 0) rounded = 64;
-  void* p = std::aligned_alloc(64, rounded);
-  if (!p) throw std::bad_alloc();
+  if (rounded == 0 || rounded < bytes) rounded = 64;
+  void* p = rounded >= bytes ? std::aligned_alloc(64, rounded) : nullptr;
+  if (!p) throw OutOfMemory("out of memory: cannot allocate " + mib(bytes));
   size_t now = current_.fetch_add(bytes) + bytes;
   size_t peak = peak_.load();
   while (now > peak && !peak_.compare_exchange_weak(peak, now)) {
@@ -42,7 +55,12 @@ Storage::~Storage() { allocator->deallocate(data, bytes); }
 
 Tensor Tensor::empty(DType dt, Shape shape, Allocator* a) {
   Tensor t;
-  size_t bytes = static_cast<size_t>(rt::numel(shape)) * dtype_size(dt);
+  size_t bytes = dtype_size(dt);
+  for (int64_t d : shape) {
+    if (d < 0) throw std::invalid_argument("negative size in shape " + shape_str(shape));
+    if (__builtin_mul_overflow(bytes, static_cast<size_t>(d), &bytes))
+      throw OutOfMemory("out of memory: a tensor of shape " + shape_str(shape) + " is too large");
+  }
   t.storage_ = std::make_shared<Storage>(a, bytes);
   t.dtype_ = dt;
   t.shape_ = std::move(shape);

@@ -4,16 +4,28 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "runtime/dtype.h"
 
 namespace tracer::rt {
 
+// Thrown when an allocation fails or would pass the allocator's limit.
+struct OutOfMemory : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 // Counts live and peak bytes of tensor storage. One per runtime context; no globals.
 class Allocator {
  public:
-  void* allocate(size_t bytes);          // 64-byte aligned; throws std::bad_alloc
+  void* allocate(size_t bytes);          // 64-byte aligned; throws OutOfMemory
+  // Allocations that would take the live bytes past limit fail with OutOfMemory instead of
+  // letting the operating system kill the process later. 0: no limit.
+  void set_limit(size_t bytes) { limit_ = bytes; }
+  size_t limit() const { return limit_; }
+  // 90% of the machine's physical memory.
+  static size_t default_limit();
   void deallocate(void* p, size_t bytes);
   size_t current_bytes() const { return current_; }
   size_t peak_bytes() const { return peak_; }
@@ -24,6 +36,7 @@ class Allocator {
  private:
   std::atomic<size_t> current_{0};
   std::atomic<size_t> peak_{0};
+  size_t limit_ = 0;
 };
 
 struct Storage {
