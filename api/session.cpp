@@ -14,6 +14,8 @@
 #include "api/inputs.h"
 #include "interpreter/builtins.h"
 #include "interpreter/interp.h"
+#include "interpreter/passes.h"
+#include "ir/memory.h"
 #include "ir/verify.h"
 #include "runtime/io.h"
 #include "runtime/summary.h"
@@ -33,6 +35,8 @@ struct Session::Impl {
   std::map<std::string, rt::Tensor> inputs;
   std::map<std::string, std::string> input_sources;
   std::vector<std::string> passes;
+  interp::PassOptions pass_opts;
+  std::vector<PassInfo> timings;
   std::vector<DiagnosticInfo> diags;
 
   explicit Impl(SessionOptions o) : opts(std::move(o)) {
@@ -41,6 +45,26 @@ struct Session::Impl {
     io.step_limit = opts.step_limit;
     in = std::make_unique<Interpreter>(sm, io);
     in->on_print = opts.print ? opts.print : [](const std::string& s) { std::cout << s << std::flush; };
+    pass_opts.on_print_after = [this](const std::string& pass, const interp::Traces& ts) {
+      in->on_print("# after " + pass + "\n" + interp::print_traces(ts));
+    };
+  }
+
+  // The entry traced, then transformed by the session's passes.
+  std::optional<interp::Traces> program(const std::string& entry) {
+    auto t = trace(entry);
+    if (!t) return std::nullopt;
+    if (passes.empty()) return interp::Traces{t};
+    timings.clear();
+    std::vector<interp::PassTiming> ts;
+    try {
+      interp::Traces out = interp::run_passes(*in, {t}, passes, pass_opts, &ts);
+      for (const auto& x : ts) timings.push_back({x.name, x.ms});
+      return out;
+    } catch (const interp::PassError& e) {
+      add(e.diag);
+      return std::nullopt;
+    }
   }
 
   void add(const Diagnostic& d) {
@@ -65,6 +89,7 @@ struct Session::Impl {
     for (const auto& d : l.items()) add(d);
   }
   void error(const std::string& msg) { add(Diagnostic{Severity::error, {}, msg, {}}); }
+  std::vector<rt::Tensor> make_inputs(const ir::Trace& t, const std::string& entry, RunReport& rep, bool* ok);
   void script_error(const interp::ScriptError& e) { add(in->diagnose(e)); }
 
   static bool read_file(const std::string& path, std::string* out, std::string* why) {
@@ -259,7 +284,34 @@ bool Session::add_input(const std::string& name, const std::string& path) {
   }
 }
 
-std::vector<std::string> Session::known_passes() const { return {}; }
+std::vector<std::string> Session::known_passes() const { return impl_->in->pass_names(); }
+
+bool Session::add_pass_file(const std::string& path) {
+  std::string text, why;
+  if (!Impl::read_file(path, &text, &why)) {
+    impl_->error("cannot read pass file '" + path + "': " + why);
+    return false;
+  }
+  DiagnosticList dl;
+  auto m = impl_->in->load(path, text, dl, {}, /*names_values=*/false);
+  impl_->add_all(dl);
+  if (!m) return false;
+  size_t n = 0;
+  for (const auto& st : m->ast->body) {
+    if (st->kind != ast::StmtKind::FunctionDef || st->name.empty() || st->name[0] == '_') continue;
+    impl_->in->register_pass(st->name, m->globals.at(st->name));
+    ++n;
+  }
+  if (n == 0) impl_->error("pass file '" + path + "' defines no public function");
+  return n > 0;
+}
+
+void Session::set_pass_options(bool verify, const std::vector<std::string>& print_after) {
+  impl_->pass_opts.verify = verify;
+  impl_->pass_opts.print_after = print_after;
+}
+
+const std::vector<PassInfo>& Session::pass_timings() const { return impl_->timings; }
 
 bool Session::set_passes(const std::vector<std::string>& passes) {
   std::vector<std::string> known = known_passes();
@@ -267,7 +319,7 @@ bool Session::set_passes(const std::vector<std::string>& passes) {
     if (std::find(known.begin(), known.end(), p) != known.end()) continue;
     std::string list;
     for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-    impl_->error("unknown pass '" + p + "'; known passes: " + (list.empty() ? "none yet" : list));
+    impl_->error("unknown pass '" + p + "'; known passes: " + list);
     return false;
   }
   impl_->passes = passes;
@@ -275,9 +327,31 @@ bool Session::set_passes(const std::vector<std::string>& passes) {
 }
 
 std::optional<std::string> Session::print(const std::string& entry) {
-  auto t = impl_->trace(entry);
-  if (!t) return std::nullopt;
-  return ir::print_trace(*t);
+  auto p = impl_->program(entry);
+  if (!p) return std::nullopt;
+  return interp::print_traces(*p);
+}
+
+static std::vector<const ir::Trace*> raw(const interp::Traces& ts) {
+  std::vector<const ir::Trace*> out;
+  for (const auto& t : ts) out.push_back(t.get());
+  return out;
+}
+
+std::optional<MemoryReport> Session::memory(const std::string& entry) {
+  auto p = impl_->program(entry);
+  if (!p) return std::nullopt;
+  ir::MemReport m = ir::estimate_memory(raw(*p));
+  MemoryReport r;
+  r.peak_bytes = m.peak_bytes;
+  r.peak_trace = m.phases.empty() ? "" : m.phases[static_cast<size_t>(m.peak_phase)];
+  r.peak_index = m.peak_index;
+  r.peak_statement = m.peak_stmt;
+  r.saved_for_backward_bytes = m.saved_bytes;
+  r.input_bytes = m.input_bytes;
+  r.traces = m.phases;
+  for (const auto& pt : m.timeline) r.timeline.push_back({pt.phase, pt.index, pt.live_bytes});
+  return r;
 }
 
 static void flatten_outputs(const ir::Arg& a, const std::string& path, std::vector<std::pair<std::string, ir::Arg>>& out) {
@@ -300,73 +374,131 @@ static void proxy_names(const ir::Arg& a, std::vector<std::string>& out) {
   for (const auto& x : a.items) proxy_names(x, out);
 }
 
+namespace {
+
+bool describe_output(const std::string& name, const ir::Arg& a, const std::string& output_dir, OutputInfo* o,
+                     std::string* err) {
+  o->name = name;
+  if (a.kind != ir::Arg::Kind::Tensor) {
+    o->summary = ir::print_arg(a);
+    return true;
+  }
+  o->is_tensor = true;
+  o->dtype = rt::dtype_name(a.tensor.dtype());
+  o->shape = a.tensor.shape();
+  o->summary = rt::summarize(a.tensor);
+  for (int64_t k = 0; k < a.tensor.numel(); ++k) {
+    o->sum += a.tensor.get(k);
+    if (k < 6) o->head.push_back(a.tensor.get(k));
+  }
+  if (output_dir.empty()) return true;
+  std::error_code ec;
+  std::filesystem::create_directories(output_dir, ec);
+  try {
+    rt::write_npy(output_dir + "/" + name + ".npy", a.tensor);
+  } catch (const std::exception& e) {
+    *err = std::string("cannot write output: ") + e.what();
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<rt::Tensor> Session::Impl::make_inputs(const ir::Trace& t, const std::string& entry, RunReport& rep,
+                                                   bool* ok) {
+  rt::Allocator& al = in->allocator();
+  std::vector<rt::Tensor> xs;
+  for (size_t i = 0; i < t.inputs.size(); ++i) {
+    const ir::Proxy& p = *t.inputs[i];
+    auto it = inputs.find(p.name);
+    if (it != inputs.end()) {
+      xs.push_back(it->second);
+      inputs.erase(it);
+    } else {
+      xs.push_back(api::random_input(p.type.dtype, p.type.shape, opts.seed, i, &al));
+    }
+    rep.inputs.push_back({p.name, rt::dtype_name(p.type.dtype),
+                          input_sources.count(p.name) ? input_sources[p.name] : "random", p.type.shape});
+  }
+  for (const auto& kv : inputs) error("input '" + kv.first + "' is not a parameter of '" + entry + "'");
+  *ok = inputs.empty();
+  return xs;
+}
+
+// Runs the backward of a (forward, backward) program: the saved tensors move in, the forward's
+// output is shared, every other input (a cotangent) is ones.
+static ir::Arg run_backward(const ir::Trace& fw, const ir::Trace& bw, ir::Arg& fw_out, ir::ExecContext& ctx) {
+  if (!fw_out.is_seq() || fw_out.items.size() != 2 || !fw_out.items[1].is_seq())
+    throw ir::ExecError{"the forward trace must return (output, saved) for its backward", {}, ""};
+  std::unordered_map<const ir::Proxy*, size_t> saved;
+  const auto& saved_proxies = fw.output.items[1].items;
+  for (size_t i = 0; i < saved_proxies.size(); ++i)
+    if (saved_proxies[i].kind == ir::Arg::Kind::Proxy) saved.emplace(saved_proxies[i].proxy.get(), i);
+  const ir::Arg& out_proxy = fw.output.items[0];
+  std::vector<rt::Tensor> in;
+  for (const auto& p : bw.inputs) {
+    auto it = saved.find(p.get());
+    if (it != saved.end()) {
+      in.push_back(std::move(fw_out.items[1].items[it->second].tensor));
+    } else if (out_proxy.kind == ir::Arg::Kind::Proxy && out_proxy.proxy == p) {
+      in.push_back(fw_out.items[0].tensor);
+    } else {
+      in.push_back(rt::full(p->type.shape, rt::Scalar{1.0, 1, false}, p->type.dtype, ctx.allocator));
+    }
+  }
+  fw_out.items[1].items.clear();
+  return ir::execute(bw, std::move(in), ctx);
+}
+
 std::optional<RunReport> Session::run(const std::string& entry, const std::string& output_dir) {
   RunReport rep;
   auto t0 = std::chrono::steady_clock::now();
-  auto trace = impl_->trace(entry);
-  if (!trace) return std::nullopt;
+  auto prog = impl_->program(entry);
+  if (!prog) return std::nullopt;
   auto t1 = std::chrono::steady_clock::now();
-  rep.trace_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
-  rep.statements = trace->stmts.size();
+  for (const auto& pt : impl_->timings) rep.passes_ms += pt.ms;
+  rep.trace_ms = std::chrono::duration<double, std::milli>(t1 - t0).count() - rep.passes_ms;
+  for (const auto& t : *prog) rep.statements += t->stmts.size();
+  const ir::Trace& fw = *prog->front();
+  bool ok = false;
+  std::vector<rt::Tensor> inputs = impl_->make_inputs(fw, entry, rep, &ok);
+  if (!ok) return std::nullopt;
   rt::Allocator& al = impl_->in->allocator();
-  std::vector<rt::Tensor> inputs;
-  for (size_t i = 0; i < trace->inputs.size(); ++i) {
-    const ir::Proxy& p = *trace->inputs[i];
-    auto it = impl_->inputs.find(p.name);
-    rt::Tensor x;
-    if (it != impl_->inputs.end()) {
-      x = it->second;
-      impl_->inputs.erase(it);
-    } else {
-      x = api::random_input(p.type.dtype, p.type.shape, impl_->opts.seed, i, &al);
-    }
-    rep.inputs.push_back({p.name, rt::dtype_name(p.type.dtype),
-                          impl_->input_sources.count(p.name) ? impl_->input_sources[p.name] : "random", p.type.shape});
-    inputs.push_back(std::move(x));
-  }
-  for (const auto& [name, t] : impl_->inputs) impl_->error("input '" + name + "' is not a parameter of '" + entry + "'");
-  if (!impl_->inputs.empty()) return std::nullopt;
-  std::vector<std::string> names;
-  proxy_names(trace->output, names);
-  ir::Arg out;
+  std::vector<rt::Tensor> held = inputs;  // the caller keeps its inputs (parameters) for the whole run
   al.reset_peak();
+  std::vector<std::pair<std::string, ir::Arg>> results;
   try {
-    out = ir::execute(*trace, std::move(inputs), impl_->in->exec_context());
+    ir::Arg out = ir::execute(fw, std::move(inputs), impl_->in->exec_context());
+    if (prog->size() == 1) {
+      std::vector<std::string> names;
+      proxy_names(fw.output, names);
+      std::vector<std::pair<std::string, ir::Arg>> flat;
+      flatten_outputs(out, "out", flat);
+      for (size_t i = 0; i < flat.size(); ++i)
+        results.emplace_back(i < names.size() && !names[i].empty() ? names[i] : flat[i].first, flat[i].second);
+    } else {
+      const ir::Trace& bw = *(*prog)[1];
+      ir::Arg grads = run_backward(fw, bw, out, impl_->in->exec_context());
+      const ir::Arg& loss_proxy = fw.output.items[0];
+      results.emplace_back(loss_proxy.kind == ir::Arg::Kind::Proxy ? loss_proxy.proxy->name : "out", out.items[0]);
+      for (size_t i = 0; i < grads.items.size() && i < bw.output.items.size(); ++i)
+        if (bw.output.items[i].kind == ir::Arg::Kind::Proxy)
+          results.emplace_back(bw.output.items[i].proxy->name, grads.items[i]);
+    }
   } catch (const ir::ExecError& e) {
     impl_->add(Diagnostic{Severity::error, e.loc, e.message + (e.stmt.empty() ? "" : " (in: " + e.stmt + ")"), {}});
     return std::nullopt;
   }
-  auto t2 = std::chrono::steady_clock::now();
-  rep.run_ms = std::chrono::duration<double, std::milli>(t2 - t1).count();
+  rep.run_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
   rep.peak_bytes = al.peak_bytes();
-  std::vector<std::pair<std::string, ir::Arg>> flat;
-  flatten_outputs(out, "out", flat);
-  for (size_t i = 0; i < flat.size(); ++i) {
+  rep.estimated_peak_bytes = ir::estimate_memory(raw(*prog)).peak_bytes;
+  for (const auto& [name, a] : results) {
     OutputInfo o;
-    o.name = i < names.size() && !names[i].empty() ? names[i] : flat[i].first;
-    const ir::Arg& a = flat[i].second;
-    if (a.kind == ir::Arg::Kind::Tensor) {
-      o.is_tensor = true;
-      o.dtype = rt::dtype_name(a.tensor.dtype());
-      o.shape = a.tensor.shape();
-      o.summary = rt::summarize(a.tensor);
-      for (int64_t k = 0; k < a.tensor.numel(); ++k) {
-        o.sum += a.tensor.get(k);
-        if (k < 6) o.head.push_back(a.tensor.get(k));
-      }
-      if (!output_dir.empty()) {
-        std::error_code ec;
-        std::filesystem::create_directories(output_dir, ec);
-        std::string file = output_dir + "/" + o.name + ".npy";
-        try {
-          rt::write_npy(file, a.tensor);
-        } catch (const std::exception& e) {
-          impl_->error(std::string("cannot write output: ") + e.what());
-          return std::nullopt;
-        }
-      }
-    } else {
-      o.summary = ir::print_arg(a);
+    std::string err;
+    if (!describe_output(name, a, output_dir, &o, &err)) {
+      impl_->error(err);
+      return std::nullopt;
     }
     rep.outputs.push_back(std::move(o));
   }

@@ -5,6 +5,7 @@
 
 #include "interpreter/builtins.h"
 #include "interpreter/interp.h"
+#include "interpreter/trace_api.h"
 #include "runtime/summary.h"
 #include "stdlib/stdlib.h"
 
@@ -444,6 +445,7 @@ void Interpreter::install_builtins() {
   builtins_ = ns("builtins");
   NamespaceObj& b = nsref(builtins_);
   for (const BuiltinDef& d : kBuiltins) b.members[d.name] = make<BuiltinObj>(&d);
+  for (const BuiltinDef* d : trace_builtins()) b.members[d->name] = make<BuiltinObj>(d);
 
   Value prims = ns("prims");
   for (const ir::OpDecl& op : ir::all_ops()) {
@@ -496,6 +498,17 @@ void Interpreter::install_builtins() {
   b.fallback = &nsref(ltorch_);
 }
 
+const Value* Interpreter::find_pass(const std::string& name) const {
+  auto it = passes_.find(name);
+  return it == passes_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> Interpreter::pass_names() const {
+  std::vector<std::string> out;
+  for (const auto& kv : passes_) out.push_back(kv.first);
+  return out;
+}
+
 Value Interpreter::resolve_module_path(const std::string& path, SourceLoc loc) {
   std::string root = path.substr(0, path.find('.'));
   const Value* v = builtins().lookup(root);
@@ -522,6 +535,7 @@ void Interpreter::load_stdlib() {
     if (!m) throw std::runtime_error("internal error: the embedded stdlib does not parse:\n" + diags.render_all(sm_));
     m->composites = file.module == std::string("ltorch");
     m->name = file.module;
+    m->names_values = false;
     stdlib_files_.push_back(m->file);
     modules_.push_back(m);
     try {
@@ -529,7 +543,17 @@ void Interpreter::load_stdlib() {
     } catch (const ScriptError& e) {
       throw std::runtime_error("internal error: the embedded stdlib fails to load:\n" + render(sm_, to_diagnostic(e)));
     }
-    NamespaceObj& target = file.module == std::string("ltorch") ? nsref(ltorch_) : nsref(builtins_);
+    std::string mod = file.module;
+    if (mod.rfind("passes.", 0) == 0) {
+      // stdlib/passes/NAME.trace defines the pass NAME.
+      std::string pass = mod.substr(7);
+      auto it = m->globals.find(pass);
+      if (it == m->globals.end() || !it->second.is(VT::Function))
+        throw std::runtime_error("internal error: stdlib/passes/" + pass + ".trace does not define " + pass + "()");
+      passes_[pass] = it->second;
+      continue;
+    }
+    NamespaceObj& target = mod == "ltorch" ? nsref(ltorch_) : nsref(builtins_);
     for (const auto& [k, v] : m->globals)
       if (!k.empty() && k[0] != '_' && v.is(VT::Function)) target.members[k] = v;
   }

@@ -108,7 +108,7 @@ Value Interpreter::call_function(const FunctionObj& f, CallArgs& args, SourceLoc
   fr.info = f.info;
   fr.module = f.module.get();
   fr.fn = &f;
-  fr.naming = !f.composite && !f.module->composites;
+  fr.naming = !f.composite && !f.module->composites && f.module->names_values;
   fr.slots.assign(f.info->nslots, Value::unbound());
   bind_params(f, args, fr, loc);
   for (int32_t s : f.info->cell_slots) {
@@ -306,6 +306,17 @@ Value Interpreter::eval(const Expr& e, Frame& fr) {
 Flow Interpreter::exec_with(const Stmt& s, Frame& fr) {
   Value ctx = eval(*s.value, fr);
   if (!s.targets.empty() && s.targets[0]) assign(*s.targets[0], ctx, fr, false);
+  if (ctx.is(VT::Recording)) {
+    Recorder saved = rec_;
+    auto t = ctx.as<RecordingObj>()->trace;
+    rec_ = Recorder{t.get(), {&t->stmts}, "", 0, 0};
+    struct Restore {
+      Recorder& r;
+      Recorder saved;
+      ~Restore() { r = saved; }
+    } restore{rec_, saved};
+    return exec_block(s.body, fr);
+  }
   if (!ctx.is(VT::Region) || !tracing()) return exec_block(s.body, fr);
   if (!rec_.region.empty())
     fail(s.loc, "nested '" + ctx.as<RegionObj>()->name + "' region inside a '" + rec_.region + "' region");

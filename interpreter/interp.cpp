@@ -74,9 +74,10 @@ std::shared_ptr<Module> Interpreter::parse(const std::string& name, std::string 
 }
 
 std::shared_ptr<Module> Interpreter::load(const std::string& name, std::string text, DiagnosticList& diags,
-                                          const std::map<std::string, Value>& pinned) {
+                                          const std::map<std::string, Value>& pinned, bool names_values) {
   auto m = parse(name, std::move(text), diags);
   if (!m) return nullptr;
+  m->names_values = names_values;
   modules_.push_back(m);
   for (const auto& [k, v] : pinned) {
     m->globals[k] = v;

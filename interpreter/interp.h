@@ -66,8 +66,9 @@ class Interpreter {
 
   // Parses, resolves and runs a module. pinned values replace the module's own top-level
   // assignments to those names (command-line --set). Returns null if diagnostics hold errors.
+  // names_values: assignments name traced values (true for user programs, false for passes).
   std::shared_ptr<Module> load(const std::string& name, std::string text, DiagnosticList& diags,
-                               const std::map<std::string, Value>& pinned = {});
+                               const std::map<std::string, Value>& pinned = {}, bool names_values = true);
   // Parses and resolves without running (tracer check --parse-only runs only this).
   std::shared_ptr<Module> parse(const std::string& name, std::string text, DiagnosticList& diags);
   void run_module(Module& m);  // throws ScriptError
@@ -83,6 +84,10 @@ class Interpreter {
   // with the stdlib's line as a note.
   Diagnostic diagnose(const ScriptError& e) const;
   SourceManager& sources() { return sm_; }
+  // Passes by name: the stdlib's (stdlib/passes) and those registered from the user's files.
+  const Value* find_pass(const std::string& name) const;
+  std::vector<std::string> pass_names() const;
+  void register_pass(const std::string& name, Value fn) { passes_[name] = std::move(fn); }
   const Options& options() const { return opts_; }
   rt::Allocator& allocator() { return allocator_; }
   ir::ExecContext& exec_context() { return exec_; }
@@ -93,6 +98,10 @@ class Interpreter {
   // Used by builtins and op glue.
   [[noreturn]] void fail(SourceLoc loc, const std::string& msg);
   bool tracing() const { return rec_.trace != nullptr; }
+  // The trace being recorded into (by tracing or "with recording(t):"), or null.
+  ir::Trace* recording_trace() const { return rec_.trace; }
+  void record(ir::Stmt s);  // appends to the innermost recording scope
+  const ir::Stmt& last_recorded() const { return rec_.scopes.back()->back(); }
   Value call_op(const ir::OpDecl& op, CallArgs args, SourceLoc loc);
   Value call_ltorch(const std::string& name, CallArgs args, SourceLoc loc);
   Value get_attr(const Value& obj, const std::string& name, SourceLoc loc);
@@ -114,6 +123,7 @@ class Interpreter {
   Value ltorch_;     // NamespaceObj of the stdlib composites (falls back to prims)
   std::vector<std::shared_ptr<Module>> modules_;
   std::vector<int32_t> stdlib_files_;
+  std::map<std::string, Value> passes_;
   Recorder rec_;
   int64_t steps_ = 0;
   int depth_ = 0;

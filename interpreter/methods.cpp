@@ -5,6 +5,7 @@
 
 #include "interpreter/builtins.h"
 #include "interpreter/interp.h"
+#include "interpreter/trace_api.h"
 
 namespace tracer::interp {
 
@@ -393,6 +394,10 @@ std::vector<std::pair<const char*, const BuiltinDef*>> method_defs() {
 }
 
 Value Interpreter::get_attr(const Value& obj, const std::string& name, SourceLoc loc) {
+  Value attr;
+  if (trace_attr(*this, obj, name, &attr)) return attr;
+  if (obj.is(VT::Trace))
+    if (const BuiltinDef* m = trace_method(name)) return make<BoundMethodObj>(obj, make<BuiltinObj>(m));
   switch (obj.type()) {
     case VT::Namespace: {
       if (const Value* v = obj.as<NamespaceObj>()->lookup(name)) return *v;

@@ -25,10 +25,11 @@ struct Module : std::enable_shared_from_this<Module> {
   std::unordered_map<const ast::Stmt*, std::vector<ast::ExprPtr>> binds;
   std::unordered_map<std::string, Value> globals;
   std::unordered_set<std::string> pinned;  // set from the command line; assignments keep the pin
-  bool composites = false;
+  bool composites = false;   // public functions are recorded as composite ops
+  bool names_values = true;  // assignments name traced values (user programs; not stdlib or passes)
   // For static checks: every name resolved as global, and the names the module defines.
   std::vector<const ast::Expr*> global_refs;
-  std::unordered_set<std::string> module_defs;                 // public functions are recorded as composite ops
+  std::unordered_set<std::string> module_defs;
 };
 
 // Resolves all names of m.ast; errors (a nonlocal without a binding) go to diags.

@@ -211,6 +211,14 @@ Value Interpreter::call_composite(const FunctionObj& f, CallArgs& args, SourceLo
 
 Value Interpreter::make_region(const std::string& name) { return make<RegionObj>(name); }
 
+void Interpreter::record(ir::Stmt s) {
+  if (s.region.empty()) {
+    s.region = rec_.region;
+    s.region_id = rec_.region_id;
+  }
+  rec_.scopes.back()->push_back(std::move(s));
+}
+
 // ---------------------------------------------------------------- tensor indexing
 
 static int64_t rank_of(const Value& t) {

@@ -18,6 +18,8 @@ const char* type_name(VT t) {
     case VT::Unbound: return "unbound";
     case VT::Ellipsis: return "ellipsis";
     case VT::Slice: return "slice";
+    case VT::Stmt: return "statement";
+    case VT::Recording: return "recording";
     case VT::Str: return "str";
     case VT::List: return "list";
     case VT::Tuple: return "tuple";
@@ -84,6 +86,7 @@ bool values_equal(const Value& a, const Value& b) {
     case VT::List: return seq_equal(a.as<ListObj>()->items, b.as<ListObj>()->items);
     case VT::Tuple: return seq_equal(a.as<TupleObj>()->items, b.as<TupleObj>()->items);
     case VT::Proxy: return a.as<ProxyObj>()->p == b.as<ProxyObj>()->p;
+    case VT::Stmt: return a.as<StmtObj>()->stmt == b.as<StmtObj>()->stmt;
     case VT::Type: return a.as<TypeObj>()->type == b.as<TypeObj>()->type;
     case VT::Range: {
       auto *x = a.as<RangeObj>(), *y = b.as<RangeObj>();
@@ -213,6 +216,8 @@ std::string repr(const Value& v) {
     }
     case VT::Cell: return "<cell>";
     case VT::Region: return "<region " + v.as<RegionObj>()->name + ">";
+    case VT::Stmt: return "<statement " + ir::print_stmt_line(*v.as<StmtObj>()->stmt) + ">";
+    case VT::Recording: return "<recording into " + v.as<RecordingObj>()->trace->name + ">";
     case VT::Unbound: return "<unbound>";
     case VT::Ellipsis: return "Ellipsis";
     case VT::Slice: {

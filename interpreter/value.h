@@ -17,7 +17,7 @@ namespace tracer::interp {
 enum class VT : uint8_t {
   None, Bool, Int, Float, DType, Unbound, Ellipsis,  // immediates (Unbound: a deleted local)
   Str, List, Tuple, Dict, Function, Builtin, BoundMethod,
-  Tensor, Proxy, Trace, Type, Namespace, Op, Range, Cell, Region, Slice,
+  Tensor, Proxy, Trace, Type, Namespace, Op, Range, Cell, Region, Slice, Stmt, Recording,
 };
 
 const char* type_name(VT t);
@@ -194,6 +194,17 @@ struct RegionObj : Object {
 struct SliceObj : Object {
   Value lower, upper, step;
   SliceObj(Value a, Value b, Value c) : Object(VT::Slice), lower(std::move(a)), upper(std::move(b)), step(std::move(c)) {}
+};
+
+// A statement of a trace, as scripts see it (read-only).
+struct StmtObj : Object {
+  std::shared_ptr<const ir::Stmt> stmt;
+  explicit StmtObj(std::shared_ptr<const ir::Stmt> s) : Object(VT::Stmt), stmt(std::move(s)) {}
+};
+// "with recording(t):" records the ops called in its body into trace t.
+struct RecordingObj : Object {
+  std::shared_ptr<ir::Trace> trace;
+  explicit RecordingObj(std::shared_ptr<ir::Trace> t) : Object(VT::Recording), trace(std::move(t)) {}
 };
 
 template <class T, class... A>

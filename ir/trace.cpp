@@ -84,6 +84,9 @@ ProxyPtr Trace::new_proxy(TensorType type) {
 
 bool Trace::try_rename(const ProxyPtr& p, const std::string& name) {
   if (!p->auto_named || names.count(name)) return false;
+  // The generated name is free again; the counter never hands it out twice, and a printed
+  // trace that uses it for a later value reads back the same.
+  names.erase(p->name);
   names.insert(name);
   p->name = name;
   p->auto_named = false;

@@ -1,12 +1,15 @@
-# Writes OUT, a C++ file that embeds the stdlib sources given in SOURCES (module=path pairs).
+# Writes OUT, a C++ file that embeds the stdlib sources given in SOURCES (module=path pairs
+# separated by |).
 set(body "")
-foreach(pair ${SOURCES})
+string(REPLACE "|" ";" pairs "${SOURCES}")
+foreach(pair ${pairs})
   string(REPLACE "=" ";" parts "${pair}")
   list(GET parts 0 module)
   list(GET parts 1 path)
   file(READ "${path}" text)
   get_filename_component(name "${path}" NAME)
-  string(APPEND body "    {\"${module}\", \"stdlib/${name}\", R\"TRACER_STDLIB(${text})TRACER_STDLIB\"},\n")
+  file(RELATIVE_PATH rel "${CMAKE_CURRENT_LIST_DIR}/.." "${path}")
+  string(APPEND body "    {\"${module}\", \"${rel}\", R\"TRACER_STDLIB(${text})TRACER_STDLIB\"},\n")
 endforeach()
 file(WRITE "${OUT}.tmp" "// Generated from stdlib/*.trace by stdlib/embed.cmake; do not edit.\n#include \"stdlib/stdlib.h\"\n\nnamespace tracer::stdlib {\n\nconst std::vector<File>& files() {\n  static const std::vector<File> all = {\n${body}  };\n  return all;\n}\n\n}  // namespace tracer::stdlib\n")
 file(RENAME "${OUT}.tmp" "${OUT}")

@@ -43,11 +43,38 @@ struct InputInfo {
 
 struct RunReport {
   std::vector<InputInfo> inputs;
-  std::vector<OutputInfo> outputs;
-  size_t peak_bytes = 0;      // the CPU allocator's peak during the run (inputs included)
-  size_t statements = 0;      // top-level statements of the trace
-  double trace_ms = 0, run_ms = 0;
+  std::vector<OutputInfo> outputs;  // after grad: the loss, then a gradient per input
+  size_t peak_bytes = 0;            // the CPU allocator's peak during the run (inputs included)
+  size_t estimated_peak_bytes = 0;  // what the memory estimator predicted for the same traces
+  size_t statements = 0;            // top-level statements of the traces
+  double trace_ms = 0, passes_ms = 0, run_ms = 0;
 };
+
+struct PassInfo {
+  std::string name;
+  double ms = 0;
+};
+
+// The memory estimator's view of a program (tracer mem): live bytes statement by statement.
+struct MemoryReport {
+  size_t peak_bytes = 0;
+  std::string peak_trace;       // name of the trace running at the peak
+  size_t peak_index = 0;        // its statement index
+  std::string peak_statement;   // that statement, printed
+  size_t saved_for_backward_bytes = 0;
+  size_t input_bytes = 0;       // the forward's inputs (parameters and data), held throughout
+  std::vector<std::string> traces;
+  struct Point {
+    int trace = 0;
+    size_t index = 0;
+    size_t live_bytes = 0;
+  };
+  std::vector<Point> timeline;
+};
+
+// An SVG chart of a memory report: live bytes over the statements of each trace in turn, the
+// peak marked, the traces labelled.
+std::string memory_svg(const MemoryReport& r, const std::string& title);
 
 class Session {
  public:
@@ -74,12 +101,19 @@ class Session {
   // Tensor files for inputs: NAME=FILE.npy, or FILE.safetensors (all its tensors by name).
   bool add_input(const std::string& name, const std::string& path);
 
-  // Passes to apply after tracing (validated by name).
+  // Passes to apply after tracing, validated by name: the standard ones (stdlib/passes) and
+  // every public function of the files given to add_pass_file.
+  bool add_pass_file(const std::string& path);
   bool set_passes(const std::vector<std::string>& passes);
   std::vector<std::string> known_passes() const;
+  // verify: run the IR verifier after each pass; print_after: pass names (or "all") whose
+  // result is printed through SessionOptions::print.
+  void set_pass_options(bool verify, const std::vector<std::string>& print_after);
+  const std::vector<PassInfo>& pass_timings() const;
 
   std::optional<std::string> print(const std::string& entry);
   std::optional<RunReport> run(const std::string& entry, const std::string& output_dir = "");
+  std::optional<MemoryReport> memory(const std::string& entry);
 
   const std::vector<DiagnosticInfo>& diagnostics() const;
   std::string rendered_diagnostics() const;

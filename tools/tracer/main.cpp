@@ -12,7 +12,8 @@ namespace {
 
 struct Common {
   std::string file, entry, passes;
-  std::vector<std::string> sets, inputs;
+  std::vector<std::string> sets, inputs, pass_files, print_after;
+  bool verify = false, time_passes = false;
   uint64_t seed = 0;
   int64_t step_limit = 500'000'000;
   bool json = false;
@@ -53,8 +54,21 @@ bool prepare(tracer::Session& s, const Common& c) {
     }
     s.set(kv.substr(0, eq), kv.substr(eq + 1));
   }
+  for (const std::string& f : c.pass_files)
+    if (!s.add_pass_file(f)) return false;
   if (!s.set_passes(split_commas(c.passes))) return false;
+  s.set_pass_options(c.verify, c.print_after);
   return s.load_file(c.file);
+}
+
+void report_pass_times(const tracer::Session& s, const Common& c) {
+  if (!c.time_passes) return;
+  double total = 0;
+  for (const auto& p : s.pass_timings()) {
+    std::cerr << fmt::format("# pass {:<16} {:9.1f} ms\n", p.name, p.ms);
+    total += p.ms;
+  }
+  std::cerr << fmt::format("# passes total     {:9.1f} ms\n", total);
 }
 
 bool add_inputs(tracer::Session& s, const Common& c) {
@@ -75,6 +89,8 @@ nlohmann::json report_json(const std::string& file, const std::string& entry, co
   j["trace_ms"] = r.trace_ms;
   j["run_ms"] = r.run_ms;
   j["peak_bytes"] = r.peak_bytes;
+  j["estimated_peak_bytes"] = r.estimated_peak_bytes;
+  j["passes_ms"] = r.passes_ms;
   j["statements"] = r.statements;
   for (const auto& in : r.inputs)
     j["inputs"].push_back({{"name", in.name}, {"dtype", in.dtype}, {"shape", in.shape}, {"source", in.source}});
@@ -98,6 +114,7 @@ int cmd_run(const Common& c, const std::string& output_dir) {
   if (!entry || !add_inputs(s, c)) return fail(s);
   auto r = s.run(*entry, output_dir);
   if (!r) return fail(s);
+  report_pass_times(s, c);
   if (c.json) {
     std::cout << report_json(c.file, *entry, *r).dump(2) << "\n";
     return 0;
@@ -115,7 +132,62 @@ int cmd_print(const Common& c) {
   if (!entry || !add_inputs(s, c)) return fail(s);
   auto text = s.print(*entry);
   if (!text) return fail(s);
+  report_pass_times(s, c);
   std::cout << *text;
+  return 0;
+}
+
+std::string gib(size_t b) { return fmt::format("{:.3f} GiB", static_cast<double>(b) / (1024.0 * 1024 * 1024)); }
+
+int cmd_mem(const Common& c, const std::string& plot) {
+  tracer::Session s(session_options(c));
+  if (!prepare(s, c)) return fail(s);
+  auto entry = s.entry(c.entry);
+  if (!entry || !add_inputs(s, c)) return fail(s);
+  auto m = s.memory(*entry);
+  if (!m) return fail(s);
+  report_pass_times(s, c);
+  if (!plot.empty()) {
+    std::FILE* f = std::fopen(plot.c_str(), "w");
+    std::string svg = tracer::memory_svg(*m, c.file + (c.passes.empty() ? "" : " --passes " + c.passes));
+    if (!f || std::fwrite(svg.data(), 1, svg.size(), f) != svg.size() || std::fclose(f) != 0) {
+      std::cerr << "error: cannot write '" << plot << "'\n";
+      return 1;
+    }
+  }
+  if (c.json) {
+    nlohmann::json j;
+    j["file"] = c.file;
+    j["entry"] = *entry;
+    j["passes"] = split_commas(c.passes);
+    j["peak_bytes"] = m->peak_bytes;
+    j["peak_trace"] = m->peak_trace;
+    j["peak_index"] = m->peak_index;
+    j["peak_statement"] = m->peak_statement;
+    j["saved_for_backward_bytes"] = m->saved_for_backward_bytes;
+    j["input_bytes"] = m->input_bytes;
+    j["traces"] = m->traces;
+    j["timeline"] = nlohmann::json::array();
+    for (const auto& p : m->timeline) j["timeline"].push_back({{"trace", p.trace}, {"index", p.index}, {"live_bytes", p.live_bytes}});
+    std::cout << j.dump(1) << "\n";
+    return 0;
+  }
+  std::cout << "peak:               " << gib(m->peak_bytes) << " (" << m->peak_bytes << " bytes)\n"
+            << "  in:               " << m->peak_trace << ", statement " << m->peak_index << "\n"
+            << "  statement:        " << m->peak_statement << "\n"
+            << "inputs (held):      " << gib(m->input_bytes) << "\n"
+            << "saved for backward: " << gib(m->saved_for_backward_bytes) << "\n";
+  size_t i = 0;
+  for (const std::string& t : m->traces) {
+    size_t n = 0, hi = 0;
+    for (const auto& p : m->timeline)
+      if (p.trace == static_cast<int>(i)) {
+        ++n;
+        hi = std::max(hi, p.live_bytes);
+      }
+    std::cout << "trace " << t << ": " << n << " statements, highest live after a statement " << gib(hi) << "\n";
+    ++i;
+  }
   return 0;
 }
 
@@ -136,7 +208,11 @@ void add_common(CLI::App* app, Common& c, bool with_inputs) {
   app->add_option("--set", c.sets, "Override a module-level value, e.g. --set T=64 (repeatable)");
   app->add_option("--step-limit", c.step_limit, "Stop scripts after this many statements and calls (0: no limit)");
   if (with_inputs) {
-    app->add_option("--passes", c.passes, "Comma-separated passes to apply after tracing");
+    app->add_option("--passes", c.passes, "Comma-separated passes to apply after tracing, e.g. grad,del_last_used");
+    app->add_option("--pass-file", c.pass_files, "A .trace file whose public functions become passes (repeatable)");
+    app->add_flag("--verify", c.verify, "Run the IR verifier after every pass");
+    app->add_option("--print-after", c.print_after, "Print the traces after this pass (repeatable; 'all')");
+    app->add_flag("--time-passes", c.time_passes, "Report how long each pass took");
     app->add_option("--input", c.inputs, "NAME=FILE.npy or FILE.safetensors (repeatable)");
   }
 }
@@ -160,6 +236,12 @@ int main(int argc, char** argv) {
   CLI::App* print = app.add_subcommand("print", "Print the trace of a function");
   add_common(print, c, true);
 
+  std::string plot;
+  CLI::App* mem = app.add_subcommand("mem", "Estimate peak memory of the traces (nothing is executed)");
+  add_common(mem, c, true);
+  mem->add_flag("--json", c.json, "Print a JSON report with the timeline of live bytes");
+  mem->add_option("--plot", plot, "Write an SVG chart of live bytes over the statements");
+
   CLI::App* check = app.add_subcommand("check", "Report every diagnostic of a module without running it");
   add_common(check, c, false);
   check->add_flag("--parse-only", parse_only, "Stop after parsing");
@@ -168,6 +250,7 @@ int main(int argc, char** argv) {
   if (*run) return cmd_run(c, output_dir);
   if (*print) return cmd_print(c);
   if (*check) return cmd_check(c, parse_only);
+  if (*mem) return cmd_mem(c, plot);
   std::cerr << app.help();
   std::cerr << "\nThe interactive REPL is not available in this version.\n";
   return 2;

@@ -1,0 +1,39 @@
+// The pass manager: runs passes (functions written in the language, from stdlib/passes or the
+// user's files) over a program's traces, verifying, timing and recording provenance.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "interpreter/interp.h"
+
+namespace tracer::interp {
+
+using Traces = std::vector<std::shared_ptr<ir::Trace>>;
+
+struct PassOptions {
+  bool verify = true;                      // run the IR verifier after every pass
+  std::vector<std::string> print_after;    // pass names, or "all"
+  std::function<void(const std::string& pass, const Traces&)> on_print_after;
+};
+
+struct PassTiming {
+  std::string name;
+  double ms = 0;
+};
+
+// Thrown when a pass fails; the traces given to run_passes are left as they were.
+struct PassError {
+  Diagnostic diag;
+};
+
+// Applies the named passes in order. A pass is called with a list of traces ([forward] or
+// [forward, backward]) and must return such a list.
+Traces run_passes(Interpreter& in, const Traces& traces, const std::vector<std::string>& names,
+                  const PassOptions& opts, std::vector<PassTiming>* timings);
+
+// Thunder's separator between the traces of one printout.
+std::string print_traces(const Traces& traces);
+
+}  // namespace tracer::interp

@@ -1,0 +1,439 @@
+// The trace API for passes written in the language: traces and statements as values, recording
+// new statements, and native helpers where speed matters (flatten, liveness, producers).
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "interpreter/builtins.h"
+#include "interpreter/interp.h"
+#include "interpreter/trace_api.h"
+
+namespace tracer::interp {
+
+namespace {
+
+using K = ir::Arg::Kind;
+
+std::shared_ptr<ir::Trace> want_trace(Interpreter& in, const Value& v, const char* fn, SourceLoc loc) {
+  if (!v.is(VT::Trace)) in.fail(loc, std::string(fn) + "() expects a trace, got " + type_name(v.type()));
+  return v.as<TraceObj>()->trace;
+}
+
+const Value* kwarg(const CallArgs& a, const char* name) {
+  for (const auto& [k, v] : a.kw)
+    if (k == name) return &v;
+  return nullptr;
+}
+
+Value proxy_list(const std::vector<ir::ProxyPtr>& ps) {
+  std::vector<Value> out;
+  out.reserve(ps.size());
+  for (const auto& p : ps) out.push_back(make<ProxyObj>(p));
+  return make<ListObj>(std::move(out));
+}
+
+void collect_defined(const std::vector<ir::Stmt>& stmts, std::unordered_set<const ir::Proxy*>& out) {
+  for (const ir::Stmt& s : stmts) {
+    for (const auto& p : s.outputs) out.insert(p.get());
+    collect_defined(s.subsymbols, out);
+  }
+}
+
+void register_names(ir::Trace& t, const ir::Stmt& s) {
+  for (const auto& p : s.outputs) t.names.insert(p->name);
+  for (const ir::Stmt& sub : s.subsymbols) register_names(t, sub);
+}
+
+// ---- statements ----
+
+Value stmt_args(const ir::Stmt& s) {
+  std::vector<Value> out;
+  for (const ir::Arg& a : s.args) out.push_back(from_arg(a));
+  return make<ListObj>(std::move(out));
+}
+
+const char* kind_name(ir::StmtKind k) {
+  switch (k) {
+    case ir::StmtKind::Prim: return "prim";
+    case ir::StmtKind::Composite: return "composite";
+    case ir::StmtKind::Fusion: return "fusion";
+    case ir::StmtKind::Del: return "del";
+  }
+  return "prim";
+}
+
+const char* op_kind_name(ir::OpKind k) {
+  switch (k) {
+    case ir::OpKind::Elementwise: return "elementwise";
+    case ir::OpKind::Shape: return "shape";
+    case ir::OpKind::Reduction: return "reduction";
+    case ir::OpKind::Matmul: return "matmul";
+    case ir::OpKind::Random: return "random";
+    case ir::OpKind::Creation: return "creation";
+    case ir::OpKind::Gather: return "gather";
+    case ir::OpKind::Other: return "other";
+  }
+  return "other";
+}
+
+// ---- copying statements into the recording trace ----
+
+using Subst = std::unordered_map<const ir::Proxy*, ir::Arg>;
+
+ir::Arg substitute(const ir::Arg& a, const Subst& m) {
+  if (a.kind == K::Proxy) {
+    auto it = m.find(a.proxy.get());
+    return it == m.end() ? a : it->second;
+  }
+  if (a.items.empty()) return a;
+  ir::Arg out = a;
+  for (ir::Arg& x : out.items) x = substitute(x, m);
+  return out;
+}
+
+// Copies s with arguments substituted; with a prefix, every output (subsymbols included) becomes
+// a new proxy named prefix + old name (or a generated name when that is taken), recorded in m.
+ir::Stmt copy_stmt(const ir::Stmt& s, Subst& m, ir::Trace& t, const std::string* prefix) {
+  ir::Stmt c = s;
+  for (ir::Arg& a : c.args) a = substitute(a, m);
+  for (auto& kv : c.kwargs) kv.second = substitute(kv.second, m);
+  for (auto& p : c.deleted) {
+    auto it = m.find(p.get());
+    if (it != m.end() && it->second.kind == K::Proxy) p = it->second.proxy;
+  }
+  c.subsymbols.clear();
+  for (const ir::Stmt& sub : s.subsymbols) c.subsymbols.push_back(copy_stmt(sub, m, t, prefix));
+  for (auto& p : c.outputs) {
+    auto done = m.find(p.get());
+    if (done != m.end() && done->second.kind == K::Proxy) {  // defined by a subsymbol copy
+      p = done->second.proxy;
+      continue;
+    }
+    if (!prefix) continue;
+    auto np = t.new_proxy(p->type);
+    t.try_rename(np, *prefix + p->name);
+    np->auto_named = false;
+    m[p.get()] = ir::Arg::of_proxy(np);
+    p = np;
+  }
+  return c;
+}
+
+}  // namespace
+
+// ---- attributes ----
+
+bool trace_attr(Interpreter& in, const Value& obj, const std::string& name, Value* out) {
+  if (obj.is(VT::Trace)) {
+    const ir::Trace& t = *obj.as<TraceObj>()->trace;
+    if (name == "name") *out = str_value(t.name);
+    else if (name == "inputs") *out = proxy_list(t.inputs);
+    else if (name == "output") *out = from_arg(t.output);
+    else if (name == "statements") {
+      auto sp = obj.as<TraceObj>()->trace;
+      std::vector<Value> xs;
+      xs.reserve(t.stmts.size());
+      // Statements share the trace's storage: aliasing shared_ptrs keep it alive.
+      for (const ir::Stmt& s : t.stmts) xs.push_back(make<StmtObj>(std::shared_ptr<const ir::Stmt>(sp, &s)));
+      *out = make<ListObj>(std::move(xs));
+    } else if (name == "provenance") {
+      std::vector<Value> xs;
+      for (const auto& p : t.provenance) xs.push_back(str_value(p));
+      *out = make<ListObj>(std::move(xs));
+    } else {
+      return false;
+    }
+    return true;
+  }
+  if (obj.is(VT::Stmt)) {
+    const auto& sp = obj.as<StmtObj>()->stmt;
+    const ir::Stmt& s = *sp;
+    if (name == "kind") *out = str_value(kind_name(s.kind));
+    else if (name == "op") *out = str_value(s.op ? s.op->name : s.callee);
+    else if (name == "callee") *out = str_value(s.callee);
+    else if (name == "op_kind") *out = s.op ? str_value(op_kind_name(s.op->kind)) : Value();
+    else if (name == "args") *out = stmt_args(s);
+    else if (name == "outputs") *out = proxy_list(s.outputs);
+    else if (name == "deleted") *out = proxy_list(s.deleted);
+    else if (name == "region") *out = s.region.empty() ? Value() : str_value(s.region);
+    else if (name == "region_id") *out = Value::integer(s.region_id);
+    else if (name == "kwargs") {
+      auto* d = new DictObj();
+      *out = Value(d);
+      for (const auto& [k, v] : s.kwargs) d->set(str_value(k), from_arg(v));
+    } else if (name == "subsymbols") {
+      std::vector<Value> xs;
+      for (const ir::Stmt& sub : s.subsymbols) xs.push_back(make<StmtObj>(std::shared_ptr<const ir::Stmt>(sp, &sub)));
+      *out = make<ListObj>(std::move(xs));
+    } else {
+      return false;
+    }
+    return true;
+  }
+  if (obj.is(VT::Proxy) && name == "nbytes") {
+    *out = Value::integer(static_cast<int64_t>(obj.as<ProxyObj>()->p->type.nbytes()));
+    return true;
+  }
+  (void)in;
+  return false;
+}
+
+// ---- trace methods ----
+
+namespace {
+
+Value t_add_input(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  auto t = want_trace(in, a.pos[0], "add_input", loc);
+  if (a.pos.size() != 3 || !a.pos[1].is(VT::Str) || !(a.pos[2].is(VT::Proxy) || a.pos[2].is(VT::Type)))
+    in.fail(loc, "add_input(name, like) takes a name and a proxy or tensor type");
+  ir::TensorType ty = a.pos[2].is(VT::Proxy) ? a.pos[2].as<ProxyObj>()->p->type : a.pos[2].as<TypeObj>()->type;
+  auto p = t->new_proxy(ty);
+  t->try_rename(p, a.pos[1].as<StrObj>()->s);
+  p->auto_named = false;
+  t->inputs.push_back(p);
+  return make<ProxyObj>(p);
+}
+
+Value t_set_inputs(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  auto t = want_trace(in, a.pos[0], "set_inputs", loc);
+  if (a.pos.size() != 2) in.fail(loc, "set_inputs(proxies) takes one list");
+  std::vector<ir::ProxyPtr> ps;
+  for (const Value& v : in.iterate(a.pos[1], loc)) {
+    if (!v.is(VT::Proxy)) in.fail(loc, "set_inputs(): inputs must be proxies");
+    ps.push_back(v.as<ProxyObj>()->p);
+    t->names.insert(ps.back()->name);
+  }
+  t->inputs = std::move(ps);
+  return Value();
+}
+
+Value t_set_output(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  auto t = want_trace(in, a.pos[0], "set_output", loc);
+  if (a.pos.size() != 2) in.fail(loc, "set_output(value) takes one value");
+  ir::Arg out;
+  if (!to_arg(a.pos[1], &out)) in.fail(loc, "set_output(): a trace returns tensors, numbers or sequences of them");
+  t->output = std::move(out);
+  return Value();
+}
+
+Value t_copy(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  return make<TraceObj>(std::make_shared<ir::Trace>(*want_trace(in, a.pos[0], "copy", loc)));
+}
+
+const BuiltinDef kTraceMethods[] = {
+    {"add_input", t_add_input, "t.add_input(name, like): a new input proxy of like's type (a proxy or f32[...])."},
+    {"set_inputs", t_set_inputs, "t.set_inputs(proxies): replaces the trace's inputs."},
+    {"set_output", t_set_output, "t.set_output(value): what the trace returns."},
+    {"copy", t_copy, "t.copy(): a copy of the trace (statements copied, proxies shared)."},
+};
+
+// ---- global helpers ----
+
+Value b_new_trace(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  if (a.pos.empty() || !a.pos[0].is(VT::Str)) in.fail(loc, "new_trace(name, like=None) takes a name");
+  auto t = std::make_shared<ir::Trace>();
+  t->name = a.pos[0].as<StrObj>()->s;
+  const Value* like = a.pos.size() > 1 ? &a.pos[1] : kwarg(a, "like");
+  if (like && !like->is_none()) {
+    auto l = want_trace(in, *like, "new_trace", loc);
+    t->names = l->names;  // new names never collide with the other trace's
+    t->next_name = l->next_name;
+  }
+  return make<TraceObj>(t);
+}
+
+Value b_recording(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  if (a.pos.size() != 1) in.fail(loc, "recording(t) takes one trace");
+  return make<RecordingObj>(want_trace(in, a.pos[0], "recording", loc));
+}
+
+Subst read_subst(Interpreter& in, const Value* v, SourceLoc loc) {
+  Subst m;
+  if (!v || v->is_none()) return m;
+  if (!v->is(VT::Dict)) in.fail(loc, "emit(): subst must be a dict from proxies to values");
+  for (auto& [k, x] : v->as<DictObj>()->entries) {
+    if (!k.is(VT::Proxy)) in.fail(loc, "emit(): subst keys must be proxies");
+    ir::Arg arg;
+    if (!to_arg(x, &arg)) in.fail(loc, "emit(): subst values must be proxies or constants");
+    m[k.as<ProxyObj>()->p.get()] = arg;
+  }
+  return m;
+}
+
+Value b_emit(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  if (a.pos.empty() || !a.pos[0].is(VT::Stmt)) in.fail(loc, "emit(stmt, subst=None, prefix=None) takes a statement");
+  ir::Trace* t = in.recording_trace();
+  if (!t) in.fail(loc, "emit() outside of 'with recording(t):'");
+  const Value* sv = a.pos.size() > 1 ? &a.pos[1] : kwarg(a, "subst");
+  const Value* pv = a.pos.size() > 2 ? &a.pos[2] : kwarg(a, "prefix");
+  Subst m = read_subst(in, sv, loc);
+  std::string prefix = pv && pv->is(VT::Str) ? pv->as<StrObj>()->s : "";
+  const ir::Stmt& s = *a.pos[0].as<StmtObj>()->stmt;
+  ir::Stmt c = copy_stmt(s, m, *t, pv && pv->is(VT::Str) ? &prefix : nullptr);
+  register_names(*t, c);
+  in.record(std::move(c));
+  const ir::Stmt& rec = in.last_recorded();
+  if (sv && sv->is(VT::Dict) && !prefix.empty())
+    for (size_t i = 0; i < s.outputs.size(); ++i) sv->as<DictObj>()->set(make<ProxyObj>(s.outputs[i]), make<ProxyObj>(rec.outputs[i]));
+  return proxy_list(rec.outputs);
+}
+
+Value b_emit_del(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  if (a.pos.empty() || a.pos.size() > 2) in.fail(loc, "emit_del(proxies, like=None) takes a list and a statement");
+  ir::Stmt d;
+  d.kind = ir::StmtKind::Del;
+  d.loc = loc;
+  const Value* like = a.pos.size() > 1 ? &a.pos[1] : kwarg(a, "like");
+  if (like && like->is(VT::Stmt)) {  // stays inside the region of the statement it follows
+    d.region = like->as<StmtObj>()->stmt->region;
+    d.region_id = like->as<StmtObj>()->stmt->region_id;
+  }
+  for (const Value& v : in.iterate(a.pos[0], loc)) {
+    if (!v.is(VT::Proxy)) in.fail(loc, "emit_del(): only proxies can be deleted");
+    d.deleted.push_back(v.as<ProxyObj>()->p);
+  }
+  if (!in.recording_trace()) in.fail(loc, "emit_del() outside of 'with recording(t):'");
+  if (!d.deleted.empty()) in.record(std::move(d));
+  return Value();
+}
+
+void flatten_into(const std::vector<ir::Stmt>& stmts, std::vector<ir::Stmt>& out) {
+  for (const ir::Stmt& s : stmts) {
+    if (s.kind == ir::StmtKind::Composite || s.kind == ir::StmtKind::Fusion) {
+      size_t first = out.size();
+      flatten_into(s.subsymbols, out);
+      for (size_t i = first; i < out.size(); ++i) {
+        out[i].region = s.region;
+        out[i].region_id = s.region_id;
+        if (!out[i].loc.valid()) out[i].loc = s.loc;
+      }
+    } else {
+      out.push_back(s);
+    }
+  }
+}
+
+Value b_flatten(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  if (a.pos.size() != 1) in.fail(loc, "flatten(t) takes one trace");
+  auto t = want_trace(in, a.pos[0], "flatten", loc);
+  auto f = std::make_shared<ir::Trace>(*t);
+  f->stmts.clear();
+  flatten_into(t->stmts, f->stmts);
+  return make<TraceObj>(f);
+}
+
+// Proxies a trace uses but neither defines nor takes as inputs, in order of first use.
+Value b_free_proxies(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  auto t = want_trace(in, a.pos.at(0), "free_proxies", loc);
+  std::unordered_set<const ir::Proxy*> defined, seen;
+  for (const auto& p : t->inputs) defined.insert(p.get());
+  std::vector<ir::ProxyPtr> out;
+  auto use = [&](const ir::ProxyPtr& p) {
+    if (!defined.count(p.get()) && seen.insert(p.get()).second) out.push_back(p);
+  };
+  std::function<void(const std::vector<ir::Stmt>&)> walk = [&](const std::vector<ir::Stmt>& stmts) {
+    for (const ir::Stmt& s : stmts) {
+      for (const ir::Arg& x : s.args) ir::for_each_proxy(x, use);
+      for (const auto& kv : s.kwargs) ir::for_each_proxy(kv.second, use);
+      walk(s.subsymbols);
+      for (const auto& p : s.outputs) defined.insert(p.get());
+    }
+  };
+  walk(t->stmts);
+  ir::for_each_proxy(t->output, use);
+  return proxy_list(out);
+}
+
+// name -> index of the last top-level statement that reads it (len(statements) for the output).
+Value b_last_uses(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  auto t = want_trace(in, a.pos.at(0), "last_uses", loc);
+  std::unordered_map<std::string, int64_t> last;
+  for (size_t i = 0; i < t->stmts.size(); ++i) {
+    const ir::Stmt& s = t->stmts[i];
+    if (s.kind == ir::StmtKind::Del) continue;
+    auto use = [&](const ir::ProxyPtr& p) { last[p->name] = static_cast<int64_t>(i); };
+    for (const ir::Arg& x : s.args) ir::for_each_proxy(x, use);
+    for (const auto& kv : s.kwargs) ir::for_each_proxy(kv.second, use);
+  }
+  ir::for_each_proxy(t->output, [&](const ir::ProxyPtr& p) { last[p->name] = static_cast<int64_t>(t->stmts.size()); });
+  auto* d = new DictObj();
+  Value out(d);
+  for (const auto& [k, v] : last) d->set(str_value(k), Value::integer(v));
+  return out;
+}
+
+// name -> index of the top-level statement that defines it.
+Value b_producers(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  auto t = want_trace(in, a.pos.at(0), "producers", loc);
+  auto* d = new DictObj();
+  Value out(d);
+  for (size_t i = 0; i < t->stmts.size(); ++i)
+    for (const auto& p : t->stmts[i].outputs) d->set(str_value(p->name), Value::integer(static_cast<int64_t>(i)));
+  return out;
+}
+
+// name -> list of indices of the top-level statements that read it.
+Value b_consumers(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  auto t = want_trace(in, a.pos.at(0), "consumers", loc);
+  std::unordered_map<std::string, std::vector<int64_t>> uses;
+  for (size_t i = 0; i < t->stmts.size(); ++i) {
+    std::unordered_set<std::string> seen;
+    auto use = [&](const ir::ProxyPtr& p) {
+      if (seen.insert(p->name).second) uses[p->name].push_back(static_cast<int64_t>(i));
+    };
+    for (const ir::Arg& x : t->stmts[i].args) ir::for_each_proxy(x, use);
+    for (const auto& kv : t->stmts[i].kwargs) ir::for_each_proxy(kv.second, use);
+  }
+  auto* d = new DictObj();
+  Value out(d);
+  for (auto& [k, v] : uses) {
+    std::vector<Value> xs;
+    for (int64_t i : v) xs.push_back(Value::integer(i));
+    d->set(str_value(k), make<ListObj>(std::move(xs)));
+  }
+  return out;
+}
+
+Value b_rename(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  if (a.pos.size() != 3 || !a.pos[1].is(VT::Proxy) || !a.pos[2].is(VT::Str))
+    in.fail(loc, "rename(t, proxy, name) takes a trace, a proxy and a name");
+  auto t = want_trace(in, a.pos[0], "rename", loc);
+  const ir::ProxyPtr& p = a.pos[1].as<ProxyObj>()->p;
+  const std::string& n = a.pos[2].as<StrObj>()->s;
+  if (t->names.count(n)) return Value::boolean(false);
+  t->names.insert(n);
+  p->name = n;
+  p->auto_named = false;
+  return Value::boolean(true);
+}
+
+const BuiltinDef kTraceBuiltins[] = {
+    {"new_trace", b_new_trace, "new_trace(name, like=None): an empty trace; with like, new names avoid like's."},
+    {"recording", b_recording, "recording(t): with recording(t): records the ops called in the block into t."},
+    {"emit", b_emit,
+     "emit(stmt, subst=None, prefix=None): records a copy of stmt, arguments replaced by subst (a dict "
+     "proxy -> value); with prefix, outputs are new proxies named prefix + name, added to subst."},
+    {"emit_del", b_emit_del, "emit_del(proxies, like=None): records 'del' of the proxies (in like's region)."},
+    {"flatten", b_flatten, "flatten(t): t with every composite and fusion replaced by its primitives."},
+    {"free_proxies", b_free_proxies, "free_proxies(t): proxies t uses but does not define, in order of first use."},
+    {"last_uses", b_last_uses, "last_uses(t): dict name -> index of the last statement reading it."},
+    {"producers", b_producers, "producers(t): dict name -> index of the statement defining it."},
+    {"consumers", b_consumers, "consumers(t): dict name -> indices of the statements reading it."},
+    {"rename", b_rename, "rename(t, proxy, name): gives proxy a free name; returns whether it did."},
+};
+
+}  // namespace
+
+const BuiltinDef* trace_method(const std::string& name) {
+  for (const BuiltinDef& d : kTraceMethods)
+    if (name == d.name) return &d;
+  return nullptr;
+}
+
+std::vector<const BuiltinDef*> trace_builtins() {
+  std::vector<const BuiltinDef*> out;
+  for (const BuiltinDef& d : kTraceBuiltins) out.push_back(&d);
+  return out;
+}
+
+}  // namespace tracer::interp

@@ -1,0 +1,160 @@
+// The memory estimator: replays the executor's allocations and frees symbolically.
+#include "ir/memory.h"
+
+#include "ir/op.h"
+
+#include <unordered_map>
+#include <unordered_set>
+
+namespace tracer::ir {
+
+namespace {
+
+class Sim {
+ public:
+  MemReport rep;
+
+  int new_storage(size_t bytes) {
+    bytes_.push_back(bytes);
+    refs_.push_back(0);
+    return static_cast<int>(bytes_.size() - 1);
+  }
+  void hold(int s) {
+    if (refs_[s]++ == 0) live_ += bytes_[s];
+  }
+  void release(int s) {
+    if (--refs_[s] == 0) live_ -= bytes_[s];
+  }
+  void define(const Proxy* p, int s) {
+    auto it = env_.find(p);
+    if (it != env_.end()) release(it->second);  // redefinition replaces the old value
+    env_[p] = s;
+    hold(s);
+  }
+  void drop(const Proxy* p) {
+    auto it = env_.find(p);
+    if (it == env_.end()) return;
+    release(it->second);
+    env_.erase(it);
+  }
+  int storage(const Proxy* p) const {
+    auto it = env_.find(p);
+    return it == env_.end() ? -1 : it->second;
+  }
+  size_t bytes(int s) const { return bytes_[s]; }
+
+  void note_peak(int phase, size_t index, const Stmt* s) {
+    if (live_ > rep.peak_bytes) {
+      rep.peak_bytes = live_;
+      rep.peak_phase = phase;
+      rep.peak_index = index;
+      rep.peak_stmt = s ? print_stmt_line(*s) : "inputs";
+    }
+  }
+
+  void run_stmt(const Stmt& s, int phase, size_t index) {
+    switch (s.kind) {
+      case StmtKind::Del:
+        for (const auto& p : s.deleted) drop(p.get());
+        return;
+      case StmtKind::Prim: {
+        bool alias = s.op && s.op->name == "reshape" && !s.args.empty() && s.args[0].kind == Arg::Kind::Proxy &&
+                     storage(s.args[0].proxy.get()) >= 0;
+        for (const auto& p : s.outputs) define(p.get(), alias ? storage(s.args[0].proxy.get()) : new_storage(p->type.nbytes()));
+        note_peak(phase, index, &s);
+        return;
+      }
+      case StmtKind::Composite:
+      case StmtKind::Fusion: {
+        for (const Stmt& sub : s.subsymbols) run_stmt(sub, phase, index);
+        std::unordered_set<const Proxy*> outs;
+        for (const auto& p : s.outputs) outs.insert(p.get());
+        for (const Stmt& sub : s.subsymbols)
+          for (const auto& p : sub.outputs)
+            if (!outs.count(p.get())) drop(p.get());
+        note_peak(phase, index, &s);
+        return;
+      }
+    }
+  }
+
+  void run_trace(const Trace& t, int phase) {
+    for (size_t i = 0; i < t.stmts.size(); ++i) {
+      run_stmt(t.stmts[i], phase, i);
+      rep.timeline.push_back({phase, i, live_});
+    }
+  }
+
+  // Ends a trace: its values die, except what it returns, which its caller now holds.
+  std::vector<std::pair<const Proxy*, int>> finish(const Trace& t) {
+    std::vector<std::pair<const Proxy*, int>> held;
+    for_each_proxy(t.output, [&](const ProxyPtr& p) {
+      int s = storage(p.get());
+      if (s < 0) return;
+      hold(s);
+      held.emplace_back(p.get(), s);
+    });
+    std::vector<const Proxy*> all;
+    for (const auto& kv : env_) all.push_back(kv.first);
+    for (const Proxy* p : all) drop(p);
+    return held;
+  }
+
+  size_t live() const { return live_; }
+
+ private:
+  std::vector<size_t> bytes_;
+  std::vector<int> refs_;
+  std::unordered_map<const Proxy*, int> env_;
+  size_t live_ = 0;
+};
+
+}  // namespace
+
+MemReport estimate_memory(const std::vector<const Trace*>& traces) {
+  Sim sim;
+  if (traces.empty()) return sim.rep;
+  const Trace& fw = *traces[0];
+  for (const auto& p : fw.inputs) {
+    int s = sim.new_storage(p->type.nbytes());
+    sim.hold(s);  // the caller's reference, for the whole program
+    sim.define(p.get(), s);
+  }
+  sim.rep.input_bytes = sim.live();
+  std::unordered_set<int> input_storage;
+  for (const auto& p : fw.inputs) input_storage.insert(sim.storage(p.get()));
+  for (const Trace* t : traces) sim.rep.phases.push_back(t->name);
+  sim.note_peak(0, 0, nullptr);
+  sim.run_trace(fw, 0);
+  auto held = sim.finish(fw);
+  if (traces.size() < 2) return sim.rep;
+
+  // The forward returns (output, (saved...)): the caller keeps the output and moves the saved
+  // tensors into the backward; any other backward input (a cotangent) the caller allocates.
+  std::unordered_map<const Proxy*, int> saved;
+  if (fw.output.is_seq() && fw.output.items.size() == 2)
+    for_each_proxy(fw.output.items[1], [&](const ProxyPtr& p) {
+      for (const auto& [q, s] : held)
+        if (q == p.get()) saved[q] = s;
+    });
+  std::unordered_set<int> counted;
+  for (const auto& [p, s] : saved)
+    if (!input_storage.count(s) && counted.insert(s).second) sim.rep.saved_bytes += sim.bytes(s);
+  const Trace& bw = *traces[1];
+  std::unordered_set<const Proxy*> moved;
+  for (const auto& p : bw.inputs) {
+    auto it = saved.find(p.get());
+    int s = -1;
+    for (const auto& [q, hs] : held)
+      if (q == p.get()) s = hs;
+    if (s < 0) s = sim.new_storage(p->type.nbytes());
+    sim.define(p.get(), s);
+    if (it != saved.end() && moved.insert(p.get()).second) sim.release(s);  // moved, not copied
+  }
+  sim.note_peak(1, 0, nullptr);
+  sim.run_trace(bw, 1);
+  sim.finish(bw);
+  return sim.rep;
+}
+
+}  // namespace tracer::ir

@@ -1,0 +1,37 @@
+// The memory estimator: walks a program's traces with their dels and predicts the CPU
+// allocator's live and peak bytes, statement by statement.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "ir/trace.h"
+
+namespace tracer::ir {
+
+struct MemPoint {
+  int phase = 0;         // index of the trace (0: forward, 1: backward)
+  size_t index = 0;      // statement index in that trace
+  size_t live_bytes = 0; // after the statement (and its transient internals) ran
+};
+
+struct MemReport {
+  size_t peak_bytes = 0;
+  int peak_phase = 0;
+  size_t peak_index = 0;
+  std::string peak_stmt;       // the statement running at the peak
+  size_t input_bytes = 0;      // the first trace's inputs, held by the caller throughout
+  size_t saved_bytes = 0;      // tensors the forward hands to the backward, inputs excluded
+  std::vector<std::string> phases;  // trace names
+  std::vector<MemPoint> timeline;
+};
+
+// The model, which the CPU executor and `tracer run` follow exactly:
+// - the first trace's inputs are held by the caller for the whole program;
+// - a statement allocates its outputs while its inputs are live; a composite or fusion also holds
+//   its intermediates until it finishes; prims.reshape shares its input's storage;
+// - "del" frees a value unless something else still holds its storage;
+// - at the end of a trace everything but its outputs is freed; the second trace's extra inputs
+//   (cotangents) are allocated by the caller before it starts.
+MemReport estimate_memory(const std::vector<const Trace*>& traces);
+
+}  // namespace tracer::ir
