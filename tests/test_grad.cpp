@@ -1,0 +1,197 @@
+// The grad pass: every gradient rule (and the composites built on them) against float64 central
+// finite differences, plus the shape of the forward/backward traces it produces.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "interpreter/passes.h"
+#include "ir/verify.h"
+#include "runtime/kernels.h"
+#include "tests/support.h"
+
+namespace tracer::test {
+namespace {
+
+// Every case ends in loss(y) = sum(y * w(y)) so that each output element gets its own weight.
+const char* kPrelude = R"(
+def w(x):
+    return prims.uniform_philox(x.shape, -1.0, 1.0, dtype=f64, seed=7, offset=1)
+
+def loss(y):
+    return sum(y * w(y))
+)";
+
+struct Case {
+  const char* name;
+  const char* body;  // a function named f returning a scalar
+  double lo = -1.5, hi = 1.5;
+  double eps = 1e-6, tol = 1e-6;
+};
+
+const Case kCases[] = {
+    {"neg", "def f(a: f64[3, 4]):\n    return loss(prims.neg(a))"},
+    {"abs", "def f(a: f64[3, 4]):\n    return loss(prims.abs(a))"},
+    {"exp", "def f(a: f64[3, 4]):\n    return loss(prims.exp(a))"},
+    {"exp2", "def f(a: f64[3, 4]):\n    return loss(prims.exp2(a))"},
+    {"expm1", "def f(a: f64[3, 4]):\n    return loss(prims.expm1(a))"},
+    {"log", "def f(a: f64[3, 4]):\n    return loss(prims.log(a))", 0.5, 2.0},
+    {"log1p", "def f(a: f64[3, 4]):\n    return loss(prims.log1p(a))", 0.5, 2.0},
+    {"log2", "def f(a: f64[3, 4]):\n    return loss(prims.log2(a))", 0.5, 2.0},
+    {"sqrt", "def f(a: f64[3, 4]):\n    return loss(prims.sqrt(a))", 0.5, 2.0},
+    {"rsqrt", "def f(a: f64[3, 4]):\n    return loss(prims.rsqrt(a))", 0.5, 2.0},
+    {"sin", "def f(a: f64[3, 4]):\n    return loss(prims.sin(a))"},
+    {"cos", "def f(a: f64[3, 4]):\n    return loss(prims.cos(a))"},
+    {"tanh", "def f(a: f64[3, 4]):\n    return loss(prims.tanh(a))"},
+    {"erf", "def f(a: f64[3, 4]):\n    return loss(prims.erf(a))"},
+    {"reciprocal", "def f(a: f64[3, 4]):\n    return loss(prims.reciprocal(a))", 0.5, 2.0},
+    {"add", "def f(a: f64[3, 4], b: f64[4]):\n    return loss(prims.add(a, b))"},
+    {"sub", "def f(a: f64[3, 4], b: f64[4]):\n    return loss(prims.sub(a, b))"},
+    {"mul", "def f(a: f64[3, 4], b: f64[4]):\n    return loss(prims.mul(a, b) + prims.mul(a, 2.0))"},
+    {"div", "def f(a: f64[3, 4], b: f64[4]):\n    return loss(prims.div(a, b))", 0.5, 2.0},
+    {"pow", "def f(a: f64[3, 4], b: f64[4]):\n    return loss(prims.pow(a, b) + prims.pow(a, 3))", 0.5, 2.0},
+    {"maximum", "def f(a: f64[3, 4], b: f64[4]):\n    return loss(prims.maximum(a, b))"},
+    {"minimum", "def f(a: f64[3, 4], b: f64[4]):\n    return loss(prims.minimum(a, b))"},
+    {"remainder", "def f(a: f64[3, 4], b: f64[4]):\n    return loss(prims.remainder(a, b))", 0.6, 2.0},
+    {"atan2", "def f(a: f64[3, 4], b: f64[4]):\n    return loss(prims.atan2(a, b))"},
+    {"where", "def f(a: f64[3, 4], b: f64[4]):\n    return loss(prims.where(prims.gt(a, 0.2), a, b))"},
+    {"convert", "def f(a: f64[3, 4]):\n    return loss(prims.convert_element_type(prims.convert_element_type(a, f32), f64))",
+     -1.5, 1.5, 1e-3, 1e-5},
+    {"broadcast_in_dim", "def f(b: f64[4, 1]):\n    return loss(prims.broadcast_in_dim(b, (2, 4, 3), (1, 2)))"},
+    {"reshape", "def f(a: f64[3, 4]):\n    return loss(prims.reshape(a, (2, 6)))"},
+    {"transpose", "def f(a: f64[2, 3, 4]):\n    return loss(prims.transpose(a, (2, 0, 1)))"},
+    {"slice", "def f(a: f64[4, 5]):\n    return loss(a[1:3, 2:])"},
+    {"cat", "def f(a: f64[3, 2], b: f64[3, 4]):\n    return loss(prims.cat([a, b, a], 1))"},
+    {"sum", "def f(a: f64[2, 3, 4]):\n    return loss(prims.sum(a, (0, 2))) + loss(prims.sum(a, (1,), keepdim=True))"},
+    {"prod", "def f(a: f64[3, 4]):\n    return loss(prims.prod(a, (1,)))", 0.5, 1.5},
+    {"amax", "def f(a: f64[3, 4]):\n    return loss(prims.amax(a, (1,)))"},
+    {"amin", "def f(a: f64[3, 4]):\n    return loss(prims.amin(a, (0,), keepdim=True))"},
+    {"matmul", "def f(a: f64[2, 3, 4], b: f64[4, 5]):\n    return loss(prims.matmul(a, b))"},
+    {"matmul_vec", "def f(a: f64[4], b: f64[4, 3], c: f64[3]):\n    return loss(prims.matmul(a, b)) + loss(prims.matmul(b, c))"},
+    {"linear", "def f(a: f64[2, 3, 4], w: f64[5, 4], b: f64[5]):\n    return loss(prims.linear(a, w, b))"},
+    {"take", "def f(a: f64[5, 3]):\n    return loss(prims.take(a, prims.iota(4, start=1, dtype=i64)))"},
+    {"take_backward", "def f(g: f64[4, 3]):\n    return loss(prims.take_backward(g, prims.iota(4, dtype=i64), 6))"},
+    {"softmax", "def f(a: f64[3, 5]):\n    return loss(softmax(a, -1))"},
+    {"log_softmax", "def f(a: f64[3, 5]):\n    return loss(log_softmax(a, 1))"},
+    {"layer_norm", "def f(a: f64[3, 5], w: f64[5], b: f64[5]):\n    return loss(layer_norm(a, (5,), w, b))"},
+    {"rms_norm", "def f(a: f64[3, 5], w: f64[5]):\n    return loss(rms_norm(a, (5,), w))"},
+    {"gelu", "def f(a: f64[3, 5]):\n    return loss(gelu(a)) + loss(gelu(a, approximate='tanh'))"},
+    {"silu_sigmoid", "def f(a: f64[3, 5]):\n    return loss(silu(a)) + loss(sigmoid(a))"},
+    {"var_mean", "def f(a: f64[3, 5]):\n    return loss(var(a, 1)) + mean(a * a)"},
+    {"cross_entropy", "def f(a: f64[4, 5]):\n    return cross_entropy(a, prims.iota(4, start=1, dtype=i64))"},
+    {"attention", "def f(q: f64[2, 3, 4], k: f64[2, 3, 4], v: f64[2, 3, 4]):\n"
+                  "    return loss(scaled_dot_product_attention(q, k, v, is_causal=True))"},
+    {"embedding", "def f(e: f64[6, 3]):\n    return loss(embedding(prims.iota(5, dtype=i64), e))"},
+    {"dropout", "def f(a: f64[4, 6]):\n    return loss(dropout(a, 0.3))"},
+    {"mlp", "def f(x: f64[3, 4], w1: f64[5, 4], w2: f64[2, 5]):\n"
+            "    return loss(linear(relu(linear(x, w1)), w2))"},
+};
+
+struct Program {
+  SourceManager sm;
+  interp::Interpreter in{sm};
+  std::shared_ptr<ir::Trace> trace;
+  interp::Traces fwbw;
+};
+
+double run_loss(const ir::Trace& t, const std::vector<rt::Tensor>& inputs) {
+  ir::ExecContext ctx;
+  ctx.seed = 3;
+  std::vector<rt::Tensor> copies;
+  for (const auto& x : inputs) copies.push_back(rt::cast(x, x.dtype(), nullptr));
+  return ir::execute(t, std::move(copies), ctx).tensor.get(0);
+}
+
+std::vector<rt::Tensor> run_grads(const interp::Traces& p, const std::vector<rt::Tensor>& inputs) {
+  ir::ExecContext ctx;
+  ctx.seed = 3;
+  ir::Arg out = ir::execute(*p[0], inputs, ctx);
+  const ir::Trace& bw = *p[1];
+  std::vector<rt::Tensor> bin;
+  for (const ir::Arg& s : out.items[1].items) bin.push_back(s.tensor);
+  bin.push_back(rt::full({}, rt::Scalar{1.0, 1, false}, rt::DType::f64, nullptr));
+  REQUIRE(bin.size() == bw.inputs.size());
+  ir::Arg g = ir::execute(bw, std::move(bin), ctx);
+  std::vector<rt::Tensor> grads;
+  for (const ir::Arg& x : g.items) grads.push_back(x.kind == ir::Arg::Kind::Tensor ? x.tensor : rt::Tensor());
+  return grads;
+}
+
+}  // namespace
+
+TEST_CASE("gradient rules match float64 finite differences", "[grad]") {
+  for (const Case& c : kCases) {
+    DYNAMIC_SECTION(c.name) {
+      Program p;
+      DiagnosticList d;
+      auto m = p.in.load("grad_case.trace", std::string(kPrelude) + c.body + "\n", d);
+      INFO(d.render_all(p.sm));
+      REQUIRE(m);
+      const auto& fn = *m->globals.at("f").as<interp::FunctionObj>();
+      p.trace = p.in.trace(fn, {});
+      interp::PassOptions opts;
+      p.fwbw = interp::run_passes(p.in, {p.trace}, {"grad", "del_last_used"}, opts, nullptr);
+      REQUIRE(p.fwbw.size() == 2);
+      std::vector<rt::Tensor> inputs;
+      for (size_t i = 0; i < p.trace->inputs.size(); ++i)
+        inputs.push_back(rt::uniform_philox(p.trace->inputs[i]->type.shape, c.lo, c.hi, rt::DType::f64, 11, i, nullptr));
+      std::vector<rt::Tensor> grads = run_grads(p.fwbw, inputs);
+      REQUIRE(grads.size() == inputs.size());
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        REQUIRE(grads[i].defined());
+        for (int64_t j = 0; j < inputs[i].numel(); ++j) {
+          double x0 = inputs[i].get(j);
+          inputs[i].set(j, x0 + c.eps);
+          double up = run_loss(*p.trace, inputs);
+          inputs[i].set(j, x0 - c.eps);
+          double down = run_loss(*p.trace, inputs);
+          inputs[i].set(j, x0);
+          double fd = (up - down) / (2 * c.eps), an = grads[i].get(j);
+          INFO(c.name << ": input " << i << " element " << j << ": analytic " << an << ", finite difference " << fd);
+          CHECK(std::fabs(an - fd) <= c.tol * 10 + c.tol * std::fabs(fd) * 10);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("grad builds a forward returning (loss, saved) and a backward returning input gradients", "[grad]") {
+  Program p;
+  DiagnosticList d;
+  auto m = p.in.load("g.trace", "def f(x: f32[4], w: f32[4], t: i64[4]):\n    return sum(x * w + float32(t))\n", d);
+  REQUIRE(m);
+  p.trace = p.in.trace(*m->globals.at("f").as<interp::FunctionObj>(), {});
+  auto out = interp::run_passes(p.in, {p.trace}, {"grad"}, {}, nullptr);
+  REQUIRE(out.size() == 2);
+  const ir::Trace &fw = *out[0], &bw = *out[1];
+  CHECK(fw.output.items.size() == 2);
+  CHECK(bw.inputs.back()->name.rfind("ct_", 0) == 0);
+  REQUIRE(bw.output.items.size() == 3);
+  CHECK(bw.output.items[0].proxy->name == "grad_x");
+  CHECK(bw.output.items[1].proxy->name == "grad_w");
+  CHECK(bw.output.items[2].kind == ir::Arg::Kind::None);  // integers get no gradient
+  CHECK(fw.provenance.back().rfind("Constructed by grad (took ", 0) == 0);
+  CHECK(ir::verify(fw).empty());
+  CHECK(ir::verify(bw).empty());
+}
+
+TEST_CASE("grad refuses what it cannot differentiate", "[grad]") {
+  auto fails = [](const std::string& src, const std::string& msg) {
+    Program p;
+    DiagnosticList d;
+    auto m = p.in.load("g.trace", src, d);
+    REQUIRE(m);
+    p.trace = p.in.trace(*m->globals.at("f").as<interp::FunctionObj>(), {});
+    try {
+      interp::run_passes(p.in, {p.trace}, {"grad"}, {}, nullptr);
+      FAIL("grad should have failed");
+    } catch (const interp::PassError& e) {
+      CHECK_THAT(e.diag.message, Catch::Contains("pass 'grad'") && Catch::Contains(msg));
+    }
+    CHECK(p.trace->provenance.size() == 1);  // the original trace is untouched
+  };
+  fails("def f(x: f32[4]):\n    return x * 2.0\n", "scalar floating-point loss");
+  fails("def f(x: i64[4]):\n    return sum(float32(x))\n", "no input requires a gradient");
+  fails("def f(x: f32[4]):\n    return sum(x[::2])\n", "strided slice");
+}
+
+}  // namespace tracer::test
