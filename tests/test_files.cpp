@@ -111,6 +111,53 @@ TEST_CASE("diagnostics tests (tests/diagnostics)", "[diagnostics]") {
   }
 }
 
+TEST_CASE("pass tests (tests/pass_checks): # RUN: passes, # CHECK: lines in order", "[passes]") {
+  auto files = files_in(source_dir() + "/tests/pass_checks", ".trace");
+  REQUIRE(files.size() >= 5);
+  for (const std::string& f : files) {
+    DYNAMIC_SECTION(f) {
+      std::string text = read_file(f);
+      std::vector<std::string> passes, checks, nots;
+      for (const std::string& l : lines(text)) {
+        if (l.rfind("# RUN: --passes ", 0) == 0) {
+          std::string list = l.substr(16);
+          size_t start = 0;
+          while (start <= list.size()) {
+            size_t c = list.find(',', start);
+            passes.push_back(list.substr(start, c == std::string::npos ? std::string::npos : c - start));
+            if (c == std::string::npos) break;
+            start = c + 1;
+          }
+        }
+        if (l.rfind("# CHECK: ", 0) == 0) checks.push_back(l.substr(9));
+        if (l.rfind("# CHECK-NOT: ", 0) == 0) nots.push_back(l.substr(13));
+      }
+      REQUIRE_FALSE(passes.empty());
+      Session s;
+      REQUIRE(s.set_passes(passes));
+      REQUIRE(s.load_string(f, text));
+      auto printed = s.print(*s.entry(""));
+      INFO(s.rendered_diagnostics());
+      REQUIRE(printed);
+      INFO("printed:\n" << *printed);
+      size_t pos = 0;
+      for (const std::string& c : checks) {
+        size_t at = printed->find(c, pos);
+        INFO("CHECK: " << c);
+        CHECK(at != std::string::npos);
+        if (at != std::string::npos) pos = at + c.size();
+      }
+      for (const std::string& n : nots) {
+        INFO("CHECK-NOT: " << n);
+        CHECK(printed->find(n) == std::string::npos);
+      }
+      // The printed program reads back to the same text.
+      Session b;
+      REQUIRE(b.load_string(f + " (printed)", *printed));
+    }
+  }
+}
+
 namespace {
 
 // Traces `entry` of a module, prints it, reads the printout back, traces and prints it again.
