@@ -3,6 +3,7 @@
 // example and every shared Thunder printout.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <regex>
 
 #include "tests/support.h"
@@ -211,6 +212,36 @@ TEST_CASE("the shared Thunder printouts parse, and 01, 02 and 09 trace and round
       CHECK(s.check_file(f, true));
       std::string base = std::filesystem::path(f).filename().string();
       if (base.rfind("01_", 0) == 0 || base.rfind("02_", 0) == 0 || base.rfind("09_", 0) == 0) round_trip(f, read_file(f), "", {});
+    }
+  }
+}
+
+}  // namespace tracer::test
+
+namespace tracer::test {
+
+TEST_CASE("the memory estimate equals the CPU allocator's measured peak on every example", "[memory]") {
+  const std::vector<std::vector<std::string>> pipelines = {{}, {"del_last_used"}, {"grad"}, {"grad", "del_last_used"},
+                                                           {"grad", "cse", "dce", "del_last_used"}};
+  auto files = files_in(source_dir() + "/examples", ".trace");
+  for (const std::string& f : files) {
+    for (const auto& passes : pipelines) {
+      std::string label = f + " --passes ";
+      for (const auto& p : passes) label += p + ",";
+      DYNAMIC_SECTION(label) {
+        Session s;
+        for (const auto& [k, v] : kSmall) s.set(k, v);
+        REQUIRE(s.set_passes(passes));
+        REQUIRE(s.load_file(f));
+        auto r = s.run(*s.entry(""));
+        INFO(s.rendered_diagnostics());
+        REQUIRE(r);
+        auto m = s.memory(*s.entry(""));
+        REQUIRE(m);
+        CHECK(m->peak_bytes == r->estimated_peak_bytes);
+        INFO("measured " << r->peak_bytes << ", estimated " << r->estimated_peak_bytes);
+        CHECK(std::fabs(double(r->peak_bytes) - double(r->estimated_peak_bytes)) <= 0.01 * double(r->estimated_peak_bytes));
+      }
     }
   }
 }
