@@ -46,6 +46,13 @@ if command -v hyperfine >/dev/null && command -v jq >/dev/null && [ -z "${NO_HYP
   hyperfine -N --style basic --warmup 1 --runs "$RUNS" --export-json "$tmp/h.json" "${cmds[@]}" >"$tmp/h.txt" 2>&1 \
     || { cat "$tmp/h.txt" >&2; exit 1; }
   for i in 0 1 2 3; do med[${names[$i]}]=$(jq ".results[$i].median * 1000" "$tmp/h.json"); done
+  # CPU time (user + system, hyperfine gives their means): less disturbed than wall time when
+  # other work shares the cores.
+  cpu=$(jq -r '[.results[] | (.user + .system) * 1000] | @tsv' "$tmp/h.json")
+  read -r c_ln c_tn c_l0 c_t0 <<<"$cpu"
+  awk -v ln="$c_ln" -v tn="$c_tn" -v l0="$c_l0" -v t0="$c_t0" 'BEGIN {
+    printf "mean CPU time (user+sys, ms): lua %.1f (N=0: %.1f), tracer %.1f (N=0: %.1f); script-only ratio %.2fx\n",
+           ln, l0, tn, t0, (tn - t0) / (ln - l0) }'
 else
   echo "timing: date +%s%N loop, $RUNS runs each interleaved after 1 warm-up, median"
   for r in $(seq 0 "$RUNS"); do

@@ -318,16 +318,31 @@ Flow Interpreter::exec_with(const Stmt& s, Frame& fr) {
     return exec_block(s.body, fr);
   }
   if (!ctx.is(VT::Region) || !tracing()) return exec_block(s.body, fr);
-  if (!rec_.region.empty())
-    fail(s.loc, "nested '" + ctx.as<RegionObj>()->name + "' region inside a '" + rec_.region + "' region");
-  rec_.region = ctx.as<RegionObj>()->name;
-  rec_.region_id = ++rec_.region_count;
+  const RegionObj& region = *ctx.as<RegionObj>();
+  std::string outer = rec_.region;
+  int outer_id = rec_.region_id;
+  if (region.id == 0) {
+    if (!rec_.region.empty())
+      fail(s.loc, "nested '" + region.name + "' region inside a '" + rec_.region + "' region (regions do not nest)");
+    rec_.region = region.name;
+    rec_.region_id = ++rec_.region_count;
+  } else {
+    rec_.region = region.name;  // a pass re-entering a statement's region (or none)
+    rec_.region_id = region.name.empty() ? 0 : region.id;
+  }
   struct Reset {
     Recorder& r;
-    ~Reset() { r.region.clear(); r.region_id = 0; }
-  } reset{rec_};
+    std::string name;
+    int id;
+    ~Reset() {
+      r.region = name;
+      r.region_id = id;
+    }
+  } reset{rec_, outer, outer_id};
   return exec_block(s.body, fr);
 }
+
+
 
 Flow Interpreter::exec_fusion(const Stmt& s, Frame& fr) {
   if (!tracing()) return exec_block(s.body, fr);

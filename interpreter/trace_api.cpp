@@ -235,9 +235,13 @@ Value b_new_trace(Interpreter& in, CallArgs& a, SourceLoc loc) {
   t->name = a.pos[0].as<StrObj>()->s;
   const Value* like = a.pos.size() > 1 ? &a.pos[1] : kwarg(a, "like");
   if (like && !like->is_none()) {
-    auto l = want_trace(in, *like, "new_trace", loc);
-    t->names = l->names;  // new names never collide with the other trace's
-    t->next_name = l->next_name;
+    // New names never collide with those of the given trace(s): a program's traces share names.
+    std::vector<Value> ls = like->is(VT::List) || like->is(VT::Tuple) ? in.iterate(*like, loc) : std::vector<Value>{*like};
+    for (const Value& v : ls) {
+      auto l = want_trace(in, v, "new_trace", loc);
+      t->names.insert(l->names.begin(), l->names.end());
+      t->next_name = std::max(t->next_name, l->next_name);
+    }
   }
   return make<TraceObj>(t);
 }
@@ -407,8 +411,26 @@ Value b_rename(Interpreter& in, CallArgs& a, SourceLoc loc) {
   return Value::boolean(true);
 }
 
+Value b_region_of(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  if (a.pos.size() != 1 || !a.pos[0].is(VT::Stmt)) in.fail(loc, "region_of(stmt) takes a statement");
+  const ir::Stmt& s = *a.pos[0].as<StmtObj>()->stmt;
+  return make<RegionObj>(s.region, s.region.empty() ? -1 : s.region_id);
+}
+
+Value b_run_pass(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  if (a.pos.size() != 2 || !a.pos[0].is(VT::Str)) in.fail(loc, "run_pass(name, traces) takes a pass name and a list of traces");
+  const Value* fn = in.find_pass(a.pos[0].as<StrObj>()->s);
+  if (!fn) in.fail(loc, "run_pass(): no pass named '" + a.pos[0].as<StrObj>()->s + "'");
+  CallArgs c;
+  c.pos.push_back(a.pos[1]);
+  return in.call(*fn, std::move(c), loc);
+}
+
 const BuiltinDef kTraceBuiltins[] = {
-    {"new_trace", b_new_trace, "new_trace(name, like=None): an empty trace; with like, new names avoid like's."},
+    {"run_pass", b_run_pass, "run_pass(name, traces): runs another pass from inside a pass."},
+    {"region_of", b_region_of,
+     "region_of(stmt): with region_of(s): records the block's ops in s's region (or in none, as s)."},
+    {"new_trace", b_new_trace, "new_trace(name, like=None): an empty trace; new names avoid those of like (a trace or a list)."},
     {"recording", b_recording, "recording(t): with recording(t): records the ops called in the block into t."},
     {"emit", b_emit,
      "emit(stmt, subst=None, prefix=None): records a copy of stmt, arguments replaced by subst (a dict "

@@ -188,7 +188,8 @@ struct RangeObj : Object {
 // A region marker for "with checkpoint():".
 struct RegionObj : Object {
   std::string name;
-  explicit RegionObj(std::string n) : Object(VT::Region), name(std::move(n)) {}
+  int id = 0;  // 0: a new region; else the region of an existing statement (passes re-enter it)
+  explicit RegionObj(std::string n, int i = 0) : Object(VT::Region), name(std::move(n)), id(i) {}
 };
 
 struct SliceObj : Object {

@@ -144,15 +144,48 @@ std::vector<rt::Tensor> cpu_uniform(const std::vector<Arg>& a, ExecContext& c) {
   return one(rt::uniform_philox(t.shape, a[1].number(), a[2].number(), t.dtype, c.seed, offset, alloc(c)));
 }
 
+// seed and offset: Python ints, or 0-d integer tensors (the philox pass threads them as values).
+int64_t rng_word(const Arg& a, const char* what) {
+  if (a.kind == K::Tensor) return static_cast<int64_t>(a.tensor.get(0));
+  if (a.kind == K::Proxy) return 0;
+  return int_arg(a, what);
+}
+
+void check_rng_word(const Arg& a, const char* what) {
+  if (a.is_tensorish()) {
+    TensorType t = arg_type(a);
+    if (!t.shape.empty() || !rt::is_int(t.dtype))
+      throw OpError(std::string("argument '") + what + "' must be an int or a 0-d integer tensor, got " + t.str());
+    return;
+  }
+  int_arg(a, what);
+}
+
 std::vector<TensorType> meta_uniform_philox(const std::vector<Arg>& a) {
-  int_arg(a[5], "seed");
-  int_arg(a[6], "offset");
+  check_rng_word(a[5], "seed");
+  check_rng_word(a[6], "offset");
   return {uniform_type(a[0], a[1], a[2], a[3], a[4])};
 }
 std::vector<rt::Tensor> cpu_uniform_philox(const std::vector<Arg>& a, ExecContext& c) {
   TensorType t = meta_uniform_philox(a)[0];
   return one(rt::uniform_philox(t.shape, a[1].number(), a[2].number(), t.dtype,
-                                static_cast<uint64_t>(a[5].i), static_cast<uint64_t>(a[6].i), alloc(c)));
+                                static_cast<uint64_t>(rng_word(a[5], "seed")),
+                                static_cast<uint64_t>(rng_word(a[6], "offset")), alloc(c)));
+}
+
+// The generator's seed and offset as 0-d i64 tensors; the offset then advances by `draws`.
+std::vector<TensorType> meta_rng_state(const std::vector<Arg>& a) {
+  if (int_arg(a[0], "draws") < 0) throw OpError("draws must be non-negative");
+  TensorType t;
+  t.dtype = DType::i64;
+  t.device = a[1].kind == K::Str ? a[1].s : "cpu";
+  return {t, t};
+}
+std::vector<rt::Tensor> cpu_rng_state(const std::vector<Arg>& a, ExecContext& c) {
+  rt::Tensor seed = rt::full({}, rt::Scalar{double(c.seed), static_cast<int64_t>(c.seed), true}, DType::i64, alloc(c));
+  rt::Tensor off = rt::full({}, rt::Scalar{double(c.rng_offset), static_cast<int64_t>(c.rng_offset), true}, DType::i64, alloc(c));
+  c.rng_offset += static_cast<uint64_t>(a[0].i);
+  return {seed, off};
 }
 
 // ---- gather ----
@@ -266,6 +299,9 @@ std::vector<OpDecl> make_table() {
         kw("dtype", Arg::of_dtype(DType::f32)), kwreq("seed"), kwreq("offset")},
        &meta_uniform_philox, &cpu_uniform_philox,
        "Uniform random numbers, a pure function of (shape, seed, offset) by Philox4x32-10.", {}},
+      {"rng_state", OpKind::Random, {req("draws"), kw("device", kNone)}, &meta_rng_state, &cpu_rng_state,
+       "seed, offset = rng_state(draws): the generator's state as 0-d i64 tensors, then advances its offset by "
+       "draws (the philox pass makes every random op stateless with it).", {}},
       {"take", OpKind::Gather, {req("a"), req("index"), opt("dim", kZero)}, &meta_take, &cpu_take,
        "Gathers rows of a (dim 0) at index; the result has shape index.shape + a.shape[1:].", {}},
       {"take_backward", OpKind::Gather, {req("grad"), req("index"), req("num_rows")}, &meta_take_backward,

@@ -99,6 +99,7 @@ const std::map<std::string, Gen>& samples() {
          return std::vector<Arg>{ints({4, 9}), Arg::of_float(0.0), Arg::of_float(1.0), Arg::none(), Arg::of_dtype(dt),
                                  Arg::of_int(static_cast<int64_t>(s)), Arg::of_int(3)};
        }},
+      {"rng_state", [](DType, uint64_t) { return std::vector<Arg>{Arg::of_int(3)}; }},
       {"take", [](DType dt, uint64_t s) {
          rt::Tensor idx = rt::iota(4, 5, -1, DType::i64, nullptr);  // 5, 4, 3, 2
          return std::vector<Arg>{T(dt, {6, 3}, s), Arg::of_tensor(idx), Arg::of_int(0)};
@@ -138,6 +139,7 @@ std::vector<DType> dtypes_for(const OpDecl& op) {
                   op.name == "amax" || op.name == "matmul" || op.name == "full" || op.name == "iota";
   if (exact_ok) d.insert(d.end(), {DType::i64, DType::i32});
   if (op.kind == OpKind::Random) d = {DType::f64, DType::f32, DType::f16, DType::bf16};
+  if (op.name == "rng_state") d = {DType::i64};
   return d;
 }
 
