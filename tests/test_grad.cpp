@@ -8,6 +8,7 @@
 #include "ir/verify.h"
 #include "runtime/kernels.h"
 #include "tests/support.h"
+#include "tracer/session.h"
 
 namespace tracer::test {
 namespace {
@@ -192,6 +193,86 @@ TEST_CASE("grad refuses what it cannot differentiate", "[grad]") {
   fails("def f(x: f32[4]):\n    return x * 2.0\n", "scalar floating-point loss");
   fails("def f(x: i64[4]):\n    return sum(float32(x))\n", "no input requires a gradient");
   fails("def f(x: f32[4]):\n    return sum(x[::2])\n", "strided slice");
+}
+
+}  // namespace tracer::test
+
+namespace tracer::test {
+
+namespace {
+
+// Runs FILE's entry with the passes and writes every output as DIR/NAME.npy; returns DIR.
+std::string run_to_dir(const std::string& file, const std::vector<std::string>& passes, const std::string& tag) {
+  std::string dir = (std::filesystem::temp_directory_path() / ("tracer_grad_" + tag)).string();
+  std::filesystem::remove_all(dir);
+  Session s;
+  for (const auto& [k, v] : std::vector<std::pair<std::string, std::string>>{{"T", "16"}, {"L", "3"}, {"D", "32"}, {"H", "48"}})
+    s.set(k, v);
+  REQUIRE(s.set_passes(passes));
+  REQUIRE(s.load_file(file));
+  auto r = s.run(*s.entry(""), dir);
+  INFO(s.rendered_diagnostics());
+  REQUIRE(r);
+  return dir;
+}
+
+}  // namespace
+
+TEST_CASE("checkpoint and philox leave gradients bit for bit equal, dropout included", "[grad][checkpoint]") {
+  std::string f = source_dir() + "/examples/llama_mlp_checkpoint.trace";
+  std::string plain = run_to_dir(f, {"grad", "del_last_used"}, "plain");
+  std::string ckpt = run_to_dir(f, {"grad", "checkpoint", "del_last_used"}, "ckpt");
+  std::string philox = run_to_dir(f, {"grad", "philox", "del_last_used"}, "philox");
+  size_t files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(plain)) {
+    std::string name = e.path().filename().string();
+    INFO(name);
+    std::string a = read_file(e.path().string());
+    CHECK(a == read_file(ckpt + "/" + name));
+    CHECK(a == read_file(philox + "/" + name));
+    ++files;
+  }
+  CHECK(files == 1 + 1 + 3 * 3);  // the loss, then the gradients of x and of 3 blocks' 3 weights
+}
+
+TEST_CASE("checkpoint saves only region inputs and lowers the estimated peak", "[checkpoint][memory]") {
+  auto mem = [](const std::vector<std::string>& passes) {
+    Session s;
+    for (const auto& [k, v] : std::vector<std::pair<std::string, std::string>>{{"T", "64"}, {"L", "4"}, {"D", "32"}, {"H", "96"}})
+      s.set(k, v);
+    REQUIRE(s.set_passes(passes));
+    REQUIRE(s.load_file(source_dir() + "/examples/llama_mlp_checkpoint.trace"));
+    auto m = s.memory(*s.entry(""));
+    INFO(s.rendered_diagnostics());
+    REQUIRE(m);
+    return *m;
+  };
+  MemoryReport plain = mem({"grad", "del_last_used"}), ckpt = mem({"grad", "checkpoint", "del_last_used"});
+  CHECK(ckpt.saved_for_backward_bytes < plain.saved_for_backward_bytes / 4);
+  CHECK(ckpt.peak_bytes < plain.peak_bytes);
+  // Saved: each block's input x (bf16 [64, 32]), the f32 copy of the last output for the loss,
+  // and the Philox seed and offsets (8 bytes each); the parameters are inputs, not counted.
+  CHECK(ckpt.saved_for_backward_bytes == 3 * 64 * 32 * 2 + 64 * 32 * 4 + (1 + 4) * 8);
+}
+
+TEST_CASE("the standard pipeline never raises the estimated peak over the untransformed order", "[passes][memory]") {
+  for (const char* f : {"/examples/llama_mlp.trace", "/examples/llama_mlp_checkpoint.trace", "/examples/mlp.trace"}) {
+    auto peak = [&](const std::vector<std::string>& passes) {
+      Session s;
+      for (const auto& [k, v] : std::vector<std::pair<std::string, std::string>>{{"T", "64"}, {"L", "3"}, {"D", "32"}, {"H", "96"}})
+        s.set(k, v);
+      REQUIRE(s.set_passes(passes));
+      REQUIRE(s.load_file(source_dir() + f));
+      auto m = s.memory(*s.entry(""));
+      REQUIRE(m);
+      return m->peak_bytes;
+    };
+    INFO(f);
+    size_t base = peak({"grad", "del_last_used"});
+    CHECK(peak({"grad", "philox", "del_last_used"}) <= base);
+    CHECK(peak({"grad", "checkpoint", "philox", "del_last_used"}) <= base);
+    CHECK(peak({"grad", "cse", "dce", "del_last_used"}) <= base);
+  }
 }
 
 }  // namespace tracer::test
