@@ -6,6 +6,7 @@
 
 #include "interpreter/builtins.h"
 #include "interpreter/interp.h"
+#include "interpreter/mincut.h"
 #include "interpreter/trace_api.h"
 
 namespace tracer::interp {
@@ -426,7 +427,32 @@ Value b_run_pass(Interpreter& in, CallArgs& a, SourceLoc loc) {
   return in.call(*fn, std::move(c), loc);
 }
 
+// min_cut(n, edges, source, sink): edges are (from, to, capacity) triples; returns a list of
+// bools, True for the nodes on the source side of a minimum cut.
+Value b_min_cut(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  if (a.pos.size() != 4 || !a.pos[0].is(VT::Int) || !a.pos[2].is(VT::Int) || !a.pos[3].is(VT::Int))
+    in.fail(loc, "min_cut(n, edges, source, sink) takes a node count, a list of (from, to, capacity), and two nodes");
+  int64_t n = a.pos[0].as_int();
+  auto node = [&](const Value& v) {
+    if (!v.is(VT::Int) || v.as_int() < 0 || v.as_int() >= n) in.fail(loc, "min_cut(): node " + repr(v) + " out of range");
+    return static_cast<int>(v.as_int());
+  };
+  std::vector<std::tuple<int, int, int64_t>> edges;
+  for (const Value& e : in.iterate(a.pos[1], loc)) {
+    std::vector<Value> t = in.iterate(e, loc);
+    if (t.size() != 3 || !t[2].is(VT::Int) || t[2].as_int() < 0) in.fail(loc, "min_cut(): an edge is (from, to, capacity >= 0)");
+    edges.emplace_back(node(t[0]), node(t[1]), t[2].as_int());
+  }
+  std::vector<bool> side = min_cut_source_side(static_cast<int>(n), edges, node(a.pos[2]), node(a.pos[3]), nullptr);
+  std::vector<Value> out;
+  for (bool b : side) out.push_back(Value::boolean(b));
+  return make<ListObj>(std::move(out));
+}
+
 const BuiltinDef kTraceBuiltins[] = {
+    {"min_cut", b_min_cut,
+     "min_cut(n, edges, source, sink): for edges (from, to, capacity), which nodes lie on the source side of a "
+     "minimum cut (Boost.Graph push-relabel)."},
     {"run_pass", b_run_pass, "run_pass(name, traces): runs another pass from inside a pass."},
     {"region_of", b_region_of,
      "region_of(stmt): with region_of(s): records the block's ops in s's region (or in none, as s)."},

@@ -1,0 +1,55 @@
+// Minimum cuts through Boost.Graph: push-relabel max-flow, then the residual graph's source side.
+#include "interpreter/mincut.h"
+
+#include <boost/graph/adjacency_list.hpp>
+#include <boost/graph/push_relabel_max_flow.hpp>
+#include <deque>
+
+namespace tracer::interp {
+
+namespace {
+
+using Traits = boost::adjacency_list_traits<boost::vecS, boost::vecS, boost::directedS>;
+using Graph = boost::adjacency_list<
+    boost::vecS, boost::vecS, boost::directedS, boost::no_property,
+    boost::property<boost::edge_capacity_t, int64_t,
+                    boost::property<boost::edge_residual_capacity_t, int64_t,
+                                    boost::property<boost::edge_reverse_t, Traits::edge_descriptor>>>>;
+using Edge = Traits::edge_descriptor;
+
+}  // namespace
+
+std::vector<bool> min_cut_source_side(int n, const std::vector<std::tuple<int, int, int64_t>>& edges, int source,
+                                      int sink, int64_t* cut_capacity) {
+  Graph g(static_cast<size_t>(n));
+  auto cap = boost::get(boost::edge_capacity, g);
+  auto rev = boost::get(boost::edge_reverse, g);
+  auto res = boost::get(boost::edge_residual_capacity, g);
+  for (const auto& [u, v, c] : edges) {
+    Edge e = boost::add_edge(static_cast<size_t>(u), static_cast<size_t>(v), g).first;
+    Edge r = boost::add_edge(static_cast<size_t>(v), static_cast<size_t>(u), g).first;
+    cap[e] = c;
+    cap[r] = 0;
+    rev[e] = r;
+    rev[r] = e;
+  }
+  int64_t flow = boost::push_relabel_max_flow(g, static_cast<size_t>(source), static_cast<size_t>(sink));
+  if (cut_capacity) *cut_capacity = flow;
+  std::vector<bool> side(static_cast<size_t>(n), false);
+  std::deque<size_t> queue{static_cast<size_t>(source)};
+  side[static_cast<size_t>(source)] = true;
+  while (!queue.empty()) {
+    size_t u = queue.front();
+    queue.pop_front();
+    for (auto [it, end] = boost::out_edges(u, g); it != end; ++it) {
+      size_t v = boost::target(*it, g);
+      if (!side[v] && res[*it] > 0) {
+        side[v] = true;
+        queue.push_back(v);
+      }
+    }
+  }
+  return side;
+}
+
+}  // namespace tracer::interp
