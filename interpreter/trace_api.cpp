@@ -79,12 +79,29 @@ const char* op_kind_name(ir::OpKind k) {
 
 // ---- copying statements into the recording trace ----
 
-using Subst = std::unordered_map<const ir::Proxy*, ir::Arg>;
+// A substitution of proxies: the script's dict (looked up per argument, never copied whole, so
+// that emitting is O(arguments) however large the dict grows), plus the proxies renamed by this
+// emit, which are also written back into the dict.
+struct Subst {
+  DictObj* dict = nullptr;
+  std::unordered_map<const ir::Proxy*, ir::Arg> local;
 
-ir::Arg substitute(const ir::Arg& a, const Subst& m) {
+  const ir::Arg* find(const ir::ProxyPtr& p) {
+    auto it = local.find(p.get());
+    if (it != local.end()) return &it->second;
+    if (!dict) return nullptr;
+    Value* v = dict->find(make<ProxyObj>(p));
+    if (!v) return nullptr;
+    ir::Arg a;
+    if (!to_arg(*v, &a)) return nullptr;
+    return &local.emplace(p.get(), std::move(a)).first->second;
+  }
+};
+
+ir::Arg substitute(const ir::Arg& a, Subst& m) {
   if (a.kind == K::Proxy) {
-    auto it = m.find(a.proxy.get());
-    return it == m.end() ? a : it->second;
+    const ir::Arg* r = m.find(a.proxy);
+    return r ? *r : a;
   }
   if (a.items.empty()) return a;
   ir::Arg out = a;
@@ -99,14 +116,14 @@ ir::Stmt copy_stmt(const ir::Stmt& s, Subst& m, ir::Trace& t, const std::string*
   for (ir::Arg& a : c.args) a = substitute(a, m);
   for (auto& kv : c.kwargs) kv.second = substitute(kv.second, m);
   for (auto& p : c.deleted) {
-    auto it = m.find(p.get());
-    if (it != m.end() && it->second.kind == K::Proxy) p = it->second.proxy;
+    const ir::Arg* r = m.find(p);
+    if (r && r->kind == K::Proxy) p = r->proxy;
   }
   c.subsymbols.clear();
   for (const ir::Stmt& sub : s.subsymbols) c.subsymbols.push_back(copy_stmt(sub, m, t, prefix));
   for (auto& p : c.outputs) {
-    auto done = m.find(p.get());
-    if (done != m.end() && done->second.kind == K::Proxy) {  // defined by a subsymbol copy
+    auto done = m.local.find(p.get());
+    if (done != m.local.end() && done->second.kind == K::Proxy) {  // defined by a subsymbol copy
       p = done->second.proxy;
       continue;
     }
@@ -114,7 +131,7 @@ ir::Stmt copy_stmt(const ir::Stmt& s, Subst& m, ir::Trace& t, const std::string*
     auto np = t.new_proxy(p->type);
     t.try_rename(np, *prefix + p->name);
     np->auto_named = false;
-    m[p.get()] = ir::Arg::of_proxy(np);
+    m.local[p.get()] = ir::Arg::of_proxy(np);
     p = np;
   }
   return c;
@@ -252,34 +269,23 @@ Value b_recording(Interpreter& in, CallArgs& a, SourceLoc loc) {
   return make<RecordingObj>(want_trace(in, a.pos[0], "recording", loc));
 }
 
-Subst read_subst(Interpreter& in, const Value* v, SourceLoc loc) {
-  Subst m;
-  if (!v || v->is_none()) return m;
-  if (!v->is(VT::Dict)) in.fail(loc, "emit(): subst must be a dict from proxies to values");
-  for (auto& [k, x] : v->as<DictObj>()->entries) {
-    if (!k.is(VT::Proxy)) in.fail(loc, "emit(): subst keys must be proxies");
-    ir::Arg arg;
-    if (!to_arg(x, &arg)) in.fail(loc, "emit(): subst values must be proxies or constants");
-    m[k.as<ProxyObj>()->p.get()] = arg;
-  }
-  return m;
-}
-
 Value b_emit(Interpreter& in, CallArgs& a, SourceLoc loc) {
   if (a.pos.empty() || !a.pos[0].is(VT::Stmt)) in.fail(loc, "emit(stmt, subst=None, prefix=None) takes a statement");
   ir::Trace* t = in.recording_trace();
   if (!t) in.fail(loc, "emit() outside of 'with recording(t):'");
   const Value* sv = a.pos.size() > 1 ? &a.pos[1] : kwarg(a, "subst");
   const Value* pv = a.pos.size() > 2 ? &a.pos[2] : kwarg(a, "prefix");
-  Subst m = read_subst(in, sv, loc);
+  if (sv && !sv->is_none() && !sv->is(VT::Dict)) in.fail(loc, "emit(): subst must be a dict from proxies to values");
+  Subst m;
+  m.dict = sv && sv->is(VT::Dict) ? sv->as<DictObj>() : nullptr;
   std::string prefix = pv && pv->is(VT::Str) ? pv->as<StrObj>()->s : "";
   const ir::Stmt& s = *a.pos[0].as<StmtObj>()->stmt;
   ir::Stmt c = copy_stmt(s, m, *t, pv && pv->is(VT::Str) ? &prefix : nullptr);
   register_names(*t, c);
   in.record(std::move(c));
   const ir::Stmt& rec = in.last_recorded();
-  if (sv && sv->is(VT::Dict) && !prefix.empty())
-    for (size_t i = 0; i < s.outputs.size(); ++i) sv->as<DictObj>()->set(make<ProxyObj>(s.outputs[i]), make<ProxyObj>(rec.outputs[i]));
+  if (m.dict && !prefix.empty())
+    for (size_t i = 0; i < s.outputs.size(); ++i) m.dict->set(make<ProxyObj>(s.outputs[i]), make<ProxyObj>(rec.outputs[i]));
   return proxy_list(rec.outputs);
 }
 
