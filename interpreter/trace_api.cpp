@@ -405,6 +405,38 @@ Value b_consumers(Interpreter& in, CallArgs& a, SourceLoc loc) {
   return out;
 }
 
+// liveness(t): (inputs never read, per statement the values whose last use it is, in the order
+// the statement reads them, followed by its outputs that are never read).
+Value b_liveness(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  auto t = want_trace(in, a.pos.at(0), "liveness", loc);
+  std::unordered_map<const ir::Proxy*, size_t> last;
+  size_t n = t->stmts.size();
+  auto reads = [](const ir::Stmt& s, const std::function<void(const ir::ProxyPtr&)>& f) {
+    for (const ir::Arg& x : s.args) ir::for_each_proxy(x, f);
+    for (const auto& kv : s.kwargs) ir::for_each_proxy(kv.second, f);
+  };
+  for (size_t i = 0; i < n; ++i)
+    if (t->stmts[i].kind != ir::StmtKind::Del) reads(t->stmts[i], [&](const ir::ProxyPtr& p) { last[p.get()] = i; });
+  ir::for_each_proxy(t->output, [&](const ir::ProxyPtr& p) { last[p.get()] = n; });
+  std::vector<Value> unused, per_stmt;
+  for (const auto& p : t->inputs)
+    if (!last.count(p.get())) unused.push_back(make<ProxyObj>(p));
+  for (size_t i = 0; i < n; ++i) {
+    std::vector<Value> dying;
+    std::unordered_set<const ir::Proxy*> seen;
+    const ir::Stmt& s = t->stmts[i];
+    if (s.kind != ir::StmtKind::Del) {
+      reads(s, [&](const ir::ProxyPtr& p) {
+        if (last[p.get()] == i && seen.insert(p.get()).second) dying.push_back(make<ProxyObj>(p));
+      });
+      for (const auto& p : s.outputs)
+        if (!last.count(p.get()) && seen.insert(p.get()).second) dying.push_back(make<ProxyObj>(p));
+    }
+    per_stmt.push_back(make<ListObj>(std::move(dying)));
+  }
+  return make<TupleObj>(std::vector<Value>{make<ListObj>(std::move(unused)), make<ListObj>(std::move(per_stmt))});
+}
+
 Value b_rename(Interpreter& in, CallArgs& a, SourceLoc loc) {
   if (a.pos.size() != 3 || !a.pos[1].is(VT::Proxy) || !a.pos[2].is(VT::Str))
     in.fail(loc, "rename(t, proxy, name) takes a trace, a proxy and a name");
@@ -470,6 +502,9 @@ const BuiltinDef kTraceBuiltins[] = {
     {"emit_del", b_emit_del, "emit_del(proxies, like=None): records 'del' of the proxies (in like's region)."},
     {"flatten", b_flatten, "flatten(t): t with every composite and fusion replaced by its primitives."},
     {"free_proxies", b_free_proxies, "free_proxies(t): proxies t uses but does not define, in order of first use."},
+    {"liveness", b_liveness,
+     "liveness(t): (inputs never read, for each statement the values whose last use it is, then its unread "
+     "outputs)."},
     {"last_uses", b_last_uses, "last_uses(t): dict name -> index of the last statement reading it."},
     {"producers", b_producers, "producers(t): dict name -> index of the statement defining it."},
     {"consumers", b_consumers, "consumers(t): dict name -> indices of the statements reading it."},
