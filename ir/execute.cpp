@@ -1,7 +1,10 @@
 // The CPU executor: runs a trace statement by statement with the primitives' CPU kernels.
+#include <algorithm>
+#include <cstring>
 #include <stdexcept>
 #include <unordered_map>
 
+#include "ir/fusion.h"
 #include "ir/verify.h"
 
 namespace tracer::ir {
@@ -33,8 +36,58 @@ void run_prim(const Stmt& s, Env& env, ExecContext& ctx) {
   for (size_t i = 0; i < outs.size(); ++i) env[s.outputs[i].get()] = std::move(outs[i]);
 }
 
+bool row_split(const TensorType& t, size_t rank, int64_t rows) { return t.shape.size() == rank && t.shape[0] == rows; }
+
+// Runs an elementwise group block by block: each block's intermediates live in a scratch
+// allocator for the length of the block only; the outputs are allocated whole up front.
+void run_fused(const Stmt& s, Env& env, ExecContext& ctx) {
+  std::vector<const Stmt*> prims;
+  flat_prims(s, prims);
+  const Shape& shape = s.outputs[0]->type.shape;
+  size_t rank = shape.size();
+  int64_t rows = shape[0], row_elems = rows ? rt::numel(shape) / rows : 0;
+  int64_t block = std::max<int64_t>(1, 65536 / std::max<int64_t>(row_elems, 1));
+  std::vector<rt::Tensor> outs;
+  for (const auto& o : s.outputs) outs.push_back(rt::Tensor::empty(o->type.dtype, o->type.shape, ctx.allocator));
+  rt::Allocator scratch;
+  ExecContext local_ctx = ctx;
+  local_ctx.allocator = &scratch;
+  for (int64_t r0 = 0; r0 < rows; r0 += block) {
+    int64_t r1 = std::min(rows, r0 + block);
+    Env local;
+    auto value = [&](const ProxyPtr& p) -> rt::Tensor {
+      auto it = local.find(p.get());
+      if (it != local.end()) return it->second;
+      auto outer = env.find(p.get());
+      if (outer == env.end()) throw std::runtime_error("'" + p->name + "' has no value (deleted or never defined)");
+      rt::Tensor t = row_split(p->type, rank, rows) ? outer->second.rows(r0, r1) : outer->second;
+      local.emplace(p.get(), t);
+      return t;
+    };
+    for (const Stmt* p : prims) {
+      std::vector<Arg> args;
+      for (const Arg& a : p->args) {
+        if (a.kind == Arg::Kind::Proxy) args.push_back(Arg::of_tensor(value(a.proxy)));
+        else args.push_back(a);
+      }
+      std::vector<rt::Tensor> res = p->op->cpu(args, local_ctx);
+      for (size_t i = 0; i < res.size(); ++i) local[p->outputs[i].get()] = std::move(res[i]);
+    }
+    for (size_t i = 0; i < s.outputs.size(); ++i) {
+      const rt::Tensor& part = local.at(s.outputs[i].get());
+      rt::Tensor dst = outs[i].rows(r0, r1);
+      if (part.nbytes()) std::memcpy(dst.data(), part.data(), part.nbytes());
+    }
+  }
+  for (size_t i = 0; i < s.outputs.size(); ++i) env[s.outputs[i].get()] = std::move(outs[i]);
+}
+
 void run_stmt(const Stmt& s, Env& env, ExecContext& ctx) {
   try {
+    if (runs_fused(s)) {
+      run_fused(s, env, ctx);
+      return;
+    }
     switch (s.kind) {
       case StmtKind::Del:
         for (const ProxyPtr& p : s.deleted) env.erase(p.get());

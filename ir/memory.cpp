@@ -1,6 +1,7 @@
 // The memory estimator: replays the executor's allocations and frees symbolically.
 #include "ir/memory.h"
 
+#include "ir/fusion.h"
 #include "ir/op.h"
 
 #include <unordered_map>
@@ -53,6 +54,11 @@ class Sim {
   }
 
   void run_stmt(const Stmt& s, int phase, size_t index) {
+    if (runs_fused(s)) {  // block by block: only the outputs exist at full size
+      for (const auto& p : s.outputs) define(p.get(), new_storage(p->type.nbytes()));
+      note_peak(phase, index, &s);
+      return;
+    }
     switch (s.kind) {
       case StmtKind::Del:
         for (const auto& p : s.deleted) drop(p.get());

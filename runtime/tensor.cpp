@@ -73,6 +73,16 @@ Tensor Tensor::zeros(DType dt, Shape shape, Allocator* a) {
   return t;
 }
 
+Tensor Tensor::rows(int64_t r0, int64_t r1) const {
+  if (shape_.empty() || r0 < 0 || r1 < r0 || r1 > shape_[0])
+    throw std::invalid_argument("rows: [" + std::to_string(r0) + ", " + std::to_string(r1) + ") of shape " + shape_str(shape_));
+  Tensor t = *this;
+  size_t row_bytes = shape_[0] ? nbytes() / static_cast<size_t>(shape_[0]) : 0;
+  t.offset_ = offset_ + static_cast<size_t>(r0) * row_bytes;
+  t.shape_[0] = r1 - r0;
+  return t;
+}
+
 Tensor Tensor::view(Shape new_shape) const {
   if (rt::numel(new_shape) != numel())
     throw std::invalid_argument("view: cannot view " + shape_str(shape_) + " as " +

@@ -62,18 +62,21 @@ class Tensor {
   int64_t dim() const { return static_cast<int64_t>(shape_.size()); }
   int64_t numel() const { return rt::numel(shape_); }
   size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
-  void* data() const { return storage_ ? storage_->data : nullptr; }
+  void* data() const { return storage_ ? static_cast<char*>(storage_->data) + offset_ : nullptr; }
   template <class T> T* data_as() const { return static_cast<T*>(data()); }
   Allocator* allocator() const { return storage_ ? storage_->allocator : nullptr; }
 
   // Same storage, new shape with equal numel (no copy).
   Tensor view(Shape new_shape) const;
+  // Rows [r0, r1) of dimension 0, sharing storage (no copy).
+  Tensor rows(int64_t r0, int64_t r1) const;
   // Element i (flat index) converted to double / written from double.
   double get(int64_t i) const;
   void set(int64_t i, double v);
 
  private:
   std::shared_ptr<Storage> storage_;
+  size_t offset_ = 0;  // bytes into the storage (row views)
   DType dtype_ = DType::f32;
   Shape shape_;
 };
