@@ -487,7 +487,55 @@ Value b_min_cut(Interpreter& in, CallArgs& a, SourceLoc loc) {
   return make<ListObj>(std::move(out));
 }
 
+// emit_fusion(name, stmts, outputs): records one fusion statement NAME whose subsymbols are
+// copies of stmts; its arguments are the proxies the statements read but do not define.
+Value b_emit_fusion(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  if (a.pos.size() != 3 || !a.pos[0].is(VT::Str))
+    in.fail(loc, "emit_fusion(name, stmts, outputs) takes a name, a list of statements and a list of proxies");
+  if (!in.recording_trace()) in.fail(loc, "emit_fusion() outside of 'with recording(t):'");
+  ir::Stmt f;
+  f.kind = ir::StmtKind::Fusion;
+  f.callee = a.pos[0].as<StrObj>()->s;
+  f.outputs_as_list = true;
+  std::unordered_set<const ir::Proxy*> defined, seen;
+  for (const Value& v : in.iterate(a.pos[1], loc)) {
+    if (!v.is(VT::Stmt)) in.fail(loc, "emit_fusion(): stmts must be statements");
+    const ir::Stmt& s = *v.as<StmtObj>()->stmt;
+    auto use = [&](const ir::ProxyPtr& p) {
+      if (!defined.count(p.get()) && seen.insert(p.get()).second) f.args.push_back(ir::Arg::of_proxy(p));
+    };
+    for (const ir::Arg& x : s.args) ir::for_each_proxy(x, use);
+    for (const auto& kv : s.kwargs) ir::for_each_proxy(kv.second, use);
+    for (const auto& p : s.outputs) defined.insert(p.get());
+    if (f.subsymbols.empty()) {
+      f.loc = s.loc;
+      f.region = s.region;
+      f.region_id = s.region_id;
+    }
+    ir::Stmt c = s;
+    c.region.clear();
+    c.region_id = 0;
+    f.subsymbols.push_back(std::move(c));
+  }
+  for (const Value& v : in.iterate(a.pos[2], loc)) {
+    if (!v.is(VT::Proxy) || !defined.count(v.as<ProxyObj>()->p.get()))
+      in.fail(loc, "emit_fusion(): outputs must be proxies the statements define");
+    f.outputs.push_back(v.as<ProxyObj>()->p);
+  }
+  if (f.subsymbols.empty() || f.outputs.empty()) in.fail(loc, "emit_fusion(): nothing to fuse");
+  register_names(*in.recording_trace(), f);
+  std::string region = f.region;
+  int region_id = f.region_id;
+  in.record(std::move(f));
+  (void)region;
+  (void)region_id;
+  return Value();
+}
+
 const BuiltinDef kTraceBuiltins[] = {
+    {"emit_fusion", b_emit_fusion,
+     "emit_fusion(name, stmts, outputs): records one fusion statement (printed [outputs] = NAME(inputs)) whose "
+     "subsymbols are the statements."},
     {"min_cut", b_min_cut,
      "min_cut(n, edges, source, sink): for edges (from, to, capacity), which nodes lie on the source side of a "
      "minimum cut (Boost.Graph push-relabel)."},
