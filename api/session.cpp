@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iostream>
 #include <set>
+#include <unordered_set>
 #include <sstream>
 
 #include "api/inputs.h"
@@ -436,8 +437,14 @@ static ir::Arg run_backward(const ir::Trace& fw, const ir::Trace& bw, ir::Arg& f
   for (size_t i = 0; i < saved_proxies.size(); ++i)
     if (saved_proxies[i].kind == ir::Arg::Kind::Proxy) saved.emplace(saved_proxies[i].proxy.get(), i);
   const ir::Arg& out_proxy = fw.output.items[0];
+  std::unordered_set<const ir::Proxy*> forward_values;
+  for (const auto& p : fw.inputs) forward_values.insert(p.get());
+  for (const auto& s : fw.stmts)
+    for (const auto& p : s.outputs) forward_values.insert(p.get());
   std::vector<rt::Tensor> in;
   for (const auto& p : bw.inputs) {
+    if (!saved.count(p.get()) && forward_values.count(p.get()) && !(out_proxy.kind == ir::Arg::Kind::Proxy && out_proxy.proxy == p))
+      throw ir::ExecError{"the backward reads '" + p->name + "', which the forward computes but does not save", {}, ""};
     auto it = saved.find(p.get());
     if (it != saved.end()) {
       in.push_back(std::move(fw_out.items[1].items[it->second].tensor));

@@ -55,7 +55,7 @@ Value b_len(Interpreter& in, CallArgs& a, SourceLoc loc) {
     case VT::Str: return Value::integer(static_cast<int64_t>(v.as<StrObj>()->s.size()));
     case VT::List: return Value::integer(static_cast<int64_t>(v.as<ListObj>()->items.size()));
     case VT::Tuple: return Value::integer(static_cast<int64_t>(v.as<TupleObj>()->items.size()));
-    case VT::Dict: return Value::integer(static_cast<int64_t>(v.as<DictObj>()->entries.size()));
+    case VT::Dict: return Value::integer(static_cast<int64_t>(v.as<DictObj>()->size()));
     case VT::Range: return Value::integer(v.as<RangeObj>()->size());
     case VT::Tensor:
     case VT::Proxy: {
@@ -118,7 +118,7 @@ Value b_dict(Interpreter& in, CallArgs& a, SourceLoc loc) {
   Value v(d);
   if (!a.pos.empty()) {
     if (a.pos[0].is(VT::Dict)) {
-      for (auto& kv : a.pos[0].as<DictObj>()->entries) d->set(kv.first, kv.second);
+      for (auto& kv : a.pos[0].as<DictObj>()->items()) d->set(kv.first, kv.second);
     } else {
       for (const Value& p : in.iterate(a.pos[0], loc)) {
         std::vector<Value> kv = in.iterate(p, loc);

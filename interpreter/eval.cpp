@@ -173,7 +173,7 @@ Value Interpreter::eval_call(const Expr& e, Frame& fr) {
       continue;
     }
     if (!v.is(VT::Dict)) fail(k.loc, "argument after ** must be a dict");
-    for (auto& [key, val] : v.as<DictObj>()->entries) {
+    for (auto& [key, val] : v.as<DictObj>()->items()) {
       if (!key.is(VT::Str)) fail(k.loc, "keywords must be strings");
       args.kw.emplace_back(key.as<StrObj>()->s, val);
     }

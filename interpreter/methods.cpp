@@ -229,7 +229,7 @@ Value l_copy(Interpreter&, CallArgs& a, SourceLoc) {
   if (a.pos[0].is(VT::Dict)) {
     auto* d = new DictObj();
     Value v(d);
-    for (auto& kv : a.pos[0].as<DictObj>()->entries) d->set(kv.first, kv.second);
+    for (auto& kv : a.pos[0].as<DictObj>()->items()) d->set(kv.first, kv.second);
     return v;
   }
   return make<ListObj>(items(a.pos[0]));
@@ -237,8 +237,7 @@ Value l_copy(Interpreter&, CallArgs& a, SourceLoc) {
 
 Value l_clear(Interpreter&, CallArgs& a, SourceLoc) {
   if (a.pos[0].is(VT::Dict)) {
-    a.pos[0].as<DictObj>()->entries.clear();
-    a.pos[0].as<DictObj>()->index.clear();
+    a.pos[0].as<DictObj>()->clear();
   } else {
     items(a.pos[0]).clear();
   }
@@ -256,7 +255,7 @@ Value d_get(Interpreter& in, CallArgs& a, SourceLoc loc) {
 
 Value d_view(CallArgs& a, int which) {
   std::vector<Value> out;
-  for (auto& [k, v] : dict(a.pos[0]).entries)
+  for (auto& [k, v] : dict(a.pos[0]).items())
     out.push_back(which == 0 ? k : which == 1 ? v : make<TupleObj>(std::vector<Value>{k, v}));
   return make<ListObj>(std::move(out));
 }
@@ -288,7 +287,7 @@ Value d_update(Interpreter& in, CallArgs& a, SourceLoc loc) {
   nargs(in, a, "update", 0, 1, loc);
   if (a.pos.size() > 1) {
     if (!a.pos[1].is(VT::Dict)) in.fail(loc, "update() expects a dict");
-    for (auto& [k, v] : dict(a.pos[1]).entries) dict(a.pos[0]).set(k, v);
+    for (auto& [k, v] : dict(a.pos[1]).items()) dict(a.pos[0]).set(k, v);
   }
   for (auto& [k, v] : a.kw) dict(a.pos[0]).set(str_value(k), v);
   return Value();

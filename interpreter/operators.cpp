@@ -259,7 +259,7 @@ std::vector<Value> Interpreter::iterate(const Value& v, SourceLoc loc) {
     }
     case VT::Dict: {
       std::vector<Value> out;
-      for (auto& kv : v.as<DictObj>()->entries) out.push_back(kv.first);
+      for (auto& kv : v.as<DictObj>()->items()) out.push_back(kv.first);
       return out;
     }
     case VT::Range: {

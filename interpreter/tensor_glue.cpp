@@ -31,7 +31,7 @@ bool to_arg(const Value& v, ir::Arg* out) {
     case VT::Dict: {
       ir::Arg d;
       d.kind = K::Dict;
-      for (auto& [k, x] : v.as<DictObj>()->entries) {
+      for (auto& [k, x] : v.as<DictObj>()->items()) {
         if (!k.is(VT::Str)) return false;
         ir::Arg item;
         if (!to_arg(x, &item)) return false;

@@ -47,6 +47,17 @@ void register_names(ir::Trace& t, const ir::Stmt& s) {
 
 // ---- statements ----
 
+// Whether every primitive in s (recursively) is elementwise: such a statement is cheap to
+// recompute and fuses.
+bool all_elementwise(const ir::Stmt& s) {
+  if (s.kind == ir::StmtKind::Del) return false;
+  if (s.kind == ir::StmtKind::Prim) return s.op && s.op->kind == ir::OpKind::Elementwise;
+  if (s.subsymbols.empty()) return false;
+  for (const ir::Stmt& sub : s.subsymbols)
+    if (!all_elementwise(sub)) return false;
+  return true;
+}
+
 Value stmt_args(const ir::Stmt& s) {
   std::vector<Value> out;
   for (const ir::Arg& a : s.args) out.push_back(from_arg(a));
@@ -175,6 +186,7 @@ bool trace_attr(Interpreter& in, const Value& obj, const std::string& name, Valu
     else if (name == "deleted") *out = proxy_list(s.deleted);
     else if (name == "region") *out = s.region.empty() ? Value() : str_value(s.region);
     else if (name == "region_id") *out = Value::integer(s.region_id);
+    else if (name == "elementwise") *out = Value::boolean(all_elementwise(s));
     else if (name == "kwargs") {
       auto* d = new DictObj();
       *out = Value(d);
@@ -308,11 +320,12 @@ Value b_emit_del(Interpreter& in, CallArgs& a, SourceLoc loc) {
   return Value();
 }
 
-void flatten_into(const std::vector<ir::Stmt>& stmts, std::vector<ir::Stmt>& out) {
+void flatten_into(const std::vector<ir::Stmt>& stmts, std::vector<ir::Stmt>& out,
+                  const std::unordered_set<std::string>& keep) {
   for (const ir::Stmt& s : stmts) {
-    if (s.kind == ir::StmtKind::Composite || s.kind == ir::StmtKind::Fusion) {
+    if ((s.kind == ir::StmtKind::Composite || s.kind == ir::StmtKind::Fusion) && !keep.count(s.callee)) {
       size_t first = out.size();
-      flatten_into(s.subsymbols, out);
+      flatten_into(s.subsymbols, out, keep);
       for (size_t i = first; i < out.size(); ++i) {
         out[i].region = s.region;
         out[i].region_id = s.region_id;
@@ -325,11 +338,18 @@ void flatten_into(const std::vector<ir::Stmt>& stmts, std::vector<ir::Stmt>& out
 }
 
 Value b_flatten(Interpreter& in, CallArgs& a, SourceLoc loc) {
-  if (a.pos.size() != 1) in.fail(loc, "flatten(t) takes one trace");
+  if (a.pos.empty() || a.pos.size() > 2) in.fail(loc, "flatten(t, keep=[]) takes a trace and a list of callees");
   auto t = want_trace(in, a.pos[0], "flatten", loc);
+  std::unordered_set<std::string> keep;
+  const Value* kv = a.pos.size() > 1 ? &a.pos[1] : kwarg(a, "keep");
+  if (kv && !kv->is_none())
+    for (const Value& v : in.iterate(*kv, loc)) {
+      if (!v.is(VT::Str)) in.fail(loc, "flatten(): keep lists callee names such as 'ltorch.silu'");
+      keep.insert(v.as<StrObj>()->s);
+    }
   auto f = std::make_shared<ir::Trace>(*t);
   f->stmts.clear();
-  flatten_into(t->stmts, f->stmts);
+  flatten_into(t->stmts, f->stmts, keep);
   return make<TraceObj>(f);
 }
 
@@ -548,7 +568,8 @@ const BuiltinDef kTraceBuiltins[] = {
      "emit(stmt, subst=None, prefix=None): records a copy of stmt, arguments replaced by subst (a dict "
      "proxy -> value); with prefix, outputs are new proxies named prefix + name, added to subst."},
     {"emit_del", b_emit_del, "emit_del(proxies, like=None): records 'del' of the proxies (in like's region)."},
-    {"flatten", b_flatten, "flatten(t): t with every composite and fusion replaced by its primitives."},
+    {"flatten", b_flatten,
+     "flatten(t, keep=[]): t with every composite and fusion replaced by its primitives, except the callees in keep."},
     {"free_proxies", b_free_proxies, "free_proxies(t): proxies t uses but does not define, in order of first use."},
     {"liveness", b_liveness,
      "liveness(t): (inputs never read, for each statement the values whose last use it is, then its unread "

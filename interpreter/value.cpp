@@ -94,8 +94,8 @@ bool values_equal(const Value& a, const Value& b) {
     }
     case VT::Dict: {
       auto *x = a.as<DictObj>(), *y = b.as<DictObj>();
-      if (x->entries.size() != y->entries.size()) return false;
-      for (auto& [k, v] : x->entries) {
+      if (x->size() != y->size()) return false;
+      for (auto& [k, v] : x->items()) {
         Value* w = y->find(k);
         if (!w || !values_equal(v, *w)) return false;
       }
@@ -123,10 +123,33 @@ void DictObj::set(const Value& k, Value v) {
 bool DictObj::erase(const Value& k) {
   auto it = index.find(k);
   if (it == index.end()) return false;
-  entries.erase(entries.begin() + static_cast<std::ptrdiff_t>(it->second));
+  entries[it->second] = {Value::unbound(), Value()};
+  index.erase(it);
+  if (++dead > 16 && dead * 2 > entries.size()) compact();
+  return true;
+}
+
+void DictObj::compact() {
+  if (dead == 0) return;
+  std::vector<std::pair<Value, Value>> live;
+  live.reserve(entries.size() - dead);
+  for (auto& e : entries)
+    if (!e.first.is(VT::Unbound)) live.push_back(std::move(e));
+  entries = std::move(live);
   index.clear();
   for (size_t i = 0; i < entries.size(); ++i) index.emplace(entries[i].first, i);
-  return true;
+  dead = 0;
+}
+
+std::vector<std::pair<Value, Value>>& DictObj::items() {
+  compact();
+  return entries;
+}
+
+void DictObj::clear() {
+  entries.clear();
+  index.clear();
+  dead = 0;
 }
 
 const Value* NamespaceObj::lookup(const std::string& k) const {
@@ -151,7 +174,7 @@ bool truthy(const Value& v) {
     case VT::Str: return !v.as<StrObj>()->s.empty();
     case VT::List: return !v.as<ListObj>()->items.empty();
     case VT::Tuple: return !v.as<TupleObj>()->items.empty();
-    case VT::Dict: return !v.as<DictObj>()->entries.empty();
+    case VT::Dict: return v.as<DictObj>()->size() != 0;
     case VT::Range: return v.as<RangeObj>()->size() != 0;
     default: return true;
   }
@@ -185,7 +208,7 @@ std::string repr(const Value& v) {
     case VT::Dict: {
       std::string s = "{";
       bool first = true;
-      for (auto& [k, x] : v.as<DictObj>()->entries) {
+      for (auto& [k, x] : v.as<DictObj>()->items()) {
         s += (first ? "" : ", ") + repr(k) + ": " + repr(x);
         first = false;
       }

@@ -87,12 +87,22 @@ struct ValueHash { size_t operator()(const Value& v) const; };
 struct ValueEq { bool operator()(const Value& a, const Value& b) const; };
 
 struct DictObj : Object {
-  std::vector<std::pair<Value, Value>> entries;  // insertion order; erased entries removed
+  // Insertion order. An erased entry leaves a tombstone (an Unbound key) until the next
+  // iteration or until tombstones are half the vector, so erasing is O(1) amortized.
+  std::vector<std::pair<Value, Value>> entries;
   std::unordered_map<Value, size_t, ValueHash, ValueEq> index;
+  size_t dead = 0;
   DictObj() : Object(VT::Dict) {}
   Value* find(const Value& k);
   void set(const Value& k, Value v);
   bool erase(const Value& k);
+  void clear();
+  size_t size() const { return entries.size() - dead; }
+  // The live entries in insertion order (compacts first).
+  std::vector<std::pair<Value, Value>>& items();
+
+ private:
+  void compact();
 };
 
 // Per-function facts computed by the resolver.
