@@ -1,5 +1,6 @@
 // Expressions, calls and argument binding, closures, and the statements that build values
 // (with, import, fusion definitions from Thunder printouts).
+#include <algorithm>
 #include <cmath>
 
 #include "interpreter/interp.h"
@@ -309,7 +310,9 @@ Flow Interpreter::exec_with(const Stmt& s, Frame& fr) {
   if (ctx.is(VT::Recording)) {
     Recorder saved = rec_;
     auto t = ctx.as<RecordingObj>()->trace;
-    rec_ = Recorder{t.get(), {&t->stmts}, "", 0, 0};
+    int highest = 0;  // new regions continue the trace's numbering
+    for (const ir::Stmt& st : t->stmts) highest = std::max(highest, st.region_id);
+    rec_ = Recorder{t.get(), {&t->stmts}, "", 0, highest};
     struct Restore {
       Recorder& r;
       Recorder saved;
