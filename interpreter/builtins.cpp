@@ -498,12 +498,14 @@ void Interpreter::install_builtins() {
   b.fallback = &nsref(ltorch_);
 }
 
-const Value* Interpreter::find_pass(const std::string& name) const {
+const Value* Interpreter::find_pass(const std::string& name) {
+  load_stdlib_passes();
   auto it = passes_.find(name);
   return it == passes_.end() ? nullptr : &it->second;
 }
 
-std::vector<std::string> Interpreter::pass_names() const {
+std::vector<std::string> Interpreter::pass_names() {
+  load_stdlib_passes();
   std::vector<std::string> out;
   for (const auto& kv : passes_) out.push_back(kv.first);
   return out;
@@ -528,34 +530,49 @@ Value Interpreter::resolve_module_path(const std::string& path, SourceLoc loc) {
   return cur;
 }
 
+std::shared_ptr<Module> Interpreter::load_stdlib_file(const stdlib::File& file) {
+  DiagnosticList diags;
+  auto m = parse(file.path, file.text, diags);
+  if (!m) throw std::runtime_error("internal error: the embedded stdlib does not parse:\n" + diags.render_all(sm_));
+  m->composites = file.module == std::string("ltorch");
+  m->name = file.module;
+  m->names_values = false;
+  stdlib_files_.push_back(m->file);
+  modules_.push_back(m);
+  try {
+    run_module(*m);
+  } catch (const ScriptError& e) {
+    throw std::runtime_error("internal error: the embedded stdlib fails to load:\n" + render(sm_, to_diagnostic(e)));
+  }
+  return m;
+}
+
+// The ops load with the interpreter; the standard passes when a pass is first looked up, so
+// that interpreters that run no pass do not pay for parsing them.
 void Interpreter::load_stdlib() {
   for (const auto& file : stdlib::files()) {
-    DiagnosticList diags;
-    auto m = parse(file.path, file.text, diags);
-    if (!m) throw std::runtime_error("internal error: the embedded stdlib does not parse:\n" + diags.render_all(sm_));
-    m->composites = file.module == std::string("ltorch");
-    m->name = file.module;
-    m->names_values = false;
-    stdlib_files_.push_back(m->file);
-    modules_.push_back(m);
-    try {
-      run_module(*m);
-    } catch (const ScriptError& e) {
-      throw std::runtime_error("internal error: the embedded stdlib fails to load:\n" + render(sm_, to_diagnostic(e)));
-    }
     std::string mod = file.module;
-    if (mod.rfind("passes.", 0) == 0) {
-      // stdlib/passes/NAME.trace defines the pass NAME.
-      std::string pass = mod.substr(7);
-      auto it = m->globals.find(pass);
-      if (it == m->globals.end() || !it->second.is(VT::Function))
-        throw std::runtime_error("internal error: stdlib/passes/" + pass + ".trace does not define " + pass + "()");
-      passes_[pass] = it->second;
-      continue;
-    }
+    if (mod.rfind("passes.", 0) == 0) continue;
+    auto m = load_stdlib_file(file);
     NamespaceObj& target = mod == "ltorch" ? nsref(ltorch_) : nsref(builtins_);
     for (const auto& [k, v] : m->globals)
       if (!k.empty() && k[0] != '_' && v.is(VT::Function)) target.members[k] = v;
+  }
+}
+
+void Interpreter::load_stdlib_passes() {
+  if (passes_loaded_) return;
+  passes_loaded_ = true;
+  for (const auto& file : stdlib::files()) {
+    std::string mod = file.module;
+    if (mod.rfind("passes.", 0) != 0) continue;
+    // stdlib/passes/NAME.trace defines the pass NAME; a user's pass of that name wins.
+    std::string pass = mod.substr(7);
+    auto m = load_stdlib_file(file);
+    auto it = m->globals.find(pass);
+    if (it == m->globals.end() || !it->second.is(VT::Function))
+      throw std::runtime_error("internal error: stdlib/passes/" + pass + ".trace does not define " + pass + "()");
+    passes_.emplace(pass, it->second);
   }
 }
 

@@ -11,6 +11,8 @@ std::vector<const BuiltinDef*> builtin_defs();
 // Methods of str, list and dict (for :help).
 std::vector<std::pair<const char*, const BuiltinDef*>> method_defs();
 Value math_namespace();
+// The method `name` of a str, list, tuple or dict, or null.
+const BuiltinDef* find_method(VT t, const std::string& name);
 rt::Shape tensor_shape(const Value& v);
 rt::DType tensor_dtype(const Value& v);
 // What print() shows: strings as they are, tensors as a summary of their values.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "interpreter/builtins.h"
 #include "interpreter/interp.h"
 
 namespace tracer::interp {
@@ -157,9 +158,22 @@ Value Interpreter::call(const Value& fn, CallArgs args, SourceLoc loc) {
 }
 
 Value Interpreter::eval_call(const Expr& e, Frame& fr) {
-  Value fn = eval(*e.items[0], fr);
   CallArgs args;
-  args.pos.reserve(e.args.size());
+  args.pos.reserve(e.args.size() + 1);
+  Value fn;
+  const BuiltinDef* method = nullptr;
+  const Expr& callee = *e.items[0];
+  if (callee.kind == ExprKind::Attribute) {
+    // obj.method(...) on a str, list, tuple or dict calls the builtin directly, self first,
+    // without making a bound method.
+    Value obj = eval(*callee.items[0], fr);
+    if (obj.type() == VT::Str || obj.type() == VT::List || obj.type() == VT::Tuple || obj.type() == VT::Dict)
+      method = find_method(obj.type(), callee.name);
+    if (method) args.pos.push_back(std::move(obj));
+    else fn = get_attr(obj, callee.name, callee.loc);
+  } else {
+    fn = eval(callee, fr);
+  }
   for (const auto& a : e.args) {
     if (a->kind == ExprKind::Starred) {
       for (Value& x : iterate(eval(*a->items[0], fr), a->loc)) args.pos.push_back(std::move(x));
@@ -178,6 +192,10 @@ Value Interpreter::eval_call(const Expr& e, Frame& fr) {
       if (!key.is(VT::Str)) fail(k.loc, "keywords must be strings");
       args.kw.emplace_back(key.as<StrObj>()->s, val);
     }
+  }
+  if (method) {
+    tick(e.loc);
+    return method->fn(*this, args, e.loc);
   }
   return call(fn, std::move(args), e.loc);
 }

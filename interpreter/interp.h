@@ -11,6 +11,7 @@
 #include "interpreter/resolve.h"
 #include "interpreter/value.h"
 #include "ir/op.h"
+#include "stdlib/stdlib.h"
 
 namespace tracer::interp {
 
@@ -85,8 +86,8 @@ class Interpreter {
   Diagnostic diagnose(const ScriptError& e) const;
   SourceManager& sources() { return sm_; }
   // Passes by name: the stdlib's (stdlib/passes) and those registered from the user's files.
-  const Value* find_pass(const std::string& name) const;
-  std::vector<std::string> pass_names() const;
+  const Value* find_pass(const std::string& name);
+  std::vector<std::string> pass_names();
   void register_pass(const std::string& name, Value fn) { passes_[name] = std::move(fn); }
   const Options& options() const { return opts_; }
   rt::Allocator& allocator() { return allocator_; }
@@ -130,6 +131,9 @@ class Interpreter {
 
   void install_builtins();
   void load_stdlib();
+  void load_stdlib_passes();
+  std::shared_ptr<Module> load_stdlib_file(const stdlib::File& file);
+  bool passes_loaded_ = false;
   Value call_function(const FunctionObj& f, CallArgs& args, SourceLoc loc);
   Value call_composite(const FunctionObj& f, CallArgs& args, SourceLoc loc);
   void bind_params(const FunctionObj& f, CallArgs& args, Frame& frame, SourceLoc loc);

@@ -322,6 +322,8 @@ const BuiltinDef* find_in(const BuiltinDef (&table)[N], const std::string& name)
   return nullptr;
 }
 
+}  // namespace
+
 const BuiltinDef* find_method(VT t, const std::string& name) {
   switch (t) {
     case VT::Str: return find_in(kStr, name);
@@ -331,6 +333,8 @@ const BuiltinDef* find_method(VT t, const std::string& name) {
     default: return nullptr;
   }
 }
+
+namespace {
 
 // ---- math ----
 template <double (*F)(double)>

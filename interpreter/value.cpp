@@ -105,50 +105,132 @@ bool values_equal(const Value& a, const Value& b) {
   }
 }
 
+namespace {
+
+size_t mix(size_t h) {
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  return h;
+}
+
+size_t key_hash(const Value& k) { return mix(ValueHash()(k)); }
+
+bool same_key(const Value& a, const Value& b) {
+  if (a.is(VT::Int) && b.is(VT::Int)) return a.as_int() == b.as_int();
+  if (a.is(VT::Str) && b.is(VT::Str)) return a.as<StrObj>()->s == b.as<StrObj>()->s;
+  return values_equal(a, b);
+}
+
+}  // namespace
+
+// The entry index of key k, or -1; *free_slot receives where to insert it (the first erased
+// slot on the probe path, else the empty slot that ended it).
+int64_t DictObj::probe(const Value& k, size_t h, int64_t* free_slot) const {
+  size_t mask = table_.size() - 1, i = h & mask;
+  int64_t first_free = -1;
+  while (true) {
+    int32_t t = table_[i];
+    if (t == -1) {
+      if (free_slot) *free_slot = first_free >= 0 ? first_free : static_cast<int64_t>(i);
+      return -1;
+    }
+    if (t == -2) {
+      if (first_free < 0) first_free = static_cast<int64_t>(i);
+    } else if (hashes_[static_cast<size_t>(t)] == h && same_key(entries[static_cast<size_t>(t)].first, k)) {
+      return t;
+    }
+    i = (i + 1) & mask;
+  }
+}
+
+void DictObj::rebuild(size_t capacity) {
+  table_.assign(capacity, -1);
+  used_ = 0;
+  size_t mask = capacity - 1;
+  for (size_t e = 0; e < entries.size(); ++e) {
+    if (entries[e].first.is(VT::Unbound)) continue;
+    size_t i = hashes_[e] & mask;
+    while (table_[i] != -1) i = (i + 1) & mask;
+    table_[i] = static_cast<int32_t>(e);
+    ++used_;
+  }
+}
+
 Value* DictObj::find(const Value& k) {
-  auto it = index.find(k);
-  return it == index.end() ? nullptr : &entries[it->second].second;
+  if (table_.empty()) return nullptr;
+  int64_t e = probe(k, key_hash(k), nullptr);
+  return e < 0 ? nullptr : &entries[static_cast<size_t>(e)].second;
 }
 
 void DictObj::set(const Value& k, Value v) {
-  auto it = index.find(k);
-  if (it != index.end()) {
-    entries[it->second].second = std::move(v);
+  size_t h = key_hash(k);
+  if ((used_ + 1) * 4 > table_.size() * 3) {
+    size_t live = size() + 1, cap = 8;
+    while (cap * 3 < live * 4 + 4) cap *= 2;
+    if (dead) compact();
+    rebuild(cap);
+  }
+  int64_t slot = -1;
+  int64_t e = probe(k, h, &slot);
+  if (e >= 0) {
+    entries[static_cast<size_t>(e)].second = std::move(v);
     return;
   }
-  index.emplace(k, entries.size());
+  if (table_[static_cast<size_t>(slot)] == -1) ++used_;
+  table_[static_cast<size_t>(slot)] = static_cast<int32_t>(entries.size());
   entries.emplace_back(k, std::move(v));
+  hashes_.push_back(h);
 }
 
 bool DictObj::erase(const Value& k) {
-  auto it = index.find(k);
-  if (it == index.end()) return false;
-  entries[it->second] = {Value::unbound(), Value()};
-  index.erase(it);
-  if (++dead > 16 && dead * 2 > entries.size()) compact();
-  return true;
+  if (table_.empty()) return false;
+  size_t h = key_hash(k), mask = table_.size() - 1, i = h & mask;
+  while (table_[i] != -1) {
+    int32_t t = table_[i];
+    if (t >= 0 && hashes_[static_cast<size_t>(t)] == h && same_key(entries[static_cast<size_t>(t)].first, k)) {
+      table_[i] = -2;
+      entries[static_cast<size_t>(t)] = {Value::unbound(), Value()};
+      if (++dead > 16 && dead * 2 > entries.size()) {
+        compact();
+        rebuild(table_.size());
+      }
+      return true;
+    }
+    i = (i + 1) & mask;
+  }
+  return false;
 }
 
 void DictObj::compact() {
   if (dead == 0) return;
-  std::vector<std::pair<Value, Value>> live;
-  live.reserve(entries.size() - dead);
-  for (auto& e : entries)
-    if (!e.first.is(VT::Unbound)) live.push_back(std::move(e));
-  entries = std::move(live);
-  index.clear();
-  for (size_t i = 0; i < entries.size(); ++i) index.emplace(entries[i].first, i);
+  size_t w = 0;
+  for (size_t r = 0; r < entries.size(); ++r) {
+    if (entries[r].first.is(VT::Unbound)) continue;
+    if (w != r) {
+      entries[w] = std::move(entries[r]);
+      hashes_[w] = hashes_[r];
+    }
+    ++w;
+  }
+  entries.resize(w);
+  hashes_.resize(w);
   dead = 0;
 }
 
 std::vector<std::pair<Value, Value>>& DictObj::items() {
-  compact();
+  if (dead) {
+    compact();
+    rebuild(table_.size());
+  }
   return entries;
 }
 
 void DictObj::clear() {
   entries.clear();
-  index.clear();
+  hashes_.clear();
+  table_.clear();
+  used_ = 0;
   dead = 0;
 }
 

@@ -90,7 +90,6 @@ struct DictObj : Object {
   // Insertion order. An erased entry leaves a tombstone (an Unbound key) until the next
   // iteration or until tombstones are half the vector, so erasing is O(1) amortized.
   std::vector<std::pair<Value, Value>> entries;
-  std::unordered_map<Value, size_t, ValueHash, ValueEq> index;
   size_t dead = 0;
   DictObj() : Object(VT::Dict) {}
   Value* find(const Value& k);
@@ -102,6 +101,12 @@ struct DictObj : Object {
   std::vector<std::pair<Value, Value>>& items();
 
  private:
+  // Open addressing over entry indices (-1 empty, -2 erased); the table's size is a power of two.
+  std::vector<int32_t> table_;
+  std::vector<size_t> hashes_;  // parallel to entries
+  size_t used_ = 0;             // table slots that are not empty (erased ones included)
+  int64_t probe(const Value& k, size_t h, int64_t* free_slot) const;
+  void rebuild(size_t capacity);
   void compact();
 };
 
