@@ -114,7 +114,17 @@ size_t mix(size_t h) {
   return h;
 }
 
-size_t key_hash(const Value& k) { return mix(ValueHash()(k)); }
+// Integers hash to themselves, as in Python: dense integer keys then fill neighbouring slots
+// (cache friendly); everything else is mixed.
+size_t key_hash(const Value& k) {
+  if (k.is(VT::Int)) return static_cast<size_t>(k.as_int());
+  if (k.is(VT::Bool)) return static_cast<size_t>(k.as_bool());
+  if (k.is(VT::Float)) {
+    double f = k.as_float();
+    if (f == std::floor(f) && std::fabs(f) < 9e18) return static_cast<size_t>(static_cast<int64_t>(f));
+  }
+  return mix(ValueHash()(k));
+}
 
 bool same_key(const Value& a, const Value& b) {
   if (a.is(VT::Int) && b.is(VT::Int)) return a.as_int() == b.as_int();
