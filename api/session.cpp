@@ -351,6 +351,7 @@ std::optional<MemoryReport> Session::memory(const std::string& entry) {
   r.saved_for_backward_bytes = m.saved_bytes;
   r.input_bytes = m.input_bytes;
   r.traces = m.phases;
+  r.peak_live = m.peak_live;
   for (const auto& pt : m.timeline) r.timeline.push_back({pt.phase, pt.index, pt.live_bytes});
   return r;
 }

@@ -4,6 +4,7 @@
 #include "ir/fusion.h"
 #include "ir/op.h"
 
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -50,7 +51,19 @@ class Sim {
       rep.peak_phase = phase;
       rep.peak_index = index;
       rep.peak_stmt = s ? print_stmt_line(*s) : "inputs";
+      rep.peak_live = live_set();
     }
+  }
+
+  std::vector<std::pair<std::string, size_t>> live_set() const {
+    std::vector<std::string> name(bytes_.size());
+    for (const auto& [p, st] : env_)
+      if (name[st].empty() || p->name < name[st]) name[st] = p->name;
+    std::vector<std::pair<std::string, size_t>> out;
+    for (size_t st = 0; st < bytes_.size(); ++st)
+      if (refs_[st] > 0) out.emplace_back(name[st].empty() ? "(caller)" : name[st], bytes_[st]);
+    std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    return out;
   }
 
   void run_stmt(const Stmt& s, int phase, size_t index) {

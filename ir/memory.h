@@ -23,6 +23,9 @@ struct MemReport {
   size_t saved_bytes = 0;      // tensors the forward hands to the backward, inputs excluded
   std::vector<std::string> phases;  // trace names
   std::vector<MemPoint> timeline;
+  // What is live at the peak, largest first: a name per storage (the first proxy holding it;
+  // "(caller)" marks storage only the caller holds) and its bytes.
+  std::vector<std::pair<std::string, size_t>> peak_live;
 };
 
 // The model, which the CPU executor and `tracer run` follow exactly:

@@ -64,6 +64,7 @@ struct MemoryReport {
   size_t saved_for_backward_bytes = 0;
   size_t input_bytes = 0;       // the forward's inputs (parameters and data), held throughout
   std::vector<std::string> traces;
+  std::vector<std::pair<std::string, size_t>> peak_live;  // live at the peak, largest first
   struct Point {
     int trace = 0;
     size_t index = 0;

@@ -167,6 +167,8 @@ int cmd_mem(const Common& c, const std::string& plot) {
     j["saved_for_backward_bytes"] = m->saved_for_backward_bytes;
     j["input_bytes"] = m->input_bytes;
     j["traces"] = m->traces;
+    j["peak_live"] = nlohmann::json::array();
+    for (const auto& [name, bytes] : m->peak_live) j["peak_live"].push_back({{"name", name}, {"bytes", bytes}});
     j["timeline"] = nlohmann::json::array();
     for (const auto& p : m->timeline) j["timeline"].push_back({{"trace", p.trace}, {"index", p.index}, {"live_bytes", p.live_bytes}});
     std::cout << j.dump(1) << "\n";
@@ -177,6 +179,13 @@ int cmd_mem(const Common& c, const std::string& plot) {
             << "  statement:        " << m->peak_statement << "\n"
             << "inputs (held):      " << gib(m->input_bytes) << "\n"
             << "saved for backward: " << gib(m->saved_for_backward_bytes) << "\n";
+  std::cout << "live at the peak (largest first):\n";
+  size_t shown = 0, rest = 0;
+  for (const auto& [name, bytes] : m->peak_live) {
+    if (shown++ < 12) std::cout << fmt::format("  {:>12}  {}\n", gib(bytes), name);
+    else rest += bytes;
+  }
+  if (shown > 12) std::cout << fmt::format("  {:>12}  ({} more)\n", gib(rest), shown - 12);
   size_t i = 0;
   for (const std::string& t : m->traces) {
     size_t n = 0, hi = 0;
