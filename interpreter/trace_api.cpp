@@ -301,6 +301,26 @@ Value b_emit(Interpreter& in, CallArgs& a, SourceLoc loc) {
   return proxy_list(rec.outputs);
 }
 
+// copy_stmt(stmt, subst=None, prefix=None): like emit, but returns the copy instead of
+// recording it (to build a fusion from); with a prefix its outputs get new names in the trace
+// being recorded, and subst maps the old outputs to them.
+Value b_copy_stmt(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  if (a.pos.empty() || !a.pos[0].is(VT::Stmt)) in.fail(loc, "copy_stmt(stmt, subst=None, prefix=None) takes a statement");
+  ir::Trace* t = in.recording_trace();
+  if (!t) in.fail(loc, "copy_stmt() outside of 'with recording(t):'");
+  const Value* sv = a.pos.size() > 1 ? &a.pos[1] : kwarg(a, "subst");
+  const Value* pv = a.pos.size() > 2 ? &a.pos[2] : kwarg(a, "prefix");
+  if (sv && !sv->is_none() && !sv->is(VT::Dict)) in.fail(loc, "copy_stmt(): subst must be a dict from proxies to values");
+  Subst m;
+  m.dict = sv && sv->is(VT::Dict) ? sv->as<DictObj>() : nullptr;
+  std::string prefix = pv && pv->is(VT::Str) ? pv->as<StrObj>()->s : "";
+  const ir::Stmt& s = *a.pos[0].as<StmtObj>()->stmt;
+  auto c = std::make_shared<ir::Stmt>(copy_stmt(s, m, *t, pv && pv->is(VT::Str) ? &prefix : nullptr));
+  if (m.dict && !prefix.empty())
+    for (size_t i = 0; i < s.outputs.size(); ++i) m.dict->set(make<ProxyObj>(s.outputs[i]), make<ProxyObj>(c->outputs[i]));
+  return make<StmtObj>(std::shared_ptr<const ir::Stmt>(c));
+}
+
 Value b_emit_del(Interpreter& in, CallArgs& a, SourceLoc loc) {
   if (a.pos.empty() || a.pos.size() > 2) in.fail(loc, "emit_del(proxies, like=None) takes a list and a statement");
   ir::Stmt d;
@@ -527,11 +547,10 @@ Value b_emit_fusion(Interpreter& in, CallArgs& a, SourceLoc loc) {
     for (const ir::Arg& x : s.args) ir::for_each_proxy(x, use);
     for (const auto& kv : s.kwargs) ir::for_each_proxy(kv.second, use);
     for (const auto& p : s.outputs) defined.insert(p.get());
-    if (f.subsymbols.empty()) {
-      f.loc = s.loc;
-      f.region = s.region;
-      f.region_id = s.region_id;
-    }
+    // The fusion stands where its last statement stood (earlier ones may be recomputed copies).
+    f.loc = s.loc;
+    f.region = s.region;
+    f.region_id = s.region_id;
     ir::Stmt c = s;
     c.region.clear();
     c.region_id = 0;
@@ -567,6 +586,9 @@ const BuiltinDef kTraceBuiltins[] = {
     {"emit", b_emit,
      "emit(stmt, subst=None, prefix=None): records a copy of stmt, arguments replaced by subst (a dict "
      "proxy -> value); with prefix, outputs are new proxies named prefix + name, added to subst."},
+    {"copy_stmt", b_copy_stmt,
+     "copy_stmt(stmt, subst=None, prefix=None): a copy of stmt as emit would record it, returned instead (for "
+     "emit_fusion)."},
     {"emit_del", b_emit_del, "emit_del(proxies, like=None): records 'del' of the proxies (in like's region)."},
     {"flatten", b_flatten,
      "flatten(t, keep=[]): t with every composite and fusion replaced by its primitives, except the callees in keep."},

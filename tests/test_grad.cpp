@@ -219,11 +219,12 @@ std::string run_to_dir(const std::string& file, const std::vector<std::string>& 
 
 }  // namespace
 
-TEST_CASE("checkpoint and philox leave gradients bit for bit equal, dropout included", "[grad][checkpoint]") {
+TEST_CASE("checkpoint, philox, remat and fuse leave gradients bit for bit equal, dropout included", "[grad][checkpoint]") {
   std::string f = source_dir() + "/examples/llama_mlp_checkpoint.trace";
   std::string plain = run_to_dir(f, {"grad", "del_last_used"}, "plain");
   std::string ckpt = run_to_dir(f, {"grad", "checkpoint", "del_last_used"}, "ckpt");
   std::string philox = run_to_dir(f, {"grad", "philox", "del_last_used"}, "philox");
+  std::string all = run_to_dir(f, {"grad", "checkpoint", "philox", "remat", "fuse", "del_last_used"}, "all");
   size_t files = 0;
   for (const auto& e : std::filesystem::directory_iterator(plain)) {
     std::string name = e.path().filename().string();
@@ -231,6 +232,7 @@ TEST_CASE("checkpoint and philox leave gradients bit for bit equal, dropout incl
     std::string a = read_file(e.path().string());
     CHECK(a == read_file(ckpt + "/" + name));
     CHECK(a == read_file(philox + "/" + name));
+    CHECK(a == read_file(all + "/" + name));
     ++files;
   }
   CHECK(files == 1 + 1 + 3 * 3);  // the loss, then the gradients of x and of 3 blocks' 3 weights
@@ -273,6 +275,7 @@ TEST_CASE("the standard pipeline never raises the estimated peak over the untran
     CHECK(peak({"grad", "philox", "del_last_used"}) <= base);
     CHECK(peak({"grad", "checkpoint", "philox", "del_last_used"}) <= base);
     CHECK(peak({"grad", "cse", "dce", "del_last_used"}) <= base);
+    CHECK(peak({"grad", "checkpoint", "philox", "remat", "fuse", "del_last_used"}) <= base);
   }
 }
 
