@@ -37,7 +37,7 @@ Value Interpreter::load_name(const Expr& e, Frame& fr) {
 }
 
 Value Interpreter::make_function(const FuncInfo& info, Frame& fr, SourceLoc loc) {
-  auto* f = new FunctionObj();
+  auto* f = new FunctionObj(&functions_);
   Value fv(f);
   f->info = &info;
   f->module = fr.module->shared_from_this();

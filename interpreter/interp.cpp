@@ -51,8 +51,24 @@ Interpreter::Interpreter(SourceManager& sm, Options opts) : sm_(sm), opts_(opts)
 }
 
 Interpreter::~Interpreter() {
-  // Functions hold their module and modules hold their functions: break the cycles.
+  // Functions hold their module and modules hold their functions, and closures can hold
+  // themselves through their cells: break every cycle, then let reference counts free the rest.
+  passes_.clear();
   for (auto& m : modules_) m->globals.clear();
+  while (!functions_.empty()) {
+    std::vector<Value> keep;  // hold them while their closures are cleared
+    for (auto& kv : functions_) {
+      keep.emplace_back(kv.second);
+      kv.second->registry = nullptr;
+    }
+    functions_.clear();
+    for (Value& v : keep) {
+      auto* f = v.as<FunctionObj>();
+      f->closure.clear();
+      f->defaults.clear();
+      f->annotations.clear();
+    }
+  }
 }
 
 std::shared_ptr<Module> Interpreter::parse(const std::string& name, std::string text, DiagnosticList& diags) {

@@ -125,6 +125,7 @@ class Interpreter {
   std::vector<std::shared_ptr<Module>> modules_;
   std::vector<int32_t> stdlib_files_;
   std::map<std::string, Value> passes_;
+  FunctionRegistry functions_;  // every live function, to break closure cycles at the end
   Recorder rec_;
   int64_t steps_ = 0;
   int depth_ = 0;

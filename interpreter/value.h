@@ -132,7 +132,12 @@ struct CellObj : Object {
   CellObj() : Object(VT::Cell) {}
 };
 
+// Functions are registered with their interpreter so that, when it is destroyed, it can break
+// the reference cycles closures make (a recursive inner function holds the cell that holds it).
+using FunctionRegistry = std::unordered_map<const void*, struct FunctionObj*>;
+
 struct FunctionObj : Object {
+  FunctionRegistry* registry = nullptr;
   const FuncInfo* info = nullptr;
   std::shared_ptr<Module> module;
   std::vector<Value> defaults;     // parallel to params (None where there is no default)
@@ -140,7 +145,12 @@ struct FunctionObj : Object {
   std::vector<Value> closure;      // cells
   bool composite = false;          // a stdlib op: recorded as one statement with subsymbols
   std::string qualname;            // "ltorch.linear"
-  FunctionObj() : Object(VT::Function) {}
+  explicit FunctionObj(FunctionRegistry* r = nullptr) : Object(VT::Function), registry(r) {
+    if (registry) (*registry)[this] = this;
+  }
+  ~FunctionObj() override {
+    if (registry) registry->erase(this);
+  }
 };
 
 class Interpreter;
