@@ -281,43 +281,37 @@ Value b_recording(Interpreter& in, CallArgs& a, SourceLoc loc) {
   return make<RecordingObj>(want_trace(in, a.pos[0], "recording", loc));
 }
 
-Value b_emit(Interpreter& in, CallArgs& a, SourceLoc loc) {
-  if (a.pos.empty() || !a.pos[0].is(VT::Stmt)) in.fail(loc, "emit(stmt, subst=None, prefix=None) takes a statement");
+// The copy emit and copy_stmt make of (stmt, subst=None, prefix=None): arguments substituted
+// through subst; with a prefix, outputs renamed in the trace being recorded and written into
+// subst (old -> new).
+ir::Stmt copy_for_recording(Interpreter& in, CallArgs& a, SourceLoc loc, const char* fn) {
+  std::string name(fn);
+  if (a.pos.empty() || !a.pos[0].is(VT::Stmt)) in.fail(loc, name + "(stmt, subst=None, prefix=None) takes a statement");
   ir::Trace* t = in.recording_trace();
-  if (!t) in.fail(loc, "emit() outside of 'with recording(t):'");
+  if (!t) in.fail(loc, name + "() outside of 'with recording(t):'");
   const Value* sv = a.pos.size() > 1 ? &a.pos[1] : kwarg(a, "subst");
   const Value* pv = a.pos.size() > 2 ? &a.pos[2] : kwarg(a, "prefix");
-  if (sv && !sv->is_none() && !sv->is(VT::Dict)) in.fail(loc, "emit(): subst must be a dict from proxies to values");
+  if (sv && !sv->is_none() && !sv->is(VT::Dict)) in.fail(loc, name + "(): subst must be a dict from proxies to values");
   Subst m;
   m.dict = sv && sv->is(VT::Dict) ? sv->as<DictObj>() : nullptr;
   std::string prefix = pv && pv->is(VT::Str) ? pv->as<StrObj>()->s : "";
   const ir::Stmt& s = *a.pos[0].as<StmtObj>()->stmt;
   ir::Stmt c = copy_stmt(s, m, *t, pv && pv->is(VT::Str) ? &prefix : nullptr);
-  register_names(*t, c);
-  in.record(std::move(c));
-  const ir::Stmt& rec = in.last_recorded();
   if (m.dict && !prefix.empty())
-    for (size_t i = 0; i < s.outputs.size(); ++i) m.dict->set(make<ProxyObj>(s.outputs[i]), make<ProxyObj>(rec.outputs[i]));
-  return proxy_list(rec.outputs);
+    for (size_t i = 0; i < s.outputs.size(); ++i) m.dict->set(make<ProxyObj>(s.outputs[i]), make<ProxyObj>(c.outputs[i]));
+  return c;
 }
 
-// copy_stmt(stmt, subst=None, prefix=None): like emit, but returns the copy instead of
-// recording it (to build a fusion from); with a prefix its outputs get new names in the trace
-// being recorded, and subst maps the old outputs to them.
+Value b_emit(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  ir::Stmt c = copy_for_recording(in, a, loc, "emit");
+  register_names(*in.recording_trace(), c);
+  in.record(std::move(c));
+  return proxy_list(in.last_recorded().outputs);
+}
+
+// copy_stmt: like emit, but returns the copy instead of recording it (to build a fusion from).
 Value b_copy_stmt(Interpreter& in, CallArgs& a, SourceLoc loc) {
-  if (a.pos.empty() || !a.pos[0].is(VT::Stmt)) in.fail(loc, "copy_stmt(stmt, subst=None, prefix=None) takes a statement");
-  ir::Trace* t = in.recording_trace();
-  if (!t) in.fail(loc, "copy_stmt() outside of 'with recording(t):'");
-  const Value* sv = a.pos.size() > 1 ? &a.pos[1] : kwarg(a, "subst");
-  const Value* pv = a.pos.size() > 2 ? &a.pos[2] : kwarg(a, "prefix");
-  if (sv && !sv->is_none() && !sv->is(VT::Dict)) in.fail(loc, "copy_stmt(): subst must be a dict from proxies to values");
-  Subst m;
-  m.dict = sv && sv->is(VT::Dict) ? sv->as<DictObj>() : nullptr;
-  std::string prefix = pv && pv->is(VT::Str) ? pv->as<StrObj>()->s : "";
-  const ir::Stmt& s = *a.pos[0].as<StmtObj>()->stmt;
-  auto c = std::make_shared<ir::Stmt>(copy_stmt(s, m, *t, pv && pv->is(VT::Str) ? &prefix : nullptr));
-  if (m.dict && !prefix.empty())
-    for (size_t i = 0; i < s.outputs.size(); ++i) m.dict->set(make<ProxyObj>(s.outputs[i]), make<ProxyObj>(c->outputs[i]));
+  auto c = std::make_shared<ir::Stmt>(copy_for_recording(in, a, loc, "copy_stmt"));
   return make<StmtObj>(std::shared_ptr<const ir::Stmt>(c));
 }
 
