@@ -139,15 +139,17 @@ bool same_key(const Value& a, const Value& b) {
 int64_t DictObj::probe(const Value& k, size_t h, int64_t* free_slot) const {
   size_t mask = table_.size() - 1, i = h & mask;
   int64_t first_free = -1;
+  uint32_t tag = static_cast<uint32_t>(h ^ (h >> 32));
   while (true) {
-    int32_t t = table_[i];
+    const Slot& slot = table_[i];
+    int32_t t = slot.index;
     if (t == -1) {
       if (free_slot) *free_slot = first_free >= 0 ? first_free : static_cast<int64_t>(i);
       return -1;
     }
     if (t == -2) {
       if (first_free < 0) first_free = static_cast<int64_t>(i);
-    } else if (hashes_[static_cast<size_t>(t)] == h && same_key(entries[static_cast<size_t>(t)].first, k)) {
+    } else if (slot.tag == tag && same_key(entries[static_cast<size_t>(t)].first, k)) {
       return t;
     }
     i = (i + 1) & mask;
@@ -155,14 +157,14 @@ int64_t DictObj::probe(const Value& k, size_t h, int64_t* free_slot) const {
 }
 
 void DictObj::rebuild(size_t capacity) {
-  table_.assign(capacity, -1);
+  table_.assign(capacity, Slot{-1, 0});
   used_ = 0;
   size_t mask = capacity - 1;
   for (size_t e = 0; e < entries.size(); ++e) {
     if (entries[e].first.is(VT::Unbound)) continue;
-    size_t i = hashes_[e] & mask;
-    while (table_[i] != -1) i = (i + 1) & mask;
-    table_[i] = static_cast<int32_t>(e);
+    size_t h = hashes_[e], i = h & mask;
+    while (table_[i].index != -1) i = (i + 1) & mask;
+    table_[i] = Slot{static_cast<int32_t>(e), static_cast<uint32_t>(h ^ (h >> 32))};
     ++used_;
   }
 }
@@ -187,8 +189,8 @@ void DictObj::set(const Value& k, Value v) {
     entries[static_cast<size_t>(e)].second = std::move(v);
     return;
   }
-  if (table_[static_cast<size_t>(slot)] == -1) ++used_;
-  table_[static_cast<size_t>(slot)] = static_cast<int32_t>(entries.size());
+  if (table_[static_cast<size_t>(slot)].index == -1) ++used_;
+  table_[static_cast<size_t>(slot)] = Slot{static_cast<int32_t>(entries.size()), static_cast<uint32_t>(h ^ (h >> 32))};
   entries.emplace_back(k, std::move(v));
   hashes_.push_back(h);
 }
@@ -196,10 +198,10 @@ void DictObj::set(const Value& k, Value v) {
 bool DictObj::erase(const Value& k) {
   if (table_.empty()) return false;
   size_t h = key_hash(k), mask = table_.size() - 1, i = h & mask;
-  while (table_[i] != -1) {
-    int32_t t = table_[i];
+  while (table_[i].index != -1) {
+    int32_t t = table_[i].index;
     if (t >= 0 && hashes_[static_cast<size_t>(t)] == h && same_key(entries[static_cast<size_t>(t)].first, k)) {
-      table_[i] = -2;
+      table_[i].index = -2;
       entries[static_cast<size_t>(t)] = {Value::unbound(), Value()};
       if (++dead > 16 && dead * 2 > entries.size()) {
         compact();

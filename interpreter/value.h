@@ -102,7 +102,13 @@ struct DictObj : Object {
 
  private:
   // Open addressing over entry indices (-1 empty, -2 erased); the table's size is a power of two.
-  std::vector<int32_t> table_;
+  // A slot holds an entry index and 32 bits of the key's hash, so a probe rejects other keys
+  // without touching the entries.
+  struct Slot {
+    int32_t index;
+    uint32_t tag;
+  };
+  std::vector<Slot> table_;
   std::vector<size_t> hashes_;  // parallel to entries
   size_t used_ = 0;             // table slots that are not empty (erased ones included)
   int64_t probe(const Value& k, size_t h, int64_t* free_slot) const;
