@@ -327,6 +327,14 @@ Flow Interpreter::exec_stmt(const Stmt& s, Frame& fr) {
           if (c == 1) return Flow::Normal;
           if (c == 2) return Flow::Return;
         }
+      } else if (it.is(VT::List)) {
+        // Over the live list, as Python does (no copy; items appended in the loop are seen).
+        const auto& items = it.as<ListObj>()->items;
+        for (size_t i = 0; i < items.size(); ++i) {
+          int c = body(items[i]);
+          if (c == 1) return Flow::Normal;
+          if (c == 2) return Flow::Return;
+        }
       } else {
         for (Value& x : iterate(it, s.value->loc)) {
           int c = body(std::move(x));
