@@ -11,6 +11,52 @@ void flat_prims(const Stmt& s, std::vector<const Stmt*>& out) {
   for (const Stmt& sub : s.subsymbols) flat_prims(sub, out);
 }
 
+void dying_after(const std::vector<Stmt>& stmts, size_t i, std::unordered_set<const Proxy*>& out) {
+  out.clear();
+  if (stmts[i].kind == StmtKind::Del) return;
+  for (size_t j = i + 1; j < stmts.size() && stmts[j].kind == StmtKind::Del; ++j)
+    for (const ProxyPtr& p : stmts[j].deleted) out.insert(p.get());
+}
+
+bool swaps_last_two(const Stmt& s) {
+  if (s.kind != StmtKind::Prim || !s.op || s.op->name != "transpose" || s.args.size() < 2) return false;
+  if (s.args[0].kind != Arg::Kind::Proxy || !s.args[1].is_seq()) return false;
+  const std::vector<Arg>& perm = s.args[1].items;
+  size_t n = perm.size();
+  if (n < 2 || n != s.args[0].proxy->type.shape.size()) return false;
+  for (size_t d = 0; d < n; ++d) {
+    if (perm[d].kind != Arg::Kind::Int) return false;
+    int64_t want = d == n - 2 ? int64_t(n - 1) : d == n - 1 ? int64_t(n - 2) : int64_t(d);
+    if (perm[d].i != want) return false;
+  }
+  return true;
+}
+
+std::unordered_set<const Proxy*> lazy_transposes(const std::vector<Stmt>& stmts, const Arg* output) {
+  std::unordered_set<const Proxy*> lazy;
+  for (const Stmt& s : stmts)
+    if (swaps_last_two(s) && s.outputs.size() == 1) lazy.insert(s.outputs[0].get());
+  if (lazy.empty()) return lazy;
+  auto reject = [&](const ProxyPtr& p) { lazy.erase(p.get()); };
+  for (const Stmt& s : stmts) {
+    if (s.kind == StmtKind::Del) continue;
+    if (s.kind == StmtKind::Prim && s.op && s.op->name == "matmul") {
+      // Only the operands themselves; a matmul that reads one value as both operands copies.
+      if (s.args.size() == 2 && s.args[0].kind == Arg::Kind::Proxy && s.args[1].kind == Arg::Kind::Proxy &&
+          s.args[0].proxy == s.args[1].proxy)
+        reject(s.args[0].proxy);
+      continue;
+    }
+    for (const Arg& a : s.args) for_each_proxy(a, reject);
+    for (const auto& kv : s.kwargs) for_each_proxy(kv.second, reject);
+    // A value redefined by a later statement is not this transpose's output any more.
+    if (!swaps_last_two(s))
+      for (const ProxyPtr& p : s.outputs) reject(p);
+  }
+  if (output) for_each_proxy(*output, reject);
+  return lazy;
+}
+
 bool runs_fused(const Stmt& s) {
   if (s.kind != StmtKind::Composite && s.kind != StmtKind::Fusion) return false;
   if (s.outputs.empty()) return false;

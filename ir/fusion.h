@@ -2,6 +2,7 @@
 // elementwise primitives runs in blocks of rows, so its intermediates never exist at full size.
 // The executor and the memory estimator both use runs_fused() to decide.
 #pragma once
+#include <unordered_set>
 #include <vector>
 
 #include "ir/op.h"
@@ -16,5 +17,19 @@ bool runs_fused(const Stmt& s);
 
 // The primitives of s in execution order (composites inside expanded).
 void flat_prims(const Stmt& s, std::vector<const Stmt*>& out);
+
+// The proxies that die right after stmts[i]: those the `del` statements immediately following it
+// delete (empty when stmts[i] is itself a `del`). Buffer reuse takes its donors from these.
+void dying_after(const std::vector<Stmt>& stmts, size_t i, std::unordered_set<const Proxy*>& out);
+
+// The transposes the executor leaves unmaterialized: prims.transpose statements that swap the
+// last two dimensions (rank 2 or more, the rest in place) and whose output only prims.matmul
+// statements of the same list read (and `del`s delete), not `output`. Such an output shares its
+// input's buffer and the matmul reads it transposed (BLAS's transpose flag), as PyTorch's
+// transposed views are. The estimator counts them the same way.
+std::unordered_set<const Proxy*> lazy_transposes(const std::vector<Stmt>& stmts, const Arg* output);
+
+// Whether s is a transpose of the last two dimensions of its (proxy) input.
+bool swaps_last_two(const Stmt& s);
 
 }  // namespace tracer::ir

@@ -66,9 +66,30 @@ class Sim {
     return out;
   }
 
-  void run_stmt(const Stmt& s, int phase, size_t index) {
+  // The executor's buffer reuse (find_donor in ir/execute.cpp): an argument that dies after s,
+  // whose buffer nobody else holds, with the output's dtype and shape, becomes the output.
+  int donor_arg(const Stmt& s, const TensorType& out, const std::unordered_set<const Proxy*>& dying,
+                std::vector<int>& taken) const {
+    int found = -1;
+    for (const Arg& a : s.args)
+      for_each_proxy(a, [&](const ProxyPtr& p) {
+        if (found >= 0 || !dying.count(p.get())) return;
+        if (p->type.dtype != out.dtype || p->type.shape != out.shape) return;
+        int st = storage(p.get());
+        if (st < 0 || refs_[st] != 1 || bytes_[st] != out.nbytes()) return;
+        if (std::find(taken.begin(), taken.end(), st) != taken.end()) return;
+        found = st;
+      });
+    if (found >= 0) taken.push_back(found);
+    return found;
+  }
+
+  void run_stmt(const Stmt& s, int phase, size_t index, const std::unordered_set<const Proxy*>& dying) {
     if (runs_fused(s)) {  // block by block: only the outputs exist at full size
-      for (const auto& p : s.outputs) define(p.get(), new_storage(p->type.nbytes()));
+      std::vector<int> taken, st;
+      for (const auto& p : s.outputs) st.push_back(dying.empty() ? -1 : donor_arg(s, p->type, dying, taken));
+      for (size_t i = 0; i < s.outputs.size(); ++i)
+        define(s.outputs[i].get(), st[i] >= 0 ? st[i] : new_storage(s.outputs[i]->type.nbytes()));
       note_peak(phase, index, &s);
       return;
     }
@@ -77,15 +98,24 @@ class Sim {
         for (const auto& p : s.deleted) drop(p.get());
         return;
       case StmtKind::Prim: {
-        bool alias = s.op && s.op->name == "reshape" && !s.args.empty() && s.args[0].kind == Arg::Kind::Proxy &&
-                     storage(s.args[0].proxy.get()) >= 0;
-        for (const auto& p : s.outputs) define(p.get(), alias ? storage(s.args[0].proxy.get()) : new_storage(p->type.nbytes()));
+        bool alias = s.op && (s.op->name == "reshape" || (lazy_ && s.outputs.size() == 1 && lazy_->count(s.outputs[0].get()))) &&
+                     !s.args.empty() && s.args[0].kind == Arg::Kind::Proxy && storage(s.args[0].proxy.get()) >= 0;
+        int donor = -1;
+        if (!alias && !dying.empty() && s.op && s.op->kind == OpKind::Elementwise && s.outputs.size() == 1) {
+          std::vector<int> taken;
+          donor = donor_arg(s, s.outputs[0]->type, dying, taken);
+        }
+        for (const auto& p : s.outputs)
+          define(p.get(), alias ? storage(s.args[0].proxy.get()) : donor >= 0 ? donor : new_storage(p->type.nbytes()));
         note_peak(phase, index, &s);
         return;
       }
       case StmtKind::Composite:
       case StmtKind::Fusion: {
-        for (const Stmt& sub : s.subsymbols) run_stmt(sub, phase, index);
+        const std::unordered_set<const Proxy*>* lazy = lazy_;
+        lazy_ = nullptr;
+        for (const Stmt& sub : s.subsymbols) run_stmt(sub, phase, index, {});
+        lazy_ = lazy;
         std::unordered_set<const Proxy*> outs;
         for (const auto& p : s.outputs) outs.insert(p.get());
         for (const Stmt& sub : s.subsymbols)
@@ -98,10 +128,15 @@ class Sim {
   }
 
   void run_trace(const Trace& t, int phase) {
+    std::unordered_set<const Proxy*> lazy = lazy_transposes(t.stmts, &t.output);
+    lazy_ = &lazy;
+    std::unordered_set<const Proxy*> dying;
     for (size_t i = 0; i < t.stmts.size(); ++i) {
-      run_stmt(t.stmts[i], phase, i);
+      dying_after(t.stmts, i, dying);
+      run_stmt(t.stmts[i], phase, i, dying);
       rep.timeline.push_back({phase, i, live_});
     }
+    lazy_ = nullptr;
   }
 
   // Ends a trace: its values die, except what it returns, which its caller now holds.
@@ -126,6 +161,7 @@ class Sim {
   std::vector<int> refs_;
   std::unordered_map<const Proxy*, int> env_;
   size_t live_ = 0;
+  const std::unordered_set<const Proxy*>* lazy_ = nullptr;  // this trace's lazy transposes
 };
 
 }  // namespace

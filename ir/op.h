@@ -31,6 +31,12 @@ struct ExecContext {
   rt::Allocator* allocator = nullptr;
   uint64_t seed = 0;
   uint64_t rng_offset = 0;  // advanced by each stateful uniform
+  // For an elementwise primitive: a buffer its output may take (see rt::binary), set by the
+  // executor when an argument dies at this statement. Null otherwise.
+  rt::Tensor* reuse = nullptr;
+  // For matmul: the operand's tensor is stored as the transpose of its last two dimensions (a
+  // transpose the executor did not materialize; see lazy_transposes in ir/fusion.h).
+  bool matmul_transposed[2] = {false, false};
 };
 
 using MetaFn = std::vector<TensorType> (*)(const std::vector<Arg>& args);

@@ -30,7 +30,7 @@ std::vector<TensorType> meta_unary(const std::vector<Arg>& a) { return {unary_ty
 template <UnaryOp U, UnaryRule R>
 std::vector<rt::Tensor> cpu_unary(const std::vector<Arg>& a, ExecContext& c) {
   TensorType t = unary_type(a[0], R);
-  return one(rt::unary(U, a[0].tensor, t.dtype, alloc(c)));
+  return one(rt::unary(U, a[0].tensor, t.dtype, alloc(c), c.reuse));
 }
 
 template <BinaryOp B, BinaryRule R>
@@ -41,7 +41,7 @@ std::vector<TensorType> meta_binary(const std::vector<Arg>& a) {
 template <BinaryOp B, BinaryRule R>
 std::vector<rt::Tensor> cpu_binary(const std::vector<Arg>& a, ExecContext& c) {
   BinaryTypes t = binary_type(a[0], a[1], R);
-  return one(rt::binary(B, to_operand(a[0]), to_operand(a[1]), t.compute, t.out.dtype, alloc(c)));
+  return one(rt::binary(B, to_operand(a[0]), to_operand(a[1]), t.compute, t.out.dtype, alloc(c), c.reuse));
 }
 
 std::vector<TensorType> meta_where(const std::vector<Arg>& a) { return {where_type(a[0], a[1], a[2])}; }
@@ -49,7 +49,7 @@ std::vector<rt::Tensor> cpu_where(const std::vector<Arg>& a, ExecContext& c) {
   TensorType t = where_type(a[0], a[1], a[2]);
   rt::Tensor cond = a[0].tensor;
   if (cond.dtype() != rt::DType::b8) cond = rt::cast(cond, rt::DType::b8, alloc(c));
-  return one(rt::where(cond, to_operand(a[1]), to_operand(a[2]), t.dtype, alloc(c)));
+  return one(rt::where(cond, to_operand(a[1]), to_operand(a[2]), t.dtype, alloc(c), c.reuse));
 }
 
 std::vector<TensorType> meta_convert(const std::vector<Arg>& a) {
@@ -114,7 +114,7 @@ std::vector<rt::Tensor> cpu_reduce(const std::vector<Arg>& a, ExecContext& c) {
 
 std::vector<TensorType> meta_matmul(const std::vector<Arg>& a) { return {matmul_type(a[0], a[1])}; }
 std::vector<rt::Tensor> cpu_matmul(const std::vector<Arg>& a, ExecContext& c) {
-  return one(rt::matmul(a[0].tensor, a[1].tensor, alloc(c)));
+  return one(rt::matmul(a[0].tensor, a[1].tensor, alloc(c), c.matmul_transposed[0], c.matmul_transposed[1]));
 }
 
 std::vector<TensorType> meta_linear(const std::vector<Arg>& a) { return {linear_type(a[0], a[1], a[2])}; }

@@ -32,10 +32,15 @@ using Operand = std::variant<Tensor, Scalar>;
 // Computes in f32 for f16/bf16 (f64 for f64, int64 for integers) and stores as out_dtype.
 // compute_dtype is the dtype the inputs are converted to before the op (the promoted type);
 // for comparisons out_dtype is b8.
-Tensor unary(UnaryOp op, const Tensor& a, DType out_dtype, Allocator* al);
+// reuse: a buffer the output may be written into when it has the output's dtype and shape (the
+// caller's promise: nobody else reads it afterwards). It may be one of the operands: element i of
+// the output depends only on element i of each same-shaped operand, and every block is read
+// before it is written. Left untouched when it does not fit.
+Tensor unary(UnaryOp op, const Tensor& a, DType out_dtype, Allocator* al, Tensor* reuse = nullptr);
 Tensor binary(BinaryOp op, const Operand& a, const Operand& b, DType compute_dtype,
-              DType out_dtype, Allocator* al);
-Tensor where(const Tensor& cond, const Operand& a, const Operand& b, DType out_dtype, Allocator* al);
+              DType out_dtype, Allocator* al, Tensor* reuse = nullptr);
+Tensor where(const Tensor& cond, const Operand& a, const Operand& b, DType out_dtype, Allocator* al,
+             Tensor* reuse = nullptr);
 Tensor cast(const Tensor& a, DType to, Allocator* al);
 
 // Shape ops (each returns a new contiguous tensor; reshape may share storage).
@@ -56,7 +61,10 @@ Tensor reduce(ReduceOp op, const Tensor& a, const std::vector<int64_t>& dims, bo
 
 // Batched matmul with broadcasting of batch dims (NumPy matmul rules, 1-D operands allowed).
 // f32/f64 through BLAS; f16/bf16 converted to f32, multiplied, converted back; integers naive.
-Tensor matmul(const Tensor& a, const Tensor& b, Allocator* al);
+// transpose_a / transpose_b: the operand is stored as the transpose of its last two dimensions
+// (BLAS reads it transposed; nothing is copied).
+Tensor matmul(const Tensor& a, const Tensor& b, Allocator* al, bool transpose_a = false,
+              bool transpose_b = false);
 
 Tensor full(const Shape& shape, Scalar value, DType dt, Allocator* al);
 // 0, 1, ..., n-1 times step plus start, as dt.

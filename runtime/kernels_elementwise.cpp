@@ -293,9 +293,15 @@ Shape broadcast_or_throw(const char* what, const Shape& a, const Shape& b) {
                                 shape_str(b) + " cannot be broadcast");
   return *s;
 }
+
+// The output tensor: *reuse when it fits, else a new one.
+Tensor output(DType dt, const Shape& shape, Allocator* al, Tensor* reuse) {
+  if (reuse && reuse->defined() && reuse->dtype() == dt && reuse->shape() == shape) return std::move(*reuse);
+  return Tensor::empty(dt, shape, al);
+}
 }  // namespace
 
-Tensor unary(UnaryOp op, const Tensor& a, DType out_dtype, Allocator* al) {
+Tensor unary(UnaryOp op, const Tensor& a, DType out_dtype, Allocator* al, Tensor* reuse) {
   require_defined(a, "unary");
   // Integer inputs to float-valued ops (exp of an int tensor) compute in the output's float type.
   Math m = is_float(a.dtype()) ? math_of(a.dtype()) : is_float(out_dtype) ? math_of(out_dtype) : Math::i64;
@@ -303,7 +309,7 @@ Tensor unary(UnaryOp op, const Tensor& a, DType out_dtype, Allocator* al) {
     throw std::invalid_argument(std::string("bitwise_not: unsupported dtype ") + dtype_name(a.dtype()));
   // On bool, bitwise not is logical not (~1 would be nonzero).
   if (op == UnaryOp::bitwise_not && a.dtype() == DType::b8) op = UnaryOp::logical_not;
-  Tensor out = Tensor::empty(out_dtype, a.shape(), al);
+  Tensor out = output(out_dtype, a.shape(), al, reuse);
   Src src = make_src(a, a.shape());
   dispatch_math(m, [&](auto tag) {
     using C = typename decltype(tag)::type;
@@ -319,12 +325,12 @@ Tensor unary(UnaryOp op, const Tensor& a, DType out_dtype, Allocator* al) {
 }
 
 Tensor binary(BinaryOp op, const Operand& a, const Operand& b, DType compute_dtype,
-              DType out_dtype, Allocator* al) {
+              DType out_dtype, Allocator* al, Tensor* reuse) {
   Shape shape = broadcast_or_throw("binary", operand_shape(a), operand_shape(b));
   Math m = math_of(compute_dtype);
   if (is_bitwise(op) && m != Math::i64)
     throw std::invalid_argument(std::string("bitwise op: unsupported dtype ") + dtype_name(compute_dtype));
-  Tensor out = Tensor::empty(out_dtype, shape, al);
+  Tensor out = output(out_dtype, shape, al, reuse);
   Src sa = make_src(a, shape), sb = make_src(b, shape);
   dispatch_math(m, [&](auto tag) {
     using C = typename decltype(tag)::type;
@@ -340,11 +346,12 @@ Tensor binary(BinaryOp op, const Operand& a, const Operand& b, DType compute_dty
   return out;
 }
 
-Tensor where(const Tensor& cond, const Operand& a, const Operand& b, DType out_dtype, Allocator* al) {
+Tensor where(const Tensor& cond, const Operand& a, const Operand& b, DType out_dtype, Allocator* al,
+             Tensor* reuse) {
   require_defined(cond, "where");
   Shape shape = broadcast_or_throw("where", cond.shape(), operand_shape(a));
   shape = broadcast_or_throw("where", shape, operand_shape(b));
-  Tensor out = Tensor::empty(out_dtype, shape, al);
+  Tensor out = output(out_dtype, shape, al, reuse);
   Src sc = make_src(cond, shape), sa = make_src(a, shape), sb = make_src(b, shape);
   dispatch_math(math_of(out_dtype), [&](auto tag) {
     using C = typename decltype(tag)::type;

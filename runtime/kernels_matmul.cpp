@@ -13,6 +13,7 @@ using namespace detail;
 namespace {
 struct MatmulPlan {
   int64_t M = 0, K = 0, N = 0;
+  bool ta = false, tb = false;  // a is stored as [..., K, M], b as [..., N, K]
   Shape out_shape;
   std::vector<int64_t> a_batch, b_batch;  // matrix index in a and b for each output batch
 };
@@ -40,13 +41,22 @@ std::vector<int64_t> batch_indices(const Shape& own, const Shape& batch) {
   return out;
 }
 
-MatmulPlan make_plan(const Tensor& a, const Tensor& b) {
+Shape logical_shape(const Tensor& t, bool transposed) {
+  Shape s = t.shape();
+  if (transposed) std::swap(s[s.size() - 1], s[s.size() - 2]);
+  return s;
+}
+
+MatmulPlan make_plan(const Tensor& a, const Tensor& b, bool ta, bool tb) {
   if (a.dim() == 0 || b.dim() == 0) fail(a, b, "0-d operand");
-  Shape as = a.shape(), bs = b.shape();
+  if ((ta && a.dim() < 2) || (tb && b.dim() < 2)) fail(a, b, "a transposed operand needs 2 dimensions");
+  Shape as = logical_shape(a, ta), bs = logical_shape(b, tb);
   bool a_vec = as.size() == 1, b_vec = bs.size() == 1;
   if (a_vec) as.insert(as.begin(), 1);
   if (b_vec) bs.push_back(1);
   MatmulPlan p;
+  p.ta = ta;
+  p.tb = tb;
   p.M = as[as.size() - 2];
   p.K = as.back();
   p.N = bs.back();
@@ -63,15 +73,16 @@ MatmulPlan make_plan(const Tensor& a, const Tensor& b) {
   return p;
 }
 
-void gemm(const float* A, const float* B, float* C, int64_t M, int64_t N, int64_t K) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(M), static_cast<int>(N),
-              static_cast<int>(K), 1.0f, A, static_cast<int>(K), B, static_cast<int>(N), 0.0f, C,
-              static_cast<int>(N));
+// C[M, N] = op(A) op(B); a transposed A is stored [K, M], a transposed B [N, K] (row-major).
+void gemm(const float* A, const float* B, float* C, int64_t M, int64_t N, int64_t K, bool ta, bool tb) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(M),
+              static_cast<int>(N), static_cast<int>(K), 1.0f, A, static_cast<int>(ta ? M : K), B,
+              static_cast<int>(tb ? K : N), 0.0f, C, static_cast<int>(N));
 }
-void gemm(const double* A, const double* B, double* C, int64_t M, int64_t N, int64_t K) {
-  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(M), static_cast<int>(N),
-              static_cast<int>(K), 1.0, A, static_cast<int>(K), B, static_cast<int>(N), 0.0, C,
-              static_cast<int>(N));
+void gemm(const double* A, const double* B, double* C, int64_t M, int64_t N, int64_t K, bool ta, bool tb) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(M),
+              static_cast<int>(N), static_cast<int>(K), 1.0, A, static_cast<int>(ta ? M : K), B,
+              static_cast<int>(tb ? K : N), 0.0, C, static_cast<int>(N));
 }
 
 template <class F>
@@ -84,14 +95,15 @@ void blas_matmul(const MatmulPlan& p, const F* A, const F* B, F* C) {
     return;
   }
   // When b is shared by every batch and a's batches are in order, stack them into one tall gemm.
-  bool stack = true;
+  bool stack = !p.ta;
   for (int64_t i = 0; i < nb && stack; ++i) stack = p.b_batch[i] == 0 && p.a_batch[i] == i;
   if (stack) {
-    gemm(A, B, C, nb * p.M, p.N, p.K);
+    gemm(A, B, C, nb * p.M, p.N, p.K, false, p.tb);
     return;
   }
   for (int64_t i = 0; i < nb; ++i)
-    gemm(A + p.a_batch[i] * p.M * p.K, B + p.b_batch[i] * p.K * p.N, C + i * p.M * p.N, p.M, p.N, p.K);
+    gemm(A + p.a_batch[i] * p.M * p.K, B + p.b_batch[i] * p.K * p.N, C + i * p.M * p.N, p.M, p.N, p.K, p.ta,
+         p.tb);
 }
 
 template <class T>
@@ -105,9 +117,13 @@ void int_matmul(const MatmulPlan& p, const T* A, const T* B, T* C) {
     const T* b = B + p.b_batch[bi] * p.K * p.N;
     // Unsigned accumulation wraps on overflow instead of being undefined.
     std::vector<uint64_t> acc(static_cast<size_t>(p.N), 0);
+    const T* a_t = A + p.a_batch[bi] * p.M * p.K + i;  // column i of a stored [K, M]
     for (int64_t k = 0; k < p.K; ++k) {
-      uint64_t aik = static_cast<uint64_t>(static_cast<int64_t>(a[k]));
-      for (int64_t j = 0; j < p.N; ++j) acc[j] += aik * static_cast<uint64_t>(static_cast<int64_t>(b[k * p.N + j]));
+      uint64_t aik = static_cast<uint64_t>(static_cast<int64_t>(p.ta ? a_t[k * p.M] : a[k]));
+      for (int64_t j = 0; j < p.N; ++j) {
+        T bkj = p.tb ? b[j * p.K + k] : b[k * p.N + j];
+        acc[j] += aik * static_cast<uint64_t>(static_cast<int64_t>(bkj));
+      }
     }
     for (int64_t j = 0; j < p.N; ++j) C[r * p.N + j] = static_cast<T>(static_cast<int64_t>(acc[j]));
   }
@@ -122,14 +138,14 @@ std::vector<float> to_f32(const Tensor& t) {
 }
 }  // namespace
 
-Tensor matmul(const Tensor& a, const Tensor& b, Allocator* al) {
+Tensor matmul(const Tensor& a, const Tensor& b, Allocator* al, bool transpose_a, bool transpose_b) {
   require_defined(a, "matmul");
   require_defined(b, "matmul");
   if (a.dtype() != b.dtype())
     throw std::invalid_argument(std::string("matmul: dtypes ") + dtype_name(a.dtype()) + " and " +
                                 dtype_name(b.dtype()) + " differ");
   if (a.dtype() == DType::b8) throw std::invalid_argument("matmul: b8 operands are not supported");
-  MatmulPlan p = make_plan(a, b);
+  MatmulPlan p = make_plan(a, b, transpose_a, transpose_b);
   const int64_t limit = std::numeric_limits<int>::max();
   if (std::max({p.M, p.N, p.K, int64_t(p.a_batch.size()) * p.M}) > limit)
     throw std::invalid_argument("matmul: dimensions too large for BLAS");

@@ -65,6 +65,11 @@ class Tensor {
   void* data() const { return storage_ ? static_cast<char*>(storage_->data) + offset_ : nullptr; }
   template <class T> T* data_as() const { return static_cast<T*>(data()); }
   Allocator* allocator() const { return storage_ ? storage_->allocator : nullptr; }
+  // Whether this tensor is the only reference to all of its storage (no view, no other owner):
+  // then a caller that is done with it may let an op write its output there.
+  bool sole_owner() const {
+    return storage_ && storage_.use_count() == 1 && offset_ == 0 && nbytes() == storage_->bytes;
+  }
 
   // Same storage, new shape with equal numel (no copy).
   Tensor view(Shape new_shape) const;

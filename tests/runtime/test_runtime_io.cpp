@@ -125,6 +125,65 @@ TEST_CASE("matmul broadcasts batch dims and handles 1-D operands", "[runtime][ma
   CHECK(values(bv) == V{1, 2, 3, 6});
 }
 
+TEST_CASE("matmul reads transposed operands without copies", "[runtime][matmul]") {
+  // matmul(a_stored, b_stored, ta, tb) must equal matmul of the materialized transposes, for
+  // every dtype path (BLAS f32/f64, f16/bf16 via f32, the integer loop), 2-D and batched.
+  struct Case {
+    Shape a, b;
+    bool ta, tb;
+  };
+  const Case cases[] = {{{7, 5}, {7, 3}, true, false},  {{5, 7}, {3, 7}, false, true},
+                        {{7, 5}, {3, 7}, true, true},   {{2, 7, 5}, {7, 3}, true, false},
+                        {{2, 5, 7}, {2, 3, 7}, false, true}, {{3, 2, 7, 5}, {2, 3, 7}, true, true}};
+  for (DType dt : {DType::f64, DType::f32, DType::bf16, DType::f16, DType::i32, DType::i64}) {
+    for (const Case& c : cases) {
+      INFO(dtype_name(dt) << " a" << shape_str(c.a) << (c.ta ? "^T" : "") << " b" << shape_str(c.b) << (c.tb ? "^T" : ""));
+      auto vals = [&](const Shape& shape, uint32_t seed) {
+        V v = ramp(static_cast<size_t>(numel(shape)), seed);
+        if (!is_float(dt))
+          for (double& x : v) x = std::floor(x * 10);  // small integers, not all zeros
+        return v;
+      };
+      Tensor a = make(dt, c.a, vals(c.a, 7));
+      Tensor b = make(dt, c.b, vals(c.b, 8));
+      auto swap_last = [](const Tensor& t) {
+        std::vector<int64_t> perm(static_cast<size_t>(t.dim()));
+        for (size_t i = 0; i < perm.size(); ++i) perm[i] = static_cast<int64_t>(i);
+        std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+        return permute(t, perm, nullptr);
+      };
+      Tensor want = matmul(c.ta ? swap_last(a) : a, c.tb ? swap_last(b) : b, nullptr);
+      Tensor got = matmul(a, b, nullptr, c.ta, c.tb);
+      REQUIRE(got.shape() == want.shape());
+      V w = values(want), g = values(got);
+      for (size_t i = 0; i < w.size(); ++i) CHECK(g[i] == Approx(w[i]).margin(tolerance(dt)).epsilon(tolerance(dt)));
+    }
+  }
+  CHECK_THROWS_WITH(matmul(Tensor::empty(DType::f32, {3}), Tensor::empty(DType::f32, {3, 2}), nullptr, true, false),
+                    Catch::Contains("a transposed operand needs 2 dimensions"));
+}
+
+TEST_CASE("elementwise kernels write into a reused buffer, also one of their operands", "[runtime][elementwise]") {
+  Tensor a = make(DType::f32, {4, 300}, ramp(1200, 9));
+  Tensor b = make(DType::f32, {4, 300}, ramp(1200, 10));
+  Tensor want = binary(BinaryOp::mul, a, b, DType::f32, DType::f32, nullptr);
+  Tensor a_copy = cast(a, DType::f32, nullptr);
+  const void* buffer = a_copy.data();
+  Tensor reuse = a_copy;  // the operand itself is the buffer: out[i] = a[i] * b[i] in place
+  Tensor got = binary(BinaryOp::mul, a_copy, b, DType::f32, DType::f32, nullptr, &reuse);
+  CHECK(got.data() == buffer);
+  CHECK(same_bytes(got, want));
+  // A buffer of another shape or dtype is left alone.
+  Tensor other = Tensor::empty(DType::f32, {1200});
+  Tensor fresh = unary(UnaryOp::neg, a, DType::f32, nullptr, &other);
+  CHECK(other.defined());
+  CHECK(fresh.data() != other.data());
+  Tensor wrong_dtype = Tensor::empty(DType::f64, {4, 300});
+  Tensor w2 = where(cast(a, DType::b8, nullptr), a, b, DType::f32, nullptr, &wrong_dtype);
+  CHECK(wrong_dtype.defined());
+  CHECK(w2.data() != wrong_dtype.data());
+}
+
 TEST_CASE("matmul integers, empties and errors", "[runtime][matmul]") {
   Tensor a = make(DType::i32, {2, 2}, {1, 2, 3, 4});
   Tensor b = make(DType::i32, {2, 2}, {5, 6, 7, 8});
