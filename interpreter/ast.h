@@ -88,6 +88,15 @@ struct Expr {
   std::vector<Param> params;       // Lambda
   int32_t slot = -1;               // filled by the resolver
   int32_t depth = -1;              // filled by the resolver
+  // Attribute callee of a Call: the builtin method found for receivers of type method_type last
+  // time (an inline cache; an interpreter runs on one thread at a time, see docs/embedding).
+  mutable int32_t method_type = -1;
+  mutable const void* method = nullptr;
+  // Name resolved as global: where its value was found (the module's globals or the builtins)
+  // for global_module at version global_version (Module::globals_version).
+  mutable const void* global_module = nullptr;
+  mutable uint64_t global_version = 0;
+  mutable const void* global_value = nullptr;
   explicit Expr(ExprKind k, SourceLoc l = {}) : kind(k), loc(l) {}
 };
 

@@ -245,7 +245,7 @@ Value minmax(Interpreter& in, CallArgs& a, SourceLoc loc, bool is_max) {
     return in.call_ltorch(is_max ? "amax" : "amin", std::move(a), loc);
   }
   if (a.pos.empty()) in.fail(loc, std::string(name) + "() expects at least one argument");
-  std::vector<Value> xs = a.pos.size() == 1 ? in.iterate(a.pos[0], loc) : a.pos;
+  std::vector<Value> xs = a.pos.size() == 1 ? in.iterate(a.pos[0], loc) : std::vector<Value>(a.pos.begin(), a.pos.end());
   if (xs.empty()) in.fail(loc, std::string(name) + "() arg is an empty sequence");
   std::vector<Value> s = sorted_values(in, xs, a, loc);
   return is_max ? s.back() : s.front();

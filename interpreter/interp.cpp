@@ -54,7 +54,10 @@ Interpreter::~Interpreter() {
   // Functions hold their module and modules hold their functions, and closures can hold
   // themselves through their cells: break every cycle, then let reference counts free the rest.
   passes_.clear();
-  for (auto& m : modules_) m->globals.clear();
+  for (auto& m : modules_) {
+    m->globals.clear();
+    ++m->globals_version;
+  }
   while (!functions_.empty()) {
     std::vector<Value> keep;  // hold them while their closures are cleared
     for (auto& kv : functions_) {
@@ -97,6 +100,7 @@ std::shared_ptr<Module> Interpreter::load(const std::string& name, std::string t
   modules_.push_back(m);
   for (const auto& [k, v] : pinned) {
     m->globals[k] = v;
+    ++m->globals_version;
     m->pinned.insert(k);
   }
   try {
@@ -135,7 +139,13 @@ bool is_output_of_last(const Recorder& r, const ir::ProxyPtr& p) {
   return false;
 }
 
-Value& global_slot(Frame& fr, const std::string& name) { return fr.module->globals[name]; }
+Value& global_slot(Frame& fr, const std::string& name) {
+  Module& m = *fr.module;
+  auto it = m.globals.find(name);
+  if (it != m.globals.end()) return it->second;
+  ++m.globals_version;  // a new global may shadow a builtin that a load cached
+  return m.globals[name];
+}
 
 }  // namespace
 
@@ -274,7 +284,10 @@ Flow Interpreter::exec_stmt(const Stmt& s, Frame& fr) {
             case NameScope::Local: fr.slots[n->slot] = Value::unbound(); break;
             case NameScope::Cell: fr.slots[n->slot].as<CellObj>()->v = Value::unbound(); break;
             case NameScope::Free: fr.fn->closure[n->slot].as<CellObj>()->v = Value::unbound(); break;
-            case NameScope::Global: fr.module->globals.erase(n->name); break;
+            case NameScope::Global:
+              fr.module->globals.erase(n->name);
+              ++fr.module->globals_version;
+              break;
           }
         }
       }

@@ -141,6 +141,8 @@ class Interpreter {
   Flow exec_block(const ast::Block& b, Frame& fr);
   Flow exec_stmt(const ast::Stmt& s, Frame& fr);
   Value eval(const ast::Expr& e, Frame& fr);
+  // The less frequent expression kinds, out of line so that eval's own frame stays small.
+  Value eval_other(const ast::Expr& e, Frame& fr);
   void assign(const ast::Expr& target, Value v, Frame& fr, bool naming);
   Value make_function(const FuncInfo& info, Frame& fr, SourceLoc loc);
   Flow exec_with(const ast::Stmt& s, Frame& fr);

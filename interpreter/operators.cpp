@@ -95,6 +95,37 @@ bool identical(const Value& a, const Value& b) {
 }  // namespace
 
 Value Interpreter::binary(Op op, const Value& a, const Value& b, SourceLoc loc) {
+  if (a.is(VT::Int) && b.is(VT::Int)) {
+    // The common case first, exactly: comparisons as integers (not through double, which
+    // rounds above 2^53), and overflow past 64 bits reported instead of wrapping.
+    int64_t i = a.as_int(), j = b.as_int(), r = 0;
+    switch (op) {
+      case Op::Add:
+        if (__builtin_add_overflow(i, j, &r)) fail(loc, "integer overflow in +");
+        return Value::integer(r);
+      case Op::Sub:
+        if (__builtin_sub_overflow(i, j, &r)) fail(loc, "integer overflow in -");
+        return Value::integer(r);
+      case Op::Mul:
+        if (__builtin_mul_overflow(i, j, &r)) fail(loc, "integer overflow in *");
+        return Value::integer(r);
+      case Op::FloorDiv:
+        if (j == 0) fail(loc, "integer division or modulo by zero");
+        if (i == INT64_MIN && j == -1) fail(loc, "integer overflow in //");
+        return Value::integer(floordiv(i, j));
+      case Op::Mod:
+        if (j == 0) fail(loc, "integer division or modulo by zero");
+        if (j == -1) return Value::integer(0);
+        return Value::integer(i - floordiv(i, j) * j);
+      case Op::Lt: return Value::boolean(i < j);
+      case Op::Le: return Value::boolean(i <= j);
+      case Op::Gt: return Value::boolean(i > j);
+      case Op::Ge: return Value::boolean(i >= j);
+      case Op::Eq: return Value::boolean(i == j);
+      case Op::Ne: return Value::boolean(i != j);
+      default: break;
+    }
+  }
   switch (op) {
     case Op::In: return Value::boolean(contains(b, a, loc));
     case Op::NotIn: return Value::boolean(!contains(b, a, loc));
@@ -132,10 +163,10 @@ Value Interpreter::binary(Op op, const Value& a, const Value& b, SourceLoc loc) 
         }
         return Value::integer(i - floordiv(i, j) * j);
       case Op::Pow: return fl ? Value::number(std::pow(x, y)) : int_pow(i, j);
-      case Op::Lt: return Value::boolean(x < y);
-      case Op::Le: return Value::boolean(x <= y);
-      case Op::Gt: return Value::boolean(x > y);
-      case Op::Ge: return Value::boolean(x >= y);
+      case Op::Lt: return Value::boolean(fl ? x < y : i < j);
+      case Op::Le: return Value::boolean(fl ? x <= y : i <= j);
+      case Op::Gt: return Value::boolean(fl ? x > y : i > j);
+      case Op::Ge: return Value::boolean(fl ? x >= y : i >= j);
       case Op::Eq: return Value::boolean(values_equal(a, b));
       case Op::Ne: return Value::boolean(!values_equal(a, b));
       case Op::BitAnd: if (!fl) return Value::integer(i & j); break;

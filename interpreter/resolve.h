@@ -24,6 +24,9 @@ struct Module : std::enable_shared_from_this<Module> {
   // Names bound by a def or an import statement, as resolved Name expressions.
   std::unordered_map<const ast::Stmt*, std::vector<ast::ExprPtr>> binds;
   std::unordered_map<std::string, Value> globals;
+  // Bumped whenever a global is added or removed (not when one is reassigned): the inline caches
+  // of global loads (ast::Expr::global_*) hold pointers into `globals` valid for one version.
+  uint64_t globals_version = 0;
   std::unordered_set<std::string> pinned;  // set from the command line; assignments keep the pin
   bool composites = false;   // public functions are recorded as composite ops
   bool names_values = true;  // assignments name traced values (user programs; not stdlib or passes)

@@ -160,8 +160,116 @@ struct FunctionObj : Object {
 };
 
 class Interpreter;
+// Positional arguments: up to four live inline (no allocation for the common call), more in a
+// vector. Contiguous either way, so begin()/end() are pointers.
+class ArgList {
+ public:
+  static constexpr size_t kInline = 4;
+  ArgList() = default;
+  ArgList(std::initializer_list<Value> xs) { *this = xs; }
+  ArgList(ArgList&& o) noexcept { take(std::move(o)); }
+  ArgList& operator=(ArgList&& o) noexcept {
+    if (this != &o) {
+      clear();
+      take(std::move(o));
+    }
+    return *this;
+  }
+  ArgList(const ArgList& o) { for (const Value& v : o) push_back(v); }
+  ArgList& operator=(const ArgList& o) {
+    if (this != &o) {
+      clear();
+      for (const Value& v : o) push_back(v);
+    }
+    return *this;
+  }
+  ArgList& operator=(std::initializer_list<Value> xs) {
+    clear();
+    reserve(xs.size());
+    for (const Value& v : xs) push_back(v);
+    return *this;
+  }
+  ArgList& operator=(std::vector<Value>&& xs) {
+    clear();
+    if (xs.size() > kInline) {
+      heap_vec_ = std::move(xs);
+      heap_ = true;
+    } else {
+      for (Value& v : xs) push_back(std::move(v));
+    }
+    return *this;
+  }
+  size_t size() const { return heap_ ? heap_vec_.size() : n_; }
+  bool empty() const { return size() == 0; }
+  Value* begin() { return heap_ ? heap_vec_.data() : inline_; }
+  Value* end() { return begin() + size(); }
+  const Value* begin() const { return heap_ ? heap_vec_.data() : inline_; }
+  const Value* end() const { return begin() + size(); }
+  Value& operator[](size_t i) { return begin()[i]; }
+  const Value& operator[](size_t i) const { return begin()[i]; }
+  Value& at(size_t i) {
+    if (i >= size()) throw std::out_of_range("argument index");
+    return begin()[i];
+  }
+  const Value& at(size_t i) const {
+    if (i >= size()) throw std::out_of_range("argument index");
+    return begin()[i];
+  }
+  Value& back() { return begin()[size() - 1]; }
+  void reserve(size_t n) {
+    if (n > kInline) spill(n);
+  }
+  void push_back(Value v) {
+    if (!heap_ && n_ < kInline) {
+      inline_[n_++] = std::move(v);
+      return;
+    }
+    spill(size() + 1);
+    heap_vec_.push_back(std::move(v));
+  }
+  // Inserts v before position `at` (a pointer from begin()).
+  void insert(Value* at, Value v) {
+    size_t k = static_cast<size_t>(at - begin());
+    push_back(Value());
+    Value* b = begin();
+    for (size_t i = size() - 1; i > k; --i) b[i] = std::move(b[i - 1]);
+    b[k] = std::move(v);
+  }
+  void clear() {
+    for (size_t i = 0; i < n_; ++i) inline_[i] = Value();
+    n_ = 0;
+    heap_vec_.clear();
+    heap_ = false;
+  }
+
+ private:
+  void spill(size_t n) {
+    if (!heap_) {
+      heap_vec_.reserve(std::max(n, 2 * kInline));
+      for (size_t i = 0; i < n_; ++i) heap_vec_.push_back(std::move(inline_[i]));
+      n_ = 0;
+      heap_ = true;
+    } else {
+      heap_vec_.reserve(n);
+    }
+  }
+  void take(ArgList&& o) {
+    heap_ = o.heap_;
+    heap_vec_ = std::move(o.heap_vec_);
+    n_ = o.n_;
+    for (size_t i = 0; i < n_; ++i) inline_[i] = std::move(o.inline_[i]);
+    o.n_ = 0;
+    o.heap_ = false;
+    o.heap_vec_.clear();
+  }
+  Value inline_[kInline];
+  size_t n_ = 0;
+  bool heap_ = false;
+  std::vector<Value> heap_vec_;
+};
+
 struct CallArgs {
-  std::vector<Value> pos;
+  ArgList pos;
   std::vector<std::pair<std::string, Value>> kw;
 };
 using BuiltinFn = Value (*)(Interpreter& in, CallArgs& args, SourceLoc loc);
