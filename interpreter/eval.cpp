@@ -242,7 +242,11 @@ static Value unary(Interpreter& in, ast::Op op, const Value& v, SourceLoc loc) {
       if (v.is_number() || v.is_tensorish()) return v.is(VT::Bool) ? Value::integer(v.as_bool()) : v;
       break;
     case ast::Op::Neg:
-      if (v.is(VT::Int) || v.is(VT::Bool)) return Value::integer(-(v.is(VT::Int) ? v.as_int() : v.as_bool()));
+      if (v.is(VT::Int) || v.is(VT::Bool)) {
+        int64_t x = v.is(VT::Int) ? v.as_int() : v.as_bool();
+        if (x == INT64_MIN) in.fail(loc, "integer overflow in unary -");
+        return Value::integer(-x);
+      }
       if (v.is(VT::Float)) return Value::number(-v.as_float());
       prim = "neg";
       break;

@@ -69,15 +69,21 @@ int64_t floordiv(int64_t a, int64_t b) {
   return q;
 }
 
-Value int_pow(int64_t base, int64_t exp) {
-  if (exp < 0) return Value::number(std::pow(double(base), double(exp)));
+// base ** exp for integers; false when the result does not fit in 64 bits. (The base is squared
+// only while higher bits of exp remain, so 2 ** 62 does not overflow on the way.)
+bool int_pow(int64_t base, int64_t exp, Value* out) {
+  if (exp < 0) {
+    *out = Value::number(std::pow(double(base), double(exp)));
+    return true;
+  }
   int64_t r = 1;
   while (exp) {
-    if (exp & 1) r *= base;
-    base *= base;
+    if ((exp & 1) && __builtin_mul_overflow(r, base, &r)) return false;
     exp >>= 1;
+    if (exp && __builtin_mul_overflow(base, base, &base)) return false;
   }
-  return Value::integer(r);
+  *out = Value::integer(r);
+  return true;
 }
 
 std::vector<Value> repeat(const std::vector<Value>& xs, int64_t n) {
@@ -162,7 +168,12 @@ Value Interpreter::binary(Op op, const Value& a, const Value& b, SourceLoc loc) 
           return Value::number(r);
         }
         return Value::integer(i - floordiv(i, j) * j);
-      case Op::Pow: return fl ? Value::number(std::pow(x, y)) : int_pow(i, j);
+      case Op::Pow: {
+        if (fl) return Value::number(std::pow(x, y));
+        Value r;
+        if (!int_pow(i, j, &r)) fail(loc, "integer overflow in **");
+        return r;
+      }
       case Op::Lt: return Value::boolean(fl ? x < y : i < j);
       case Op::Le: return Value::boolean(fl ? x <= y : i <= j);
       case Op::Gt: return Value::boolean(fl ? x > y : i > j);
