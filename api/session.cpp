@@ -6,6 +6,9 @@
 #include <cstring>
 #include <cstdio>
 #include <filesystem>
+#include <future>
+#include <regex>
+#include <thread>
 #include <fstream>
 #include <iostream>
 #include <set>
@@ -13,6 +16,8 @@
 #include <sstream>
 
 #include "api/inputs.h"
+#include "codegen/cuda_codegen.h"
+#include "codegen/nvrtc.h"
 #include "interpreter/builtins.h"
 #include "interpreter/interp.h"
 #include "interpreter/passes.h"
@@ -354,6 +359,119 @@ std::optional<MemoryReport> Session::memory(const std::string& entry) {
   r.peak_live = m.peak_live;
   for (const auto& pt : m.timeline) r.timeline.push_back({pt.phase, pt.index, pt.live_bytes});
   return r;
+}
+
+std::optional<CompileReport> Session::compile(const std::string& entry, const std::string& arch,
+                                              const std::string& emit, const std::string& out_dir) {
+  namespace cg = codegen;
+  if (!std::regex_match(arch, std::regex("sm_[0-9]{2,3}[a-z]?"))) {
+    impl_->error("unknown GPU architecture '" + arch + "' (expected sm_NN, for example sm_90)");
+    return std::nullopt;
+  }
+  cg::Emit kind;
+  if (emit == "cuda") kind = cg::Emit::cuda;
+  else if (emit == "ptx") kind = cg::Emit::ptx;
+  else if (emit == "cubin") kind = cg::Emit::cubin;
+  else {
+    impl_->error("unknown --emit '" + emit + "' (expected cuda, ptx or cubin)");
+    return std::nullopt;
+  }
+  std::shared_ptr<cg::Nvrtc> nvrtc;
+  if (kind != cg::Emit::cuda) {
+    std::string why;
+    nvrtc = cg::Nvrtc::load(&why);
+    if (!nvrtc) {
+      impl_->error(why);
+      return std::nullopt;
+    }
+  }
+  auto p = impl_->program(entry);
+  if (!p) return std::nullopt;
+  if (std::find(impl_->passes.begin(), impl_->passes.end(), "fuse") == impl_->passes.end()) {
+    try {
+      *p = interp::run_passes(*impl_->in, *p, {"fuse"}, impl_->pass_opts, nullptr);
+    } catch (const interp::PassError& e) {
+      impl_->add(e.diag);
+      return std::nullopt;
+    }
+  }
+  struct Job {
+    cg::Kernel kernel;
+    std::string trace;
+  };
+  std::vector<Job> jobs;
+  try {
+    for (const auto& t : *p)
+      for (auto& k : cg::kernels_for(*t)) jobs.push_back({std::move(k), t->name});
+  } catch (const std::exception& e) {
+    impl_->error(e.what());
+    return std::nullopt;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  if (ec) {
+    impl_->error("cannot create the output directory '" + out_dir + "': " + ec.message());
+    return std::nullopt;
+  }
+  CompileReport rep;
+  rep.arch = arch;
+  rep.emit = emit;
+  rep.out_dir = out_dir;
+  if (nvrtc) rep.nvrtc_version = nvrtc->version();
+  // Independent kernels compile in parallel, one thread per core.
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<cg::CompileResult> results(jobs.size());
+  if (nvrtc) {
+    size_t workers = std::max<size_t>(1, std::min<size_t>(jobs.size(), std::thread::hardware_concurrency()));
+    std::atomic<size_t> next{0};
+    std::vector<std::thread> pool;
+    for (size_t w = 0; w < workers; ++w)
+      pool.emplace_back([&] {
+        for (size_t j = next++; j < jobs.size(); j = next++)
+          results[j] = nvrtc->compile(jobs[j].kernel.source, jobs[j].kernel.name, arch, kind);
+      });
+    for (auto& th : pool) th.join();
+  }
+  rep.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  bool ok = true;
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    const cg::Kernel& k = jobs[j].kernel;
+    if (nvrtc && !results[j].ok) {
+      impl_->error(cg::Nvrtc::explain(k.name, k.source, results[j].log));
+      ok = false;
+      continue;
+    }
+    const char* ext = kind == cg::Emit::cuda ? ".cu" : kind == cg::Emit::ptx ? ".ptx" : ".cubin";
+    std::string file = (std::filesystem::path(out_dir) / (k.name + ext)).string();
+    const std::string& data = nvrtc ? results[j].binary : k.source;
+    // Written whole or not at all: a temporary file renamed into place.
+    std::string tmp = file + ".tmp";
+    {
+      std::ofstream f(tmp, std::ios::binary);
+      f.write(data.data(), static_cast<std::streamsize>(data.size()));
+      if (!f) {
+        impl_->error("cannot write '" + tmp + "'");
+        return std::nullopt;
+      }
+    }
+    std::filesystem::rename(tmp, file, ec);
+    if (ec) {
+      impl_->error("cannot write '" + file + "': " + ec.message());
+      return std::nullopt;
+    }
+    KernelInfo info;
+    info.name = k.name;
+    info.trace = jobs[j].trace;
+    info.statement = k.origin;
+    info.file = file;
+    info.bytes = data.size();
+    info.compile_ms = nvrtc ? results[j].ms : 0;
+    info.elements = k.elements;
+    info.vector_width = k.vector_width;
+    rep.kernels.push_back(std::move(info));
+  }
+  if (!ok) return std::nullopt;
+  return rep;
 }
 
 static void flatten_outputs(const ir::Arg& a, const std::string& path, std::vector<std::pair<std::string, ir::Arg>>& out) {

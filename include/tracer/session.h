@@ -73,6 +73,25 @@ struct MemoryReport {
   std::vector<Point> timeline;
 };
 
+// tracer compile: the CUDA kernels of a program (docs/codegen.md).
+struct KernelInfo {
+  std::string name;       // the kernel's C symbol
+  std::string trace;      // the trace it belongs to ("main", "backward")
+  std::string statement;  // the statement it computes, printed
+  std::string file;       // the file written
+  size_t bytes = 0;       // of the file
+  double compile_ms = 0;  // NVRTC's time (0 for --emit cuda)
+  int64_t elements = 0;   // elements per launch
+  int vector_width = 1;   // elements per thread per vector access
+};
+struct CompileReport {
+  std::string arch, emit;       // "sm_90", "cuda" | "ptx" | "cubin"
+  std::string nvrtc_version;    // empty for --emit cuda
+  std::string out_dir;
+  std::vector<KernelInfo> kernels;
+  double wall_ms = 0;           // all compilations (they run in parallel)
+};
+
 // An SVG chart of a memory report: live bytes over the statements of each trace in turn, the
 // peak marked, the traces labelled.
 std::string memory_svg(const MemoryReport& r, const std::string& title);
@@ -115,6 +134,11 @@ class Session {
   std::optional<std::string> print(const std::string& entry);
   std::optional<RunReport> run(const std::string& entry, const std::string& output_dir = "");
   std::optional<MemoryReport> memory(const std::string& entry);
+  // Generates the CUDA kernels of the program (after the session's passes, then `fuse` unless
+  // the passes include it) and writes them to out_dir: CUDA C++ (emit "cuda"), PTX ("ptx") or
+  // cubins for arch ("cubin", through NVRTC loaded at run time; no GPU is needed).
+  std::optional<CompileReport> compile(const std::string& entry, const std::string& arch, const std::string& emit,
+                                       const std::string& out_dir);
 
   const std::vector<DiagnosticInfo>& diagnostics() const;
   std::string rendered_diagnostics() const;

@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <filesystem>
+#include <iomanip>
 #include <iostream>
 
 #include "tracer/session.h"
@@ -139,6 +141,52 @@ int cmd_print(const Common& c) {
 
 std::string gib(size_t b) { return fmt::format("{:.3f} GiB", static_cast<double>(b) / (1024.0 * 1024 * 1024)); }
 
+struct CompileArgs {
+  std::string arch = "sm_90", emit = "cubin", out_dir;
+};
+
+int cmd_compile(const Common& c, const CompileArgs& a) {
+  tracer::Session s(session_options(c));
+  if (!prepare(s, c)) return fail(s);
+  auto entry = s.entry(c.entry);
+  if (!entry || !add_inputs(s, c)) return fail(s);
+  std::string dir = a.out_dir;
+  if (dir.empty()) dir = std::filesystem::path(c.file).stem().string() + ".kernels";
+  auto r = s.compile(*entry, a.arch, a.emit, dir);
+  if (!r) return fail(s);
+  report_pass_times(s, c);
+  if (c.json) {
+    nlohmann::json j;
+    j["file"] = c.file;
+    j["entry"] = *entry;
+    j["arch"] = r->arch;
+    j["emit"] = r->emit;
+    j["nvrtc"] = r->nvrtc_version;
+    j["out_dir"] = r->out_dir;
+    j["wall_ms"] = r->wall_ms;
+    j["kernels"] = nlohmann::json::array();
+    for (const auto& k : r->kernels)
+      j["kernels"].push_back({{"name", k.name}, {"trace", k.trace}, {"statement", k.statement}, {"file", k.file},
+                              {"bytes", k.bytes}, {"compile_ms", k.compile_ms}, {"elements", k.elements},
+                              {"vector_width", k.vector_width}});
+    std::cout << j.dump(1) << "\n";
+    return 0;
+  }
+  double sum = 0;
+  for (const auto& k : r->kernels) {
+    sum += k.compile_ms;
+    std::cout << k.file << "  (" << k.bytes << " bytes";
+    if (k.compile_ms > 0) std::cout << ", " << std::fixed << std::setprecision(1) << k.compile_ms << " ms";
+    std::cout << ")\n    " << k.statement << "\n";
+  }
+  std::cout << "# " << r->kernels.size() << " kernels for " << r->arch << " (" << r->emit << ")";
+  if (!r->nvrtc_version.empty())
+    std::cout << ", NVRTC " << r->nvrtc_version << ": " << std::fixed << std::setprecision(1) << r->wall_ms
+              << " ms wall, " << sum << " ms in all";
+  std::cout << "\n";
+  return 0;
+}
+
 int cmd_mem(const Common& c, const std::string& plot) {
   tracer::Session s(session_options(c));
   if (!prepare(s, c)) return fail(s);
@@ -251,6 +299,15 @@ int main(int argc, char** argv) {
   mem->add_flag("--json", c.json, "Print a JSON report with the timeline of live bytes");
   mem->add_option("--plot", plot, "Write an SVG chart of live bytes over the statements");
 
+  CompileArgs ca;
+  CLI::App* compile = app.add_subcommand("compile", "Generate the program's CUDA kernels (no GPU needed)");
+  add_common(compile, c, true);
+  compile->add_option("--arch", ca.arch, "GPU architecture (default sm_90)");
+  compile->add_option("--emit", ca.emit, "What to write: cuda, ptx or cubin (default cubin)")
+      ->check(CLI::IsMember({"cuda", "ptx", "cubin"}));
+  compile->add_option("-o,--output", ca.out_dir, "Directory for the kernels (default FILE_STEM.kernels)");
+  compile->add_flag("--json", c.json, "Print a JSON report");
+
   CLI::App* check = app.add_subcommand("check", "Report every diagnostic of a module without running it");
   add_common(check, c, false);
   check->add_flag("--parse-only", parse_only, "Stop after parsing");
@@ -260,6 +317,7 @@ int main(int argc, char** argv) {
   if (*print) return cmd_print(c);
   if (*check) return cmd_check(c, parse_only);
   if (*mem) return cmd_mem(c, plot);
+  if (*compile) return cmd_compile(c, ca);
   std::cerr << app.help();
   std::cerr << "\nThe interactive REPL is not available in this version.\n";
   return 2;

@@ -1,0 +1,456 @@
+// CUDA C++ for elementwise groups; see cuda_codegen.h and docs/codegen.md.
+#include "codegen/cuda_codegen.h"
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <sstream>
+#include <stdexcept>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "codegen/cuda_prelude.h"
+#include "ir/fusion.h"
+#include "ir/op.h"
+#include "ir/op_rules.h"
+
+namespace tracer::codegen {
+namespace {
+
+using ir::Arg;
+using ir::DType;
+using ir::Stmt;
+using ir::StmtKind;
+using K = Arg::Kind;
+
+// How a value lives in registers: float for f32/f16/bf16 (as the CPU computes), double, 64-bit
+// integers, bool.
+enum class Reg { f32, f64, i64, b8 };
+
+Reg reg_of(DType d) {
+  switch (d) {
+    case DType::f64: return Reg::f64;
+    case DType::f32:
+    case DType::f16:
+    case DType::bf16: return Reg::f32;
+    case DType::b8: return Reg::b8;
+    default: return Reg::i64;
+  }
+}
+// The type arithmetic is done in (bools compute as integers, as on the CPU).
+Reg math_of(DType d) { return d == DType::b8 ? Reg::i64 : reg_of(d); }
+
+const char* reg_name(Reg r) {
+  switch (r) {
+    case Reg::f32: return "float";
+    case Reg::f64: return "double";
+    case Reg::i64: return "long long";
+    case Reg::b8: return "bool";
+  }
+  return "?";
+}
+
+const char* storage_name(DType d) {
+  switch (d) {
+    case DType::f64: return "double";
+    case DType::f32: return "float";
+    case DType::f16: return "tr_f16";
+    case DType::bf16: return "tr_bf16";
+    case DType::i64: return "long long";
+    case DType::i32: return "int";
+    case DType::i8: return "signed char";
+    case DType::u8: return "unsigned char";
+    case DType::b8: return "tr_b8";
+  }
+  return "?";
+}
+
+// Register value (of register kind `from`) converted to the value a tensor of dtype `to` holds,
+// in to's register kind: the CPU's convert<To>(from).
+std::string convert(const std::string& e, Reg from, DType to) {
+  Reg r = reg_of(to);
+  auto as_float = [&]() -> std::string {
+    switch (from) {
+      case Reg::f32: return e;
+      case Reg::b8: return "(" + e + " ? 1.0f : 0.0f)";
+      default: return "(float)(" + e + ")";
+    }
+  };
+  switch (to) {
+    case DType::f32: return as_float();
+    case DType::bf16: return "tr_round_bf16(" + as_float() + ")";
+    case DType::f16: return "tr_round_f16(" + as_float() + ")";
+    case DType::f64: return from == Reg::f64 ? e : from == Reg::b8 ? "(" + e + " ? 1.0 : 0.0)" : "(double)(" + e + ")";
+    case DType::b8: return from == Reg::b8 ? e : "(" + e + " != 0)";
+    default: break;
+  }
+  (void)r;
+  std::string wide = from == Reg::i64 ? e : from == Reg::b8 ? "(long long)(" + e + ")" : "tr_f2i((double)(" + e + "))";
+  switch (to) {
+    case DType::i64: return wide;
+    case DType::i32: return "(long long)(int)(" + wide + ")";
+    case DType::i8: return "(long long)(signed char)(" + wide + ")";
+    case DType::u8: return "(long long)(unsigned char)(" + wide + ")";
+    default: return wide;
+  }
+}
+
+// A register value of kind `from` as the math type `to` (operands before an op).
+std::string to_math(const std::string& e, Reg from, Reg to) {
+  if (from == to) return e;
+  switch (to) {
+    case Reg::f32: return from == Reg::b8 ? "(" + e + " ? 1.0f : 0.0f)" : "(float)(" + e + ")";
+    case Reg::f64: return from == Reg::b8 ? "(" + e + " ? 1.0 : 0.0)" : "(double)(" + e + ")";
+    case Reg::i64: return from == Reg::b8 ? "(long long)(" + e + ")" : "tr_f2i((double)(" + e + "))";
+    case Reg::b8: return "(" + e + " != 0)";
+  }
+  return e;
+}
+
+std::string load_expr(DType d, const std::string& ref) {
+  switch (d) {
+    case DType::bf16: return "tr_from_bf16(" + ref + ")";
+    case DType::f16: return "tr_from_f16(" + ref + ")";
+    case DType::b8: return "(" + ref + " != 0)";
+    case DType::f32:
+    case DType::f64: return ref;
+    default: return "(long long)" + ref;
+  }
+}
+
+std::string store_expr(DType d, const std::string& v) {
+  switch (d) {
+    case DType::bf16: return "tr_to_bf16(" + v + ")";
+    case DType::f16: return "tr_to_f16(" + v + ")";
+    case DType::b8: return "(tr_b8)(" + v + ")";
+    case DType::f32:
+    case DType::f64: return v;
+    default: return std::string("(") + storage_name(d) + ")(" + v + ")";
+  }
+}
+
+std::string literal(const Arg& a, Reg math) {
+  char buf[64];
+  double v = a.number();
+  if (math == Reg::i64 || math == Reg::b8) {
+    if (a.kind == K::Float) return "tr_f2i(" + literal(a, Reg::f64) + ")";
+    std::snprintf(buf, sizeof buf, "%lldLL", static_cast<long long>(a.kind == K::Bool ? int64_t(a.b) : a.i));
+    return math == Reg::b8 ? std::string("(") + buf + " != 0)" : buf;
+  }
+  if (std::isnan(v)) return math == Reg::f32 ? "__int_as_float(0x7fc00000)" : "__longlong_as_double(0x7ff8000000000000LL)";
+  if (std::isinf(v)) {
+    std::string inf = math == Reg::f32 ? "__int_as_float(0x7f800000)" : "__longlong_as_double(0x7ff0000000000000LL)";
+    return v < 0 ? "(-" + inf + ")" : inf;
+  }
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  std::string s = buf;
+  if (s.find_first_of(".eE") == std::string::npos) s += ".0";
+  // The compiler rounds the double literal to float as the CPU's static_cast<float> does.
+  return math == Reg::f32 ? "(float)" + s : s;
+}
+
+const std::unordered_set<std::string>& reserved() {
+  static const std::unordered_set<std::string> r = {
+      "i", "n", "k", "v", "i0", "stride", "first", "nvec", "vec_ok", "auto", "bool", "break", "case", "char",
+      "const", "continue", "default", "do", "double", "else", "enum", "extern", "float", "for", "goto", "if",
+      "int", "long", "register", "return", "short", "signed", "sizeof", "static", "struct", "switch",
+      "typedef", "union", "unsigned", "void", "volatile", "while", "new", "delete", "class", "template",
+      "this", "true", "false", "operator", "private", "public", "namespace", "using", "asm", "inline"};
+  return r;
+}
+
+std::string c_name(const std::string& s) {
+  std::string out;
+  for (char c : s) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
+  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0])) || reserved().count(out) ||
+      out.rfind("tr_", 0) == 0 || out.rfind("p_", 0) == 0)
+    out = "v_" + out;
+  return out;
+}
+
+// The element offset into a tensor of shape `in` broadcast to `out`, for flat output index i.
+std::string offset_expr(const ir::Shape& in, const ir::Shape& out) {
+  if (in == out) return "i";
+  if (rt::numel(in) == 1) return "0";
+  size_t r = out.size(), k = in.size();
+  std::vector<int64_t> ostride(r, 1), istride(k, 1);
+  for (size_t d = r; d-- > 1;) ostride[d - 1] = ostride[d] * out[d];
+  for (size_t d = k; d-- > 1;) istride[d - 1] = istride[d] * in[d];
+  std::string expr;
+  for (size_t d = 0; d < r; ++d) {
+    if (d < r - k) continue;
+    size_t e = d - (r - k);
+    if (in[e] == 1) continue;
+    std::string coord = "i";
+    if (ostride[d] != 1) coord = "(" + coord + " / " + std::to_string(ostride[d]) + "LL)";
+    if (d > 0) coord = "(" + coord + " % " + std::to_string(out[d]) + "LL)";
+    if (istride[e] != 1) coord += " * " + std::to_string(istride[e]) + "LL";
+    expr += (expr.empty() ? "" : " + ") + coord;
+  }
+  return expr.empty() ? "0" : expr;
+}
+
+bool broadcasts_to(const ir::Shape& in, const ir::Shape& out) {
+  if (in.size() > out.size()) return false;
+  for (size_t j = 0; j < in.size(); ++j) {
+    int64_t a = in[in.size() - 1 - j], b = out[out.size() - 1 - j];
+    if (a != b && a != 1) return false;
+  }
+  return true;
+}
+
+void prims_of(const Stmt& s, std::vector<const Stmt*>& out) {
+  if (s.kind == StmtKind::Prim) out.push_back(&s);
+  else ir::flat_prims(s, out);
+}
+
+// The C expression of one primitive over its operands (already in the math type).
+std::string op_expr(const std::string& op, const std::vector<std::string>& x, Reg m) {
+  bool fl = m == Reg::f32 || m == Reg::f64;
+  bool f32 = m == Reg::f32;
+  auto fn = [&](const char* f) { return std::string(f) + (f32 ? "f(" : "(") + x[0] + ")"; };
+  auto fn2 = [&](const char* f) { return std::string(f) + (f32 ? "f(" : "(") + x[0] + ", " + x[1] + ")"; };
+  auto via_double = [&](const char* f) { return "tr_f2i(" + std::string(f) + "((double)" + x[0] + "))"; };
+  if (op == "neg") return fl ? "(-" + x[0] + ")" : "tr_wsub(0, " + x[0] + ")";
+  if (op == "abs") return fl ? fn("fabs") : "tr_iabs(" + x[0] + ")";
+  if (op == "sign") return fl ? "tr_sign(" + x[0] + ")" : "(long long)((" + x[0] + " > 0) - (" + x[0] + " < 0))";
+  if (op == "bitwise_not") return "(~" + x[0] + ")";
+  if (op == "logical_not") return "(" + x[0] + " == 0)";
+  if (op == "isfinite") return fl ? "isfinite(" + x[0] + ")" : "true";
+  static const std::unordered_map<std::string, const char*> unary_fn = {
+      {"exp", "exp"},   {"exp2", "exp2"}, {"expm1", "expm1"}, {"log", "log"},     {"log1p", "log1p"},
+      {"log2", "log2"}, {"sqrt", "sqrt"}, {"sin", "sin"},     {"cos", "cos"},     {"tanh", "tanh"},
+      {"erf", "erf"},   {"floor", "floor"}, {"ceil", "ceil"}, {"round", "nearbyint"}};
+  auto u = unary_fn.find(op);
+  if (u != unary_fn.end()) return fl ? fn(u->second) : via_double(u->second);
+  if (op == "rsqrt") return fl ? (f32 ? "(1.0f / sqrtf(" + x[0] + "))" : "(1.0 / sqrt(" + x[0] + "))") : "tr_f2i(1.0 / sqrt((double)" + x[0] + "))";
+  if (op == "reciprocal") return fl ? (f32 ? "(1.0f / " + x[0] + ")" : "(1.0 / " + x[0] + ")") : "tr_f2i(1.0 / (double)" + x[0] + ")";
+  // binary
+  if (op == "add") return fl ? "(" + x[0] + " + " + x[1] + ")" : "tr_wadd(" + x[0] + ", " + x[1] + ")";
+  if (op == "sub") return fl ? "(" + x[0] + " - " + x[1] + ")" : "tr_wsub(" + x[0] + ", " + x[1] + ")";
+  if (op == "mul") return fl ? "(" + x[0] + " * " + x[1] + ")" : "tr_wmul(" + x[0] + ", " + x[1] + ")";
+  if (op == "div") return fl ? "(" + x[0] + " / " + x[1] + ")" : "tr_idiv(" + x[0] + ", " + x[1] + ")";
+  if (op == "pow") return fl ? fn2("pow") : "tr_ipow(" + x[0] + ", " + x[1] + ")";
+  if (op == "maximum") return fl ? "tr_fmax(" + x[0] + ", " + x[1] + ")" : "max(" + x[0] + ", " + x[1] + ")";
+  if (op == "minimum") return fl ? "tr_fmin(" + x[0] + ", " + x[1] + ")" : "min(" + x[0] + ", " + x[1] + ")";
+  if (op == "remainder") return fl ? "tr_fmod_py(" + x[0] + ", " + x[1] + ")" : "tr_imod(" + x[0] + ", " + x[1] + ")";
+  if (op == "floor_divide") return fl ? "tr_ffloordiv(" + x[0] + ", " + x[1] + ")" : "tr_ifloordiv(" + x[0] + ", " + x[1] + ")";
+  if (op == "atan2") return fl ? fn2("atan2") : "tr_f2i(atan2((double)" + x[0] + ", (double)" + x[1] + "))";
+  static const std::unordered_map<std::string, const char*> cmp = {
+      {"eq", "=="}, {"ne", "!="}, {"lt", "<"}, {"le", "<="}, {"gt", ">"}, {"ge", ">="},
+      {"bitwise_and", "&"}, {"bitwise_or", "|"}, {"bitwise_xor", "^"}};
+  auto c = cmp.find(op);
+  if (c != cmp.end()) return "(" + x[0] + " " + c->second + " " + x[1] + ")";
+  if (op == "logical_and") return "((" + x[0] + " != 0) && (" + x[1] + " != 0))";
+  if (op == "logical_or") return "((" + x[0] + " != 0) || (" + x[1] + " != 0))";
+  if (op == "logical_xor") return "((" + x[0] + " != 0) != (" + x[1] + " != 0))";
+  throw std::invalid_argument("codegen: no CUDA form for prims." + op);
+}
+
+bool is_compare(const std::string& op) {
+  return op == "eq" || op == "ne" || op == "lt" || op == "le" || op == "gt" || op == "ge" || op == "logical_and" ||
+         op == "logical_or" || op == "logical_xor";
+}
+
+}  // namespace
+
+bool is_elementwise_group(const Stmt& s, std::string* why) {
+  auto no = [&](const std::string& w) {
+    if (why) *why = w;
+    return false;
+  };
+  if (s.kind == StmtKind::Del) return no("a del");
+  if (s.outputs.empty()) return no("no outputs");
+  std::vector<const Stmt*> prims;
+  prims_of(s, prims);
+  if (prims.empty()) return no("no primitives");
+  for (const Stmt* p : prims)
+    if (!p->op || p->op->kind != ir::OpKind::Elementwise) return no("prims." + (p->op ? p->op->name : std::string("?")) + " is not elementwise");
+  const ir::Shape& shape = s.outputs[0]->type.shape;
+  for (const auto& o : s.outputs)
+    if (o->type.shape != shape) return no("its outputs have different shapes");
+  for (const Stmt* p : prims) {
+    for (const auto& o : p->outputs)
+      if (!broadcasts_to(o->type.shape, shape)) return no("a value does not broadcast to the output's shape");
+    for (const Arg& a : p->args) {
+      bool ok = true;
+      ir::for_each_proxy(a, [&](const ir::ProxyPtr& q) { ok = ok && broadcasts_to(q->type.shape, shape); });
+      if (!ok) return no("an input does not broadcast to the output's shape");
+    }
+  }
+  if (rt::numel(shape) == 0) return no("the output is empty");
+  return true;
+}
+
+Kernel generate_elementwise(const Stmt& s, const std::string& name) {
+  std::string why;
+  if (!is_elementwise_group(s, &why)) throw std::invalid_argument("codegen: '" + ir::print_stmt_line(s) + "' is not an elementwise group: " + why);
+  std::vector<const Stmt*> prims;
+  prims_of(s, prims);
+  const ir::Shape& shape = s.outputs[0]->type.shape;
+  Kernel k;
+  k.name = name;
+  k.elements = rt::numel(shape);
+  k.origin = ir::print_stmt_line(s);
+
+  // Inputs: proxies read before the group defines them, in order of first use.
+  std::unordered_set<const ir::Proxy*> defined, seen;
+  std::vector<ir::ProxyPtr> inputs;
+  for (const Stmt* p : prims) {
+    for (const Arg& a : p->args)
+      ir::for_each_proxy(a, [&](const ir::ProxyPtr& q) {
+        if (!defined.count(q.get()) && seen.insert(q.get()).second) inputs.push_back(q);
+      });
+    for (const auto& o : p->outputs) defined.insert(o.get());
+  }
+  std::unordered_map<const ir::Proxy*, std::string> names;
+  std::unordered_set<std::string> used_names;
+  auto name_of = [&](const ir::ProxyPtr& p) -> std::string {
+    auto it = names.find(p.get());
+    if (it != names.end()) return it->second;
+    std::string base = c_name(p->name), n = base;
+    for (int j = 2; used_names.count(n); ++j) n = base + "_" + std::to_string(j);
+    used_names.insert(n);
+    names[p.get()] = n;
+    return n;
+  };
+  std::vector<ir::ProxyPtr> full_in, bcast_in;
+  for (const auto& p : inputs) (p->type.shape == shape ? full_in : bcast_in).push_back(p);
+  for (const auto& p : inputs) k.params.push_back({p->name, p->type, false});
+  for (const auto& o : s.outputs) k.params.push_back({o->name, o->type, true});
+
+  // Vector width: 16 bytes of the narrowest full-size tensor per access, at most 8 elements.
+  size_t narrow = 16;
+  for (const auto& p : full_in) narrow = std::min(narrow, rt::dtype_size(p->type.dtype));
+  for (const auto& o : s.outputs) narrow = std::min(narrow, rt::dtype_size(o->type.dtype));
+  k.vector_width = static_cast<int>(std::min<size_t>(8, 16 / narrow));
+
+  std::ostringstream body;
+  // The element function: one line per primitive.
+  body << "// " << k.origin << "\n";
+  body << "__device__ __forceinline__ void " << name << "_element(long long i";
+  for (const auto& p : full_in) body << ", const " << reg_name(reg_of(p->type.dtype)) << " " << name_of(p);
+  for (const auto& p : bcast_in)
+    body << ", const " << storage_name(p->type.dtype) << "* __restrict__ p_" << name_of(p);
+  std::vector<std::string> out_regs;
+  for (const auto& o : s.outputs) {
+    std::string r = "out_" + name_of(o);
+    out_regs.push_back(r);
+    body << ", " << reg_name(reg_of(o->type.dtype)) << "& " << r;
+  }
+  body << ") {\n";
+  for (const auto& p : bcast_in)
+    body << "  const " << reg_name(reg_of(p->type.dtype)) << " " << name_of(p) << " = "
+         << load_expr(p->type.dtype, "p_" + name_of(p) + "[" + offset_expr(p->type.shape, shape) + "]") << ";\n";
+  for (const Stmt* p : prims) {
+    const std::string& op = p->op->name;
+    const ir::ProxyPtr& out = p->outputs[0];
+    DType od = out->type.dtype;
+    // Operands: (expression, register kind, dtype for promotion)
+    std::vector<std::string> xs;
+    std::vector<Reg> regs;
+    std::string expr;
+    auto operand = [&](const Arg& a, Reg math) {
+      if (a.kind == K::Proxy) return to_math(name_of(a.proxy), reg_of(a.proxy->type.dtype), math);
+      if (a.is_number()) return literal(a, math);
+      throw std::invalid_argument("codegen: prims." + op + " has an argument that is neither a tensor nor a number");
+    };
+    if (op == "convert_element_type") {
+      const Arg& a = p->args[0];
+      std::string src = a.kind == K::Proxy ? name_of(a.proxy) : literal(a, Reg::f64);
+      Reg from = a.kind == K::Proxy ? reg_of(a.proxy->type.dtype) : Reg::f64;
+      expr = convert(src, from, od);
+    } else if (op == "where") {
+      Reg m = math_of(od);
+      std::string pred = p->args[0].kind == K::Proxy ? to_math(name_of(p->args[0].proxy), reg_of(p->args[0].proxy->type.dtype), Reg::b8)
+                                                     : (p->args[0].number() != 0 ? "true" : "false");
+      expr = convert("(" + pred + " ? " + operand(p->args[1], m) + " : " + operand(p->args[2], m) + ")", m, od);
+    } else if (p->args.size() == 1) {
+      // Unary: float-valued ops on integers compute in the output's float type.
+      const Arg& a = p->args[0];
+      DType in = a.kind == K::Proxy ? a.proxy->type.dtype : od;
+      Reg m = rt::is_float(in) ? math_of(in) : rt::is_float(od) ? math_of(od) : Reg::i64;
+      if (op == "logical_not" || op == "isfinite") m = rt::is_float(in) ? math_of(in) : Reg::i64;
+      expr = convert(op_expr(op, {operand(a, m)}, m), is_compare(op) || op == "logical_not" || op == "isfinite" ? Reg::b8 : m, od);
+    } else {
+      const Arg &a = p->args[0], &b = p->args[1];
+      DType compute = ir::promote_args({&a, &b});
+      if ((op == "div" || op == "atan2") && !rt::is_float(compute)) compute = DType::f32;
+      Reg m = math_of(compute);
+      std::string e = op_expr(op, {operand(a, m), operand(b, m)}, m);
+      expr = convert(e, is_compare(op) ? Reg::b8 : m, od);
+    }
+    body << "  const " << reg_name(reg_of(od)) << " " << name_of(out) << " = " << expr << ";  // "
+         << out->name << " = prims." << op << "\n";
+  }
+  for (size_t j = 0; j < s.outputs.size(); ++j) body << "  " << out_regs[j] << " = " << name_of(s.outputs[j]) << ";\n";
+  body << "}\n\n";
+
+  // The kernel: a grid-stride loop over vectors of vector_width elements, then the tail.
+  const int V = k.vector_width;
+  body << "extern \"C\" __global__ void __launch_bounds__(256) " << name << "(";
+  bool first_param = true;
+  for (const auto& p : inputs) {
+    body << (first_param ? "" : ", ") << "const " << storage_name(p->type.dtype) << "* __restrict__ p_" << name_of(p);
+    first_param = false;
+  }
+  for (const auto& o : s.outputs) {
+    body << (first_param ? "" : ", ") << storage_name(o->type.dtype) << "* __restrict__ p_" << name_of(o);
+    first_param = false;
+  }
+  body << ", long long n, int vec_ok) {\n";
+  body << "  const long long stride = (long long)gridDim.x * blockDim.x;\n";
+  body << "  const long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n";
+  body << "  constexpr int V = " << V << ";\n";
+  body << "  const long long nvec = vec_ok ? n / V : 0;\n";
+  auto call = [&](const std::string& idx, const std::function<std::string(const ir::ProxyPtr&)>& full_value) {
+    std::ostringstream c;
+    c << name << "_element(" << idx;
+    for (const auto& p : full_in) c << ", " << full_value(p);
+    for (const auto& p : bcast_in) c << ", p_" << name_of(p);
+    for (const auto& r : out_regs) c << ", " << r;
+    c << ");";
+    return c.str();
+  };
+  body << "  for (long long v = first; v < nvec; v += stride) {\n";
+  body << "    const long long i0 = v * V;\n";
+  for (const auto& p : full_in) {
+    std::string t = storage_name(p->type.dtype);
+    body << "    __align__(16) " << t << " " << name_of(p) << "_v[V];\n";
+    body << "    tr_copy<V * sizeof(" << t << ")>(" << name_of(p) << "_v, p_" << name_of(p) << " + i0);\n";
+  }
+  for (const auto& o : s.outputs) body << "    __align__(16) " << storage_name(o->type.dtype) << " " << name_of(o) << "_v[V];\n";
+  body << "#pragma unroll\n    for (int k = 0; k < V; ++k) {\n";
+  for (size_t j = 0; j < s.outputs.size(); ++j) body << "      " << reg_name(reg_of(s.outputs[j]->type.dtype)) << " " << out_regs[j] << ";\n";
+  body << "      " << call("i0 + k", [&](const ir::ProxyPtr& p) { return load_expr(p->type.dtype, name_of(p) + "_v[k]"); }) << "\n";
+  for (size_t j = 0; j < s.outputs.size(); ++j)
+    body << "      " << name_of(s.outputs[j]) << "_v[k] = " << store_expr(s.outputs[j]->type.dtype, out_regs[j]) << ";\n";
+  body << "    }\n";
+  for (const auto& o : s.outputs)
+    body << "    tr_copy<V * sizeof(" << storage_name(o->type.dtype) << ")>(p_" << name_of(o) << " + i0, " << name_of(o) << "_v);\n";
+  body << "  }\n";
+  body << "  for (long long i = nvec * V + first; i < n; i += stride) {\n";
+  for (size_t j = 0; j < s.outputs.size(); ++j) body << "    " << reg_name(reg_of(s.outputs[j]->type.dtype)) << " " << out_regs[j] << ";\n";
+  body << "    " << call("i", [&](const ir::ProxyPtr& p) { return load_expr(p->type.dtype, "p_" + name_of(p) + "[i]"); }) << "\n";
+  for (size_t j = 0; j < s.outputs.size(); ++j)
+    body << "    p_" << name_of(s.outputs[j]) << "[i] = " << store_expr(s.outputs[j]->type.dtype, out_regs[j]) << ";\n";
+  body << "  }\n}\n";
+
+  k.source = std::string(cuda_prelude()) + "\n" + body.str();
+  return k;
+}
+
+std::vector<Kernel> kernels_for(const ir::Trace& t) {
+  std::vector<Kernel> out;
+  for (size_t i = 0; i < t.stmts.size(); ++i) {
+    const Stmt& s = t.stmts[i];
+    if (!is_elementwise_group(s)) continue;
+    std::string what = s.kind == StmtKind::Prim ? s.op->name : s.callee;
+    size_t dot = what.rfind('.');
+    if (dot != std::string::npos) what = what.substr(dot + 1);
+    out.push_back(generate_elementwise(s, c_name(t.name) + "_" + c_name(what) + "_" + std::to_string(i)));
+  }
+  return out;
+}
+
+}  // namespace tracer::codegen

@@ -1,0 +1,45 @@
+// CUDA C++ generation for fusion groups (DESIGN section 4, docs/codegen.md).
+//
+// An elementwise group (a fusion or composite statement made only of elementwise primitives, or a
+// single elementwise primitive) becomes one kernel: a grid-stride loop over the elements of its
+// outputs, each input read once per element (broadcast inputs through constant index maps), one
+// line of source per fused op, named after the trace's values. Storage types are the trace's;
+// bf16 and f16 are computed in f32, f64 in f64, integers in 64 bits. When every full-size tensor
+// allows it, each thread moves 16 bytes of the narrowest tensor per access (vectorized loads
+// and stores); a scalar loop handles the tail.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "ir/trace.h"
+
+namespace tracer::codegen {
+
+// One kernel parameter: a tensor of the group (input or output), in launch order.
+struct KernelParam {
+  std::string name;  // the trace value's name
+  ir::TensorType type;
+  bool output = false;
+};
+
+struct Kernel {
+  std::string name;      // the C symbol: the fusion's name, or "<op>_<output>" for one primitive
+  std::string source;    // CUDA C++ (no includes; compiles with NVRTC alone)
+  std::vector<KernelParam> params;  // pointers in this order, then `long long n`
+  int64_t elements = 0;  // n: elements of the outputs (all outputs have the same shape)
+  int vector_width = 1;  // elements per thread per vector access (1: scalar only)
+  std::string origin;    // the statement, printed, for comments and error messages
+};
+
+// Whether s can become one elementwise kernel (and why not, in *why).
+bool is_elementwise_group(const ir::Stmt& s, std::string* why = nullptr);
+
+// The kernel of an elementwise group; name must be a C identifier. Throws std::invalid_argument
+// when s is not one (is_elementwise_group says why).
+Kernel generate_elementwise(const ir::Stmt& s, const std::string& name);
+
+// Every kernel of a trace: one per elementwise group among its top-level statements, named
+// "<trace>_<fusion or op>_<index>" so that names are unique within a program.
+std::vector<Kernel> kernels_for(const ir::Trace& t);
+
+}  // namespace tracer::codegen

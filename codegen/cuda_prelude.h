@@ -1,0 +1,105 @@
+// The device-side helpers every generated kernel starts with (CUDA C++ as a string). They mirror
+// the CPU kernels' semantics (runtime/kernels_elementwise.cpp, runtime/kernel_util.h) so that GPU
+// results can be compared with the CPU reference: bf16/f16 rounding to nearest even, integer
+// arithmetic that wraps, division by zero on integers giving 0, Python-style remainder and
+// floor division, NaN-propagating maximum and minimum, float-to-int conversion that truncates
+// and saturates (NaN gives 0). No headers: NVRTC compiles it alone.
+#pragma once
+
+namespace tracer::codegen {
+
+inline const char* cuda_prelude() {
+  return R"CUDA(// ---- tracer prelude ----
+typedef unsigned short tr_bf16;
+typedef unsigned short tr_f16;
+typedef unsigned char tr_b8;
+
+__device__ __forceinline__ float tr_from_bf16(tr_bf16 h) { return __uint_as_float(((unsigned int)h) << 16); }
+__device__ __forceinline__ tr_bf16 tr_to_bf16(float f) {
+  unsigned int x = __float_as_uint(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (tr_bf16)((x >> 16) | 0x40u);  // quiet NaN
+  x += 0x7fffu + ((x >> 16) & 1u);                                          // nearest even
+  return (tr_bf16)(x >> 16);
+}
+__device__ __forceinline__ float tr_from_f16(tr_f16 h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+__device__ __forceinline__ tr_f16 tr_to_f16(float f) {
+  tr_f16 h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+// Rounds a float through a 16-bit type (an intermediate value of that dtype).
+__device__ __forceinline__ float tr_round_bf16(float f) { return tr_from_bf16(tr_to_bf16(f)); }
+__device__ __forceinline__ float tr_round_f16(float f) { return tr_from_f16(tr_to_f16(f)); }
+
+// Float to integer: truncate toward zero, saturate, NaN gives 0 (cvt.rzi.s64 does all three).
+__device__ __forceinline__ long long tr_f2i(double x) { return x != x ? 0LL : (long long)x; }
+
+__device__ __forceinline__ long long tr_wadd(long long a, long long b) { return (long long)((unsigned long long)a + (unsigned long long)b); }
+__device__ __forceinline__ long long tr_wsub(long long a, long long b) { return (long long)((unsigned long long)a - (unsigned long long)b); }
+__device__ __forceinline__ long long tr_wmul(long long a, long long b) { return (long long)((unsigned long long)a * (unsigned long long)b); }
+__device__ __forceinline__ long long tr_idiv(long long a, long long b) { return b == 0 ? 0 : b == -1 ? tr_wsub(0, a) : a / b; }
+__device__ __forceinline__ long long tr_imod(long long a, long long b) {
+  if (b == 0 || b == -1) return 0;
+  long long r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+__device__ __forceinline__ long long tr_ifloordiv(long long a, long long b) {
+  if (b == 0) return 0;
+  if (b == -1) return tr_wsub(0, a);
+  long long q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+__device__ __forceinline__ long long tr_ipow(long long base, long long e) {
+  if (e < 0) return base == 1 ? 1 : base == -1 ? (e % 2 ? -1 : 1) : 0;
+  long long r = 1;
+  while (e) {
+    if (e & 1) r = tr_wmul(r, base);
+    base = tr_wmul(base, base);
+    e >>= 1;
+  }
+  return r;
+}
+__device__ __forceinline__ long long tr_iabs(long long a) { return a < 0 ? tr_wsub(0, a) : a; }
+
+template <class C> __device__ __forceinline__ C tr_fmod_py(C a, C b) {
+  C r = fmod(a, b);
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+template <class C> __device__ __forceinline__ C tr_ffloordiv(C a, C b) {
+  if (b == 0) return a / b;
+  C mod = fmod(a, b);
+  C div = (a - mod) / b;
+  if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;
+  if (div == 0) return copysign(C(0), a / b);
+  C fl = floor(div);
+  return div - fl > C(0.5) ? fl + 1 : fl;
+}
+template <class C> __device__ __forceinline__ C tr_fmax(C a, C b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }
+template <class C> __device__ __forceinline__ C tr_fmin(C a, C b) { return (a != a || b != b) ? a + b : (a < b ? a : b); }
+template <class C> __device__ __forceinline__ C tr_sign(C a) { return a != a ? a : C((a > 0) - (a < 0)); }
+
+// Moves B bytes with the widest accesses the alignment allows (16 bytes when B is a multiple).
+template <int B> __device__ __forceinline__ void tr_copy(void* dst, const void* src) {
+  if constexpr (B % 16 == 0) {
+#pragma unroll
+    for (int j = 0; j < B / 16; ++j) reinterpret_cast<uint4*>(dst)[j] = reinterpret_cast<const uint4*>(src)[j];
+  } else if constexpr (B == 8) {
+    *reinterpret_cast<uint2*>(dst) = *reinterpret_cast<const uint2*>(src);
+  } else if constexpr (B == 4) {
+    *reinterpret_cast<unsigned int*>(dst) = *reinterpret_cast<const unsigned int*>(src);
+  } else if constexpr (B == 2) {
+    *reinterpret_cast<unsigned short*>(dst) = *reinterpret_cast<const unsigned short*>(src);
+  } else {
+#pragma unroll
+    for (int j = 0; j < B; ++j) reinterpret_cast<unsigned char*>(dst)[j] = reinterpret_cast<const unsigned char*>(src)[j];
+  }
+}
+// ---- end of prelude ----
+)CUDA";
+}
+
+}  // namespace tracer::codegen

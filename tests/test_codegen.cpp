@@ -1,0 +1,191 @@
+// Code generation (docs/codegen.md): every example's elementwise groups become CUDA C++ that NVRTC
+// compiles to an sm_90 cubin without a GPU; the generated source has the structure the design
+// asks for; bad input to `compile` is reported.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "codegen/cuda_codegen.h"
+#include "codegen/nvrtc.h"
+#include "interpreter/passes.h"
+#include "tests/support.h"
+#include "tracer/session.h"
+
+namespace tracer::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path temp_dir(const std::string& tag) {
+  fs::path d = fs::temp_directory_path() / ("tracer_codegen_" + tag + "_" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+std::string first_bytes(const std::string& path, size_t n) {
+  std::ifstream f(path, std::ios::binary);
+  std::string s(n, '\0');
+  f.read(s.data(), static_cast<std::streamsize>(n));
+  s.resize(static_cast<size_t>(f.gcount()));
+  return s;
+}
+
+// The CUDA source generated for one function's statements (after fuse), by name of kernel.
+std::vector<codegen::Kernel> kernels_of(const std::string& source, const std::string& entry) {
+  SourceManager sm;
+  interp::Interpreter in{sm};
+  DiagnosticList diags;
+  auto m = in.load("m.trace", source, diags);
+  REQUIRE(m);
+  auto t = in.trace(*m->globals.at(entry).as<interp::FunctionObj>(), {});
+  interp::Traces fused = interp::run_passes(in, {t}, {"fuse"}, {}, nullptr);
+  return codegen::kernels_for(*fused[0]);
+}
+
+}  // namespace
+
+TEST_CASE("NVRTC compiles every example's kernels to sm_90 cubins", "[codegen][nvrtc]") {
+  std::string why;
+  auto nvrtc = codegen::Nvrtc::load(&why);
+  INFO(why);
+  // Required: CI has the CUDA toolkit, and this test must not pass by skipping.
+  REQUIRE(nvrtc);
+  const std::vector<std::vector<std::string>> pipelines = {{}, {"grad", "checkpoint", "philox", "remat", "del_last_used"}};
+  for (const std::string& f : files_in(source_dir() + "/examples", ".trace")) {
+    for (const auto& passes : pipelines) {
+      DYNAMIC_SECTION(f << " --passes " << passes.size()) {
+        Session s;
+        REQUIRE(s.load_file(f));
+        REQUIRE(s.set_passes(passes));
+        auto entry = s.entry("");
+        REQUIRE(entry);
+        fs::path dir = temp_dir("ex");
+        auto r = s.compile(*entry, "sm_90", "cubin", dir.string());
+        INFO(s.rendered_diagnostics());
+        if (!r && s.rendered_diagnostics().find("grad needs") != std::string::npos) continue;  // no scalar loss
+        REQUIRE(r);
+        CHECK(r->nvrtc_version.rfind("1", 0) == 0);
+        CHECK_FALSE(r->kernels.empty());
+        for (const auto& k : r->kernels) {
+          INFO(k.name << ": " << k.statement);
+          CHECK(fs::exists(k.file));
+          CHECK(fs::file_size(k.file) == k.bytes);
+          CHECK(first_bytes(k.file, 4) == "\x7f" "ELF");
+          CHECK(k.elements > 0);
+        }
+        fs::remove_all(dir);
+      }
+    }
+  }
+}
+
+TEST_CASE("generated kernels are named after the trace, vectorized and round bf16 intermediates", "[codegen]") {
+  auto ks = kernels_of(R"(
+def f(x: bf16[64, 32], b: bf16[32], r: f32[64, 1]):
+    y = x * b
+    z = ltorch.gelu(y)
+    w = float32(z) * r
+    return w
+)",
+                       "f");
+  REQUIRE(ks.size() == 1);
+  const codegen::Kernel& k = ks[0];
+  INFO(k.source);
+  CHECK(k.name == "f_fusion0_0");
+  CHECK(k.elements == 64 * 32);
+  // The narrowest full-size tensor is bf16 (x): 8 elements per 16-byte access.
+  CHECK(k.vector_width == 8);
+  CHECK_THAT(k.source, Catch::Contains("extern \"C\" __global__ void __launch_bounds__(256) f_fusion0_0("));
+  CHECK_THAT(k.source, Catch::Contains("const tr_bf16* __restrict__ p_x"));
+  CHECK_THAT(k.source, Catch::Contains("float* __restrict__ p_w"));
+  // Broadcast inputs through constant index maps: b along rows, r along columns.
+  CHECK_THAT(k.source, Catch::Contains("p_b[(i % 32LL)]"));
+  CHECK_THAT(k.source, Catch::Contains("p_r[(i / 32LL)]"));
+  // A bf16 intermediate is rounded as the CPU stores it; one line per op, named from the trace.
+  CHECK_THAT(k.source, Catch::Contains("const float y = tr_round_bf16((x * b));  // y = prims.mul"));
+  CHECK_THAT(k.source, Catch::Contains("tr_copy<V * sizeof(tr_bf16)>(x_v, p_x + i0);"));
+  CHECK_THAT(k.source, Catch::Contains("for (long long i = nvec * V + first; i < n; i += stride)"));
+  REQUIRE(k.params.size() == 4);
+  CHECK(k.params[3].name == "w");
+  CHECK(k.params[3].output);
+}
+
+TEST_CASE("integer, bool and mixed-dtype groups generate and compile", "[codegen][nvrtc]") {
+  auto ks = kernels_of(R"(
+def f(a: i32[128], b: i64[128], m: b8[128], h: f16[128]):
+    q = prims.floor_divide(a, 7)
+    s = prims.remainder(b, q)
+    t = prims.where(m, s, 0)
+    u = prims.maximum(float32(h), 0.5) > 1.0
+    v = prims.logical_and(u, m)
+    return t, v
+)",
+                       "f");
+  REQUIRE_FALSE(ks.empty());
+  std::string why;
+  auto nvrtc = codegen::Nvrtc::load(&why);
+  INFO(why);
+  REQUIRE(nvrtc);
+  for (const auto& k : ks) {
+    INFO(k.source);
+    auto r = nvrtc->compile(k.source, k.name, "sm_90", codegen::Emit::cubin);
+    INFO(r.log);
+    CHECK(r.ok);
+    auto p = nvrtc->compile(k.source, k.name, "sm_90", codegen::Emit::ptx);
+    CHECK(p.ok);
+    CHECK_THAT(p.binary, Catch::Contains(".target sm_90"));
+  }
+  bool saw_int_ops = false;
+  for (const auto& k : ks) saw_int_ops = saw_int_ops || k.source.find("tr_ifloordiv(") != std::string::npos;
+  CHECK(saw_int_ops);
+}
+
+TEST_CASE("a kernel NVRTC rejects is reported with its numbered source and the log", "[codegen][nvrtc]") {
+  std::string why;
+  auto nvrtc = codegen::Nvrtc::load(&why);
+  REQUIRE(nvrtc);
+  std::string src = "extern \"C\" __global__ void k(float* p) {\n  p[0] = undefined_name;\n}\n";
+  auto r = nvrtc->compile(src, "k", "sm_90", codegen::Emit::cubin);
+  CHECK_FALSE(r.ok);
+  std::string text = codegen::Nvrtc::explain("k", src, r.log);
+  CHECK_THAT(text, Catch::Contains("NVRTC could not compile kernel 'k'"));
+  CHECK_THAT(text, Catch::Contains("    2 |   p[0] = undefined_name;"));
+  CHECK_THAT(text, Catch::Contains("undefined_name"));
+  CHECK_THAT(text, Catch::Contains("compiler log:"));
+}
+
+TEST_CASE("compile reports bad arguments and non-elementwise statements are left out", "[codegen]") {
+  Session s;
+  REQUIRE(s.load_string("m", "def f(x: f32[8, 8], w: f32[8, 8]):\n    return prims.matmul(x, w) + 1.0\n"));
+  fs::path dir = temp_dir("bad");
+  CHECK_FALSE(s.compile("f", "gfx90a", "cubin", dir.string()));
+  CHECK_THAT(s.rendered_diagnostics(), Catch::Contains("unknown GPU architecture 'gfx90a'"));
+  Session s2;
+  REQUIRE(s2.load_string("m", "def f(x: f32[8, 8], w: f32[8, 8]):\n    return prims.matmul(x, w) + 1.0\n"));
+  CHECK_FALSE(s2.compile("f", "sm_90", "sass", dir.string()));
+  CHECK_THAT(s2.rendered_diagnostics(), Catch::Contains("unknown --emit 'sass'"));
+  Session s3;
+  REQUIRE(s3.load_string("m", "def f(x: f32[8, 8], w: f32[8, 8]):\n    return prims.matmul(x, w) + 1.0\n"));
+  auto r = s3.compile("f", "sm_90", "cuda", dir.string());
+  INFO(s3.rendered_diagnostics());
+  REQUIRE(r);
+  REQUIRE(r->kernels.size() == 1);  // the add; the matmul goes to a library
+  CHECK_THAT(r->kernels[0].statement, Catch::Contains("prims.add"));
+  CHECK(r->nvrtc_version.empty());
+  // An output directory that cannot be created.
+  fs::path file = dir / "a_file";
+  std::ofstream(file) << "x";
+  Session s4;
+  REQUIRE(s4.load_string("m", "def f(x: f32[8]):\n    return x + 1.0\n"));
+  CHECK_FALSE(s4.compile("f", "sm_90", "cuda", (file / "sub").string()));
+  CHECK_THAT(s4.rendered_diagnostics(), Catch::Contains("cannot create the output directory"));
+  fs::remove_all(dir);
+  std::string not_why;
+  CHECK_FALSE(codegen::is_elementwise_group(ir::Stmt{}, &not_why));
+}
+
+}  // namespace tracer::test
