@@ -418,54 +418,73 @@ std::optional<CompileReport> Session::compile(const std::string& entry, const st
   rep.emit = emit;
   rep.out_dir = out_dir;
   if (nvrtc) rep.nvrtc_version = nvrtc->version();
-  // Independent kernels compile in parallel, one thread per core.
+  // Kernels that differ only in names compile once (by structure); distinct ones compile in
+  // parallel, one thread per core.
   auto t0 = std::chrono::steady_clock::now();
-  std::vector<cg::CompileResult> results(jobs.size());
+  std::vector<size_t> unique;                      // job index of each distinct structure
+  std::unordered_map<std::string, size_t> slot_of;  // symbol -> index into unique
+  std::vector<size_t> slot(jobs.size());
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    auto [it, fresh] = slot_of.emplace(jobs[j].kernel.symbol, unique.size());
+    if (fresh) unique.push_back(j);
+    slot[j] = it->second;
+  }
+  std::vector<cg::CompileResult> results(unique.size());
   if (nvrtc) {
-    size_t workers = std::max<size_t>(1, std::min<size_t>(jobs.size(), std::thread::hardware_concurrency()));
+    size_t workers = std::max<size_t>(1, std::min<size_t>(unique.size(), std::thread::hardware_concurrency()));
     std::atomic<size_t> next{0};
     std::vector<std::thread> pool;
     for (size_t w = 0; w < workers; ++w)
       pool.emplace_back([&] {
-        for (size_t j = next++; j < jobs.size(); j = next++)
-          results[j] = nvrtc->compile(jobs[j].kernel.source, jobs[j].kernel.name, arch, kind);
+        for (size_t u = next++; u < unique.size(); u = next++) {
+          const cg::Kernel& k = jobs[unique[u]].kernel;
+          results[u] = nvrtc->compile(k.structure, k.symbol, arch, kind);
+        }
       });
     for (auto& th : pool) th.join();
+    rep.compiled = unique.size();
   }
   rep.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   bool ok = true;
+  std::unordered_set<size_t> written, files_done;
   for (size_t j = 0; j < jobs.size(); ++j) {
     const cg::Kernel& k = jobs[j].kernel;
-    if (nvrtc && !results[j].ok) {
-      impl_->error(cg::Nvrtc::explain(k.name, k.source, results[j].log));
-      ok = false;
+    const cg::CompileResult* res = nvrtc ? &results[slot[j]] : nullptr;
+    if (res && !res->ok) {
+      if (written.insert(slot[j]).second) {
+        impl_->error(cg::Nvrtc::explain(k.name + " (" + k.symbol + ")", k.structure, res->log));
+        ok = false;
+      }
       continue;
     }
     const char* ext = kind == cg::Emit::cuda ? ".cu" : kind == cg::Emit::ptx ? ".ptx" : ".cubin";
-    std::string file = (std::filesystem::path(out_dir) / (k.name + ext)).string();
-    const std::string& data = nvrtc ? results[j].binary : k.source;
-    // Written whole or not at all: a temporary file renamed into place.
+    std::string file = (std::filesystem::path(out_dir) / ((res ? k.symbol : k.name) + ext)).string();
+    const std::string& data = res ? res->binary : k.source;
+    // Written whole or not at all: a temporary file renamed into place (once per distinct kernel).
     std::string tmp = file + ".tmp";
-    {
-      std::ofstream f(tmp, std::ios::binary);
-      f.write(data.data(), static_cast<std::streamsize>(data.size()));
-      if (!f) {
-        impl_->error("cannot write '" + tmp + "'");
+    if (!res || files_done.insert(slot[j]).second) {
+      {
+        std::ofstream f(tmp, std::ios::binary);
+        f.write(data.data(), static_cast<std::streamsize>(data.size()));
+        if (!f) {
+          impl_->error("cannot write '" + tmp + "'");
+          return std::nullopt;
+        }
+      }
+      std::filesystem::rename(tmp, file, ec);
+      if (ec) {
+        impl_->error("cannot write '" + file + "': " + ec.message());
         return std::nullopt;
       }
     }
-    std::filesystem::rename(tmp, file, ec);
-    if (ec) {
-      impl_->error("cannot write '" + file + "': " + ec.message());
-      return std::nullopt;
-    }
     KernelInfo info;
     info.name = k.name;
+    info.symbol = k.symbol;
     info.trace = jobs[j].trace;
     info.statement = k.origin;
     info.file = file;
     info.bytes = data.size();
-    info.compile_ms = nvrtc ? results[j].ms : 0;
+    info.compile_ms = res && unique[slot[j]] == j ? res->ms : 0;
     info.elements = k.elements;
     info.vector_width = k.vector_width;
     rep.kernels.push_back(std::move(info));

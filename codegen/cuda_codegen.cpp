@@ -282,7 +282,34 @@ bool is_elementwise_group(const Stmt& s, std::string* why) {
   return true;
 }
 
+namespace {
+Kernel generate(const Stmt& s, const std::string& name, bool canonical);
+}
+
+std::string hash_hex(const std::string& text) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
 Kernel generate_elementwise(const Stmt& s, const std::string& name) {
+  Kernel k = generate(s, name, false);
+  Kernel c = generate(s, "tr_kernel", true);
+  k.symbol = "tr_" + hash_hex(c.source);
+  std::string text = c.source;
+  for (size_t at = text.find("tr_kernel"); at != std::string::npos; at = text.find("tr_kernel", at + k.symbol.size()))
+    text.replace(at, 9, k.symbol);
+  k.structure = std::move(text);
+  return k;
+}
+
+namespace {
+Kernel generate(const Stmt& s, const std::string& name, bool canonical) {
   std::string why;
   if (!is_elementwise_group(s, &why)) throw std::invalid_argument("codegen: '" + ir::print_stmt_line(s) + "' is not an elementwise group: " + why);
   std::vector<const Stmt*> prims;
@@ -308,7 +335,7 @@ Kernel generate_elementwise(const Stmt& s, const std::string& name) {
   auto name_of = [&](const ir::ProxyPtr& p) -> std::string {
     auto it = names.find(p.get());
     if (it != names.end()) return it->second;
-    std::string base = c_name(p->name), n = base;
+    std::string base = canonical ? "v" + std::to_string(names.size()) : c_name(p->name), n = base;
     for (int j = 2; used_names.count(n); ++j) n = base + "_" + std::to_string(j);
     used_names.insert(n);
     names[p.get()] = n;
@@ -327,7 +354,7 @@ Kernel generate_elementwise(const Stmt& s, const std::string& name) {
 
   std::ostringstream body;
   // The element function: one line per primitive.
-  body << "// " << k.origin << "\n";
+  if (!canonical) body << "// " << k.origin << "\n";
   body << "__device__ __forceinline__ void " << name << "_element(long long i";
   for (const auto& p : full_in) body << ", const " << reg_name(reg_of(p->type.dtype)) << " " << name_of(p);
   for (const auto& p : bcast_in)
@@ -381,7 +408,7 @@ Kernel generate_elementwise(const Stmt& s, const std::string& name) {
       expr = convert(e, is_compare(op) ? Reg::b8 : m, od);
     }
     body << "  const " << reg_name(reg_of(od)) << " " << name_of(out) << " = " << expr << ";  // "
-         << out->name << " = prims." << op << "\n";
+         << (canonical ? name_of(out) : out->name) << " = prims." << op << "\n";
   }
   for (size_t j = 0; j < s.outputs.size(); ++j) body << "  " << out_regs[j] << " = " << name_of(s.outputs[j]) << ";\n";
   body << "}\n\n";
@@ -439,6 +466,7 @@ Kernel generate_elementwise(const Stmt& s, const std::string& name) {
   k.source = std::string(cuda_prelude()) + "\n" + body.str();
   return k;
 }
+}  // namespace
 
 std::vector<Kernel> kernels_for(const ir::Trace& t) {
   std::vector<Kernel> out;

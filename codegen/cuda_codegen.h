@@ -29,6 +29,11 @@ struct Kernel {
   int64_t elements = 0;  // n: elements of the outputs (all outputs have the same shape)
   int vector_width = 1;  // elements per thread per vector access (1: scalar only)
   std::string origin;    // the statement, printed, for comments and error messages
+  // The same kernel with every name replaced by a canonical one ("v0", "v1", ...; the kernel
+  // "tr_<hash of the text>"): groups that differ only in names share it, and so compile once
+  // (the eight blocks of llama_mlp give the same kernels). `symbol` is its kernel's name.
+  std::string structure;
+  std::string symbol;
 };
 
 // Whether s can become one elementwise kernel (and why not, in *why).
@@ -37,6 +42,9 @@ bool is_elementwise_group(const ir::Stmt& s, std::string* why = nullptr);
 // The kernel of an elementwise group; name must be a C identifier. Throws std::invalid_argument
 // when s is not one (is_elementwise_group says why).
 Kernel generate_elementwise(const ir::Stmt& s, const std::string& name);
+
+// FNV-1a, 64 bits, as 16 hex digits (kernel cache keys).
+std::string hash_hex(const std::string& text);
 
 // Every kernel of a trace: one per elementwise group among its top-level statements, named
 // "<trace>_<fusion or op>_<index>" so that names are unique within a program.

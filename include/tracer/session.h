@@ -75,7 +75,8 @@ struct MemoryReport {
 
 // tracer compile: the CUDA kernels of a program (docs/codegen.md).
 struct KernelInfo {
-  std::string name;       // the kernel's C symbol
+  std::string name;       // the kernel's readable name (its symbol in --emit cuda sources)
+  std::string symbol;     // its symbol in the cubin or PTX: tr_<hash of its structure>
   std::string trace;      // the trace it belongs to ("main", "backward")
   std::string statement;  // the statement it computes, printed
   std::string file;       // the file written
@@ -89,6 +90,7 @@ struct CompileReport {
   std::string nvrtc_version;    // empty for --emit cuda
   std::string out_dir;
   std::vector<KernelInfo> kernels;
+  size_t compiled = 0;          // distinct kernels compiled (groups that differ only in names share one)
   double wall_ms = 0;           // all compilations (they run in parallel)
 };
 

@@ -164,9 +164,10 @@ int cmd_compile(const Common& c, const CompileArgs& a) {
     j["nvrtc"] = r->nvrtc_version;
     j["out_dir"] = r->out_dir;
     j["wall_ms"] = r->wall_ms;
+    j["compiled"] = r->compiled;
     j["kernels"] = nlohmann::json::array();
     for (const auto& k : r->kernels)
-      j["kernels"].push_back({{"name", k.name}, {"trace", k.trace}, {"statement", k.statement}, {"file", k.file},
+      j["kernels"].push_back({{"name", k.name}, {"symbol", k.symbol}, {"trace", k.trace}, {"statement", k.statement}, {"file", k.file},
                               {"bytes", k.bytes}, {"compile_ms", k.compile_ms}, {"elements", k.elements},
                               {"vector_width", k.vector_width}});
     std::cout << j.dump(1) << "\n";
@@ -181,8 +182,8 @@ int cmd_compile(const Common& c, const CompileArgs& a) {
   }
   std::cout << "# " << r->kernels.size() << " kernels for " << r->arch << " (" << r->emit << ")";
   if (!r->nvrtc_version.empty())
-    std::cout << ", NVRTC " << r->nvrtc_version << ": " << std::fixed << std::setprecision(1) << r->wall_ms
-              << " ms wall, " << sum << " ms in all";
+    std::cout << ", " << r->compiled << " distinct, NVRTC " << r->nvrtc_version << ": " << std::fixed
+              << std::setprecision(1) << r->wall_ms << " ms wall, " << sum << " ms in all";
   std::cout << "\n";
   return 0;
 }
