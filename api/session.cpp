@@ -17,6 +17,7 @@
 
 #include "api/inputs.h"
 #include "codegen/cuda_codegen.h"
+#include "codegen/cuda_exec.h"
 #include "codegen/nvrtc.h"
 #include "interpreter/builtins.h"
 #include "interpreter/interp.h"
@@ -44,6 +45,9 @@ struct Session::Impl {
   interp::PassOptions pass_opts;
   std::vector<PassInfo> timings;
   std::vector<DiagnosticInfo> diags;
+  std::unique_ptr<rt::cuda::Device> gpu;
+  std::unique_ptr<codegen::GpuExecutor> gexec;
+  int bench = 0;
 
   explicit Impl(SessionOptions o) : opts(std::move(o)) {
     interp::Options io;
@@ -596,6 +600,88 @@ static ir::Arg run_backward(const ir::Trace& fw, const ir::Trace& bw, ir::Arg& f
   return ir::execute(bw, std::move(in), ctx);
 }
 
+bool Session::set_device(const std::string& device) {
+  if (device == "cpu") {
+    impl_->gexec.reset();
+    impl_->gpu.reset();
+    return true;
+  }
+  std::smatch m;
+  if (!std::regex_match(device, m, std::regex("cuda(:([0-9]+))?"))) {
+    impl_->error("unknown device '" + device + "' (expected cpu, cuda or cuda:N)");
+    return false;
+  }
+  int ordinal = m[2].matched ? std::stoi(m[2].str()) : 0;
+  std::string why;
+  impl_->gexec.reset();
+  impl_->gpu = rt::cuda::Device::open(ordinal, &why);
+  if (!impl_->gpu) {
+    impl_->error("cannot use " + device + ": " + why);
+    return false;
+  }
+  std::string nv_why;
+  auto nvrtc = codegen::Nvrtc::load(&nv_why);
+  if (!nvrtc) {
+    impl_->error("cannot use " + device + ": " + nv_why);
+    impl_->gpu.reset();
+    return false;
+  }
+  impl_->gexec = std::make_unique<codegen::GpuExecutor>(*impl_->gpu, nvrtc);
+  return true;
+}
+
+void Session::set_bench(int runs) { impl_->bench = runs < 0 ? 0 : runs; }
+
+namespace {
+// One run of the program on the GPU: the forward, then the backward over the forward's saved
+// values (left on the device) and a cotangent of ones. Returns the outputs to report, on the host.
+std::vector<std::pair<std::string, ir::Arg>> run_program_gpu(codegen::GpuExecutor& g, const interp::Traces& prog,
+                                                             const std::vector<rt::cuda::DeviceTensor>& inputs,
+                                                             ir::ExecContext& ctx, bool download) {
+  using DT = rt::cuda::DeviceTensor;
+  const ir::Trace& fw = *prog.front();
+  std::vector<std::pair<std::string, ir::Arg>> results;
+  auto fw_out = g.run(fw, inputs, ctx);
+  auto host = [&](const ir::Arg& a, const codegen::GpuExecutor::Values& vals, const std::string& fallback) {
+    if (a.kind != ir::Arg::Kind::Proxy) return std::make_pair(fallback, a);
+    return std::make_pair(a.proxy->name, download ? ir::Arg::of_tensor(g.download(vals.at(a.proxy.get()), ctx.allocator)) : ir::Arg());
+  };
+  if (prog.size() == 1) {
+    std::vector<ir::Arg> flat;
+    std::function<void(const ir::Arg&)> walk = [&](const ir::Arg& a) {
+      if (a.is_seq()) {
+        for (const auto& x : a.items) walk(x);
+      } else {
+        flat.push_back(a);
+      }
+    };
+    walk(fw.output);
+    for (size_t i = 0; i < flat.size(); ++i) results.push_back(host(flat[i], fw_out, "out[" + std::to_string(i) + "]"));
+    return results;
+  }
+  const ir::Trace& bw = *prog[1];
+  std::vector<DT> bin;
+  for (const auto& p : bw.inputs) {
+    auto it = fw_out.find(p.get());
+    if (it != fw_out.end()) {
+      bin.push_back(it->second);
+    } else {
+      bin.push_back(g.upload(rt::full(p->type.shape, rt::Scalar{1.0, 1, false}, p->type.dtype, ctx.allocator)));
+    }
+  }
+  const ir::Arg& loss = fw.output.items[0];
+  results.push_back(host(loss, fw_out, "out"));
+  // Only the loss stays; the saved values move into the backward.
+  codegen::GpuExecutor::Values keep;
+  if (loss.kind == ir::Arg::Kind::Proxy) keep[loss.proxy.get()] = fw_out.at(loss.proxy.get());
+  fw_out.clear();
+  auto bw_out = g.run(bw, std::move(bin), ctx);
+  for (const auto& a : bw.output.items)
+    if (a.kind == ir::Arg::Kind::Proxy) results.push_back(host(a, bw_out, ""));
+  return results;
+}
+}  // namespace
+
 std::optional<RunReport> Session::run(const std::string& entry, const std::string& output_dir) {
   RunReport rep;
   auto t0 = std::chrono::steady_clock::now();
@@ -613,7 +699,51 @@ std::optional<RunReport> Session::run(const std::string& entry, const std::strin
   std::vector<rt::Tensor> held = inputs;  // the caller keeps its inputs (parameters) for the whole run
   al.reset_peak();
   std::vector<std::pair<std::string, ir::Arg>> results;
-  try {
+  if (impl_->gexec) {
+    codegen::GpuExecutor& g = *impl_->gexec;
+    rt::cuda::Device& dev = g.device();
+    rep.device = "cuda:" + std::to_string(dev.ordinal()) + " (" + dev.name() + ")";
+    try {
+      std::vector<rt::cuda::DeviceTensor> din;
+      for (const auto& t : inputs) din.push_back(g.upload(t));
+      inputs.clear();
+      dev.synchronize();
+      dev.reset_peak();
+      g.reset_stats();
+      results = run_program_gpu(g, *prog, din, impl_->in->exec_context(), true);
+      dev.synchronize();
+      rep.device_peak_bytes = dev.peak_bytes();
+      const codegen::GpuStats& st = g.stats();
+      rep.kernels_launched = st.launches;
+      rep.kernels_compiled = st.compiled;
+      rep.kernel_disk_hits = st.disk_hits;
+      rep.gemms = st.gemms;
+      rep.cpu_fallbacks = st.fallbacks;
+      rep.compile_ms = st.compile_ms;
+      rep.fallback_ops = st.fallback_ops;
+      if (impl_->bench > 0) {
+        std::vector<double> ms;
+        for (int i = 0; i < impl_->bench; ++i) {
+          auto b0 = std::chrono::steady_clock::now();
+          run_program_gpu(g, *prog, din, impl_->in->exec_context(), false);
+          dev.synchronize();
+          ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - b0).count());
+        }
+        std::sort(ms.begin(), ms.end());
+        rep.bench_runs = impl_->bench;
+        rep.bench_median_ms = ms.size() % 2 ? ms[ms.size() / 2] : (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]) / 2;
+        rep.bench_min_ms = ms.front();
+        rep.bench_max_ms = ms.back();
+      }
+    } catch (const ir::ExecError& e) {
+      impl_->add(Diagnostic{Severity::error, e.loc, e.message + (e.stmt.empty() ? "" : " (in: " + e.stmt + ")"), {}});
+      return std::nullopt;
+    } catch (const std::exception& e) {
+      impl_->error(std::string("on ") + rep.device + ": " + e.what());
+      return std::nullopt;
+    }
+  }
+  if (!impl_->gexec) try {
     ir::Arg out = ir::execute(fw, std::move(inputs), impl_->in->exec_context());
     if (prog->size() == 1) {
       std::vector<std::string> names;

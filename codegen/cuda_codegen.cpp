@@ -343,8 +343,8 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical) {
   };
   std::vector<ir::ProxyPtr> full_in, bcast_in;
   for (const auto& p : inputs) (p->type.shape == shape ? full_in : bcast_in).push_back(p);
-  for (const auto& p : inputs) k.params.push_back({p->name, p->type, false});
-  for (const auto& o : s.outputs) k.params.push_back({o->name, o->type, true});
+  for (const auto& p : inputs) k.params.push_back({p->name, p->type, false, p});
+  for (const auto& o : s.outputs) k.params.push_back({o->name, o->type, true, o});
 
   // Vector width: 16 bytes of the narrowest full-size tensor per access, at most 8 elements.
   size_t narrow = 16;

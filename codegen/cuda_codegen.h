@@ -20,6 +20,7 @@ struct KernelParam {
   std::string name;  // the trace value's name
   ir::TensorType type;
   bool output = false;
+  ir::ProxyPtr proxy;  // the value itself
 };
 
 struct Kernel {

@@ -99,8 +99,8 @@ CompileResult Nvrtc::compile(const std::string& source, const std::string& name,
   std::string target = arch;
   if (emit == Emit::ptx && target.rfind("sm_", 0) == 0) target = "compute_" + target.substr(3);
   std::string gpu = "--gpu-architecture=" + target;
-  const char* opts[] = {gpu.c_str(), "-std=c++17", "--device-as-default-execution-space"};
-  rc = a.compile(prog, 3, opts);
+  const char* opts[] = {gpu.c_str(), "-std=c++17", "--device-as-default-execution-space", "--fmad=false"};
+  rc = a.compile(prog, 4, opts);
   size_t n = 0;
   if (a.log_size(prog, &n) == 0 && n > 1) {
     r.log.resize(n);

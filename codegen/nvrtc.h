@@ -27,6 +27,9 @@ class Nvrtc {
 
   // "13.0"
   std::string version() const;
+  // The options every compilation uses besides the architecture (part of cache keys).
+  // --fmad=false: no contraction of a * b + c into one rounding, so results match the CPU's.
+  static const char* options() { return "-std=c++17 --device-as-default-execution-space --fmad=false"; }
   const std::string& path() const { return path_; }
   // Compiles source (one translation unit named name) for arch ("sm_90"): a cubin, or PTX for
   // the matching virtual architecture when emit is Emit::ptx.

@@ -48,6 +48,15 @@ struct RunReport {
   size_t estimated_peak_bytes = 0;  // what the memory estimator predicted for the same traces
   size_t statements = 0;            // top-level statements of the traces
   double trace_ms = 0, passes_ms = 0, run_ms = 0;
+  // On a GPU (set_device("cuda")): the device, its allocator's peak over one run of the program
+  // (inputs included), and what ran where. With set_bench(N): N timed runs after one warm-up.
+  std::string device = "cpu";
+  size_t device_peak_bytes = 0;
+  size_t kernels_launched = 0, kernels_compiled = 0, kernel_disk_hits = 0, gemms = 0, cpu_fallbacks = 0;
+  double compile_ms = 0;
+  std::vector<std::string> fallback_ops;
+  int bench_runs = 0;
+  double bench_median_ms = 0, bench_min_ms = 0, bench_max_ms = 0;
 };
 
 struct PassInfo {
@@ -135,6 +144,11 @@ class Session {
 
   std::optional<std::string> print(const std::string& entry);
   std::optional<RunReport> run(const std::string& entry, const std::string& output_dir = "");
+  // "cpu" (the default), "cuda" or "cuda:N". A GPU that cannot be opened (no driver, no device,
+  // a driver too old) is an error here, not a silent fall back to the CPU.
+  bool set_device(const std::string& device);
+  // run() then times `runs` more runs of the whole program (forward and backward) after it.
+  void set_bench(int runs);
   std::optional<MemoryReport> memory(const std::string& entry);
   // Generates the CUDA kernels of the program (after the session's passes, then `fuse` unless
   // the passes include it) and writes them to out_dir: CUDA C++ (emit "cuda"), PTX ("ptx") or

@@ -1,6 +1,7 @@
 // The `tracer` program: run, print and check .trace files. Uses only the public API.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -87,7 +88,19 @@ nlohmann::json report_json(const std::string& file, const std::string& entry, co
   nlohmann::json j;
   j["file"] = file;
   j["entry"] = entry;
-  j["device"] = "cpu";
+  j["device"] = r.device;
+  if (r.device != "cpu") {
+    j["device_peak_bytes"] = r.device_peak_bytes;
+    j["kernels_launched"] = r.kernels_launched;
+    j["kernels_compiled"] = r.kernels_compiled;
+    j["kernel_disk_hits"] = r.kernel_disk_hits;
+    j["gemms"] = r.gemms;
+    j["cpu_fallbacks"] = r.cpu_fallbacks;
+    j["fallback_ops"] = r.fallback_ops;
+    j["compile_ms"] = r.compile_ms;
+  }
+  if (r.bench_runs > 0)
+    j["bench"] = {{"runs", r.bench_runs}, {"median_ms", r.bench_median_ms}, {"min_ms", r.bench_min_ms}, {"max_ms", r.bench_max_ms}};
   j["trace_ms"] = r.trace_ms;
   j["run_ms"] = r.run_ms;
   j["peak_bytes"] = r.peak_bytes;
@@ -109,8 +122,15 @@ nlohmann::json report_json(const std::string& file, const std::string& entry, co
   return j;
 }
 
-int cmd_run(const Common& c, const std::string& output_dir) {
+struct RunArgs {
+  std::string device = "cpu";
+  int bench = 0;
+};
+
+int cmd_run(const Common& c, const std::string& output_dir, const RunArgs& ra) {
   tracer::Session s(session_options(c));
+  if (!s.set_device(ra.device)) return fail(s);
+  s.set_bench(ra.bench);
   if (!prepare(s, c)) return fail(s);
   auto entry = s.entry(c.entry);
   if (!entry || !add_inputs(s, c)) return fail(s);
@@ -122,8 +142,20 @@ int cmd_run(const Common& c, const std::string& output_dir) {
     return 0;
   }
   for (const auto& o : r->outputs) std::cout << o.name << ": " << o.summary << "\n";
-  std::cerr << fmt::format("# {}: {} statements, traced in {:.1f} ms, ran in {:.1f} ms on cpu, peak {:.2f} MiB\n",
-                           *entry, r->statements, r->trace_ms, r->run_ms, r->peak_bytes / 1048576.0);
+  if (r->device == "cpu") {
+    std::cerr << fmt::format("# {}: {} statements, traced in {:.1f} ms, ran in {:.1f} ms on cpu, peak {:.2f} MiB\n",
+                             *entry, r->statements, r->trace_ms, r->run_ms, r->peak_bytes / 1048576.0);
+  } else {
+    std::cerr << fmt::format("# {}: {} statements, ran in {:.1f} ms on {} (first run, {} kernels compiled in {:.0f} ms), device peak {:.2f} MiB\n",
+                             *entry, r->statements, r->run_ms, r->device, r->kernels_compiled, r->compile_ms,
+                             r->device_peak_bytes / 1048576.0);
+    std::cerr << fmt::format("# {} kernel launches, {} cuBLASLt matmuls, {} statements on the CPU{}\n", r->kernels_launched,
+                             r->gemms, r->cpu_fallbacks,
+                             r->fallback_ops.empty() ? "" : " (" + fmt::format("{}", fmt::join(r->fallback_ops, ", ")) + ")");
+  }
+  if (r->bench_runs > 0)
+    std::cerr << fmt::format("# bench: {} runs, median {:.3f} ms (min {:.3f}, max {:.3f})\n", r->bench_runs, r->bench_median_ms,
+                             r->bench_min_ms, r->bench_max_ms);
   return 0;
 }
 
@@ -288,7 +320,10 @@ int main(int argc, char** argv) {
   add_common(run, c, true);
   run->add_option("--seed", c.seed, "Seed for random inputs and random ops (default 0)");
   run->add_option("--output", output_dir, "Write each output as DIR/NAME.npy");
-  run->add_option("--device", "Device to run on (only cpu in this version)")->check(CLI::IsMember({"cpu"}));
+  RunArgs ra;
+  run->add_option("--device", ra.device, "cpu (default), cuda or cuda:N");
+  run->add_option("--bench", ra.bench, "After the run, time N more runs and report median and spread")
+      ->check(CLI::Range(0, 1000000));
   run->add_flag("--json", c.json, "Print a JSON report");
 
   CLI::App* print = app.add_subcommand("print", "Print the trace of a function");
@@ -314,7 +349,7 @@ int main(int argc, char** argv) {
   check->add_flag("--parse-only", parse_only, "Stop after parsing");
 
   CLI11_PARSE(app, argc, argv);
-  if (*run) return cmd_run(c, output_dir);
+  if (*run) return cmd_run(c, output_dir, ra);
   if (*print) return cmd_print(c);
   if (*check) return cmd_check(c, parse_only);
   if (*mem) return cmd_mem(c, plot);

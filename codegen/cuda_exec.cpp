@@ -1,0 +1,334 @@
+// The GPU executor; see cuda_exec.h.
+#include "codegen/cuda_exec.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <unordered_set>
+
+#include "ir/fusion.h"
+#include "ir/verify.h"
+
+namespace tracer::codegen {
+
+namespace fs = std::filesystem;
+using rt::cuda::DeviceTensor;
+using K = ir::Arg::Kind;
+using rt::DType;
+
+// ---------------------------------------------------------------- disk cache
+
+std::string KernelCache::default_dir() {
+  if (const char* d = std::getenv("TRACER_CACHE_DIR")) return d;
+  if (const char* x = std::getenv("XDG_CACHE_HOME")) return std::string(x) + "/tracer/kernels";
+  if (const char* h = std::getenv("HOME")) return std::string(h) + "/.cache/tracer/kernels";
+  return (fs::temp_directory_path() / "tracer-kernels").string();
+}
+
+KernelCache::KernelCache(std::string dir) : dir_(std::move(dir)) {}
+
+namespace {
+constexpr char kMagic[8] = {'T', 'R', 'K', 'C', 'U', 'B', '0', '1'};
+}
+
+std::string KernelCache::load(const std::string& key) const {
+  std::ifstream f(fs::path(dir_) / (key + ".cubin"), std::ios::binary);
+  if (!f) return {};
+  std::string data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  // magic, 8-byte length, 16 hex digits of the payload's hash, payload
+  if (data.size() < 32 || std::memcmp(data.data(), kMagic, 8) != 0) return {};
+  uint64_t n = 0;
+  std::memcpy(&n, data.data() + 8, 8);
+  if (n != data.size() - 32) return {};
+  std::string payload = data.substr(32);
+  if (hash_hex(payload) != data.substr(16, 16)) return {};
+  return payload;
+}
+
+void KernelCache::store(const std::string& key, const std::string& cubin) const {
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec) return;  // a cache that cannot be written only costs compile time
+  std::string data(kMagic, 8);
+  uint64_t n = cubin.size();
+  data.append(reinterpret_cast<const char*>(&n), 8);
+  data += hash_hex(cubin) + cubin;
+  fs::path final_path = fs::path(dir_) / (key + ".cubin");
+  fs::path tmp = final_path;
+  tmp += ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f.write(data.data(), static_cast<std::streamsize>(data.size()));
+    if (!f) {
+      fs::remove(tmp, ec);
+      return;
+    }
+  }
+  fs::rename(tmp, final_path, ec);  // atomic: readers see the old entry or the whole new one
+  if (ec) fs::remove(tmp, ec);
+}
+
+// ---------------------------------------------------------------- executor
+
+GpuExecutor::GpuExecutor(rt::cuda::Device& dev, std::shared_ptr<Nvrtc> nvrtc, KernelCache cache)
+    : dev_(dev), nvrtc_(std::move(nvrtc)), cache_(std::move(cache)) {}
+
+DeviceTensor GpuExecutor::alloc(const ir::TensorType& t) {
+  DeviceTensor d;
+  d.dtype = t.dtype;
+  d.shape = t.shape;
+  d.buffer = std::make_shared<rt::cuda::Buffer>(&dev_, t.nbytes());
+  return d;
+}
+
+DeviceTensor GpuExecutor::upload(const rt::Tensor& t) {
+  DeviceTensor d = alloc({t.dtype(), t.shape(), "cuda"});
+  dev_.copy_to_device(d.ptr(), t.data(), t.nbytes());
+  return d;
+}
+
+rt::Tensor GpuExecutor::download(const DeviceTensor& t, rt::Allocator* al) {
+  rt::Tensor h = rt::Tensor::empty(t.dtype, t.shape, al);
+  dev_.synchronize();
+  dev_.copy_to_host(h.data(), t.ptr(), h.nbytes());
+  return h;
+}
+
+void* GpuExecutor::kernel_function(const Kernel& k) {
+  auto it = by_symbol_.find(k.symbol);
+  if (it != by_symbol_.end()) return it->second.fn;
+  if (!nvrtc_) throw std::runtime_error("NVRTC is needed to compile kernel '" + k.name + "' and was not found");
+  std::string arch = dev_.arch();
+  std::string key = hash_hex(k.structure + "\n" + Nvrtc::options() + "\n" + arch + "\n" + nvrtc_->version());
+  Compiled c;
+  c.cubin = cache_.load(key);
+  if (c.cubin.empty()) {
+    CompileResult r = nvrtc_->compile(k.structure, k.symbol, arch, Emit::cubin);
+    stats_.compiled++;
+    stats_.compile_ms += r.ms;
+    if (!r.ok) throw std::runtime_error(Nvrtc::explain(k.name + " (" + k.symbol + ")", k.structure, r.log));
+    c.cubin = std::move(r.binary);
+    cache_.store(key, c.cubin);
+  } else {
+    stats_.disk_hits++;
+  }
+  c.fn = dev_.function(key, c.cubin, k.symbol);
+  return by_symbol_.emplace(k.symbol, std::move(c)).first->second.fn;
+}
+
+void GpuExecutor::run_kernel(const ir::Stmt& s, Values& env, const std::unordered_set<const ir::Proxy*>& dying) {
+  auto kit = kernels_.find(&s);
+  if (kit == kernels_.end()) kit = kernels_.emplace(&s, generate_elementwise(s, "k")).first;
+  const Kernel& k = kit->second;
+  void* fn = kernel_function(k);
+  std::vector<rt::cuda::DevPtr> ptrs;
+  std::vector<DeviceTensor> outs;
+  std::vector<const ir::Proxy*> donors;
+  for (const KernelParam& p : k.params) {
+    if (!p.output) {
+      auto it = env.find(p.proxy.get());
+      if (it == env.end()) throw std::runtime_error("'" + p.name + "' has no value (deleted or never defined)");
+      ptrs.push_back(it->second.ptr());
+      continue;
+    }
+    // An argument that dies here, whose buffer nobody else holds, with the output's type.
+    const ir::Proxy* donor = nullptr;
+    for (const KernelParam& q : k.params) {
+      if (q.output || !dying.count(q.proxy.get()) || q.type.dtype != p.type.dtype || q.type.shape != p.type.shape) continue;
+      if (std::find(donors.begin(), donors.end(), q.proxy.get()) != donors.end()) continue;
+      const DeviceTensor& d = env.at(q.proxy.get());
+      if (d.buffer.use_count() == 1 && d.buffer->bytes == d.nbytes() && !transposed_.count(q.proxy.get())) {
+        donor = q.proxy.get();
+        break;
+      }
+    }
+    DeviceTensor o;
+    if (donor) {
+      donors.push_back(donor);
+      o = env.at(donor);
+      o.dtype = p.type.dtype;
+      o.shape = p.type.shape;
+    } else {
+      o = alloc(p.type);
+    }
+    ptrs.push_back(o.ptr());
+    outs.push_back(std::move(o));
+  }
+  long long n = k.elements;
+  int vec_ok = 1;
+  for (rt::cuda::DevPtr q : ptrs) vec_ok = vec_ok && (q % 16 == 0);
+  std::vector<void*> args;
+  for (auto& q : ptrs) args.push_back(&q);
+  args.push_back(&n);
+  args.push_back(&vec_ok);
+  long long units = vec_ok ? n / k.vector_width + n % k.vector_width : n;
+  long long blocks = std::max<long long>(1, std::min<long long>((units + 255) / 256, 16LL * dev_.sm_count()));
+  dev_.launch(fn, static_cast<unsigned>(blocks), 256, args.data());
+  stats_.launches++;
+  for (const ir::Proxy* d : donors) env.erase(d);
+  size_t j = 0;
+  for (const KernelParam& p : k.params)
+    if (p.output) env[p.proxy.get()] = std::move(outs[j++]);
+}
+
+bool GpuExecutor::run_matmul(const ir::Stmt& s, Values& env, const std::unordered_set<const ir::Proxy*>& lazy) {
+  (void)lazy;
+  const std::string& op = s.op->name;
+  auto get = [&](const ir::Arg& a, bool* transposed) -> const DeviceTensor* {
+    if (a.kind != K::Proxy) return nullptr;
+    auto it = env.find(a.proxy.get());
+    if (it == env.end()) return nullptr;
+    *transposed = transposed_.count(a.proxy.get()) > 0;
+    return &it->second;
+  };
+  bool ta = false, tb = false;
+  const DeviceTensor* A = get(s.args[0], &ta);
+  const DeviceTensor* B = get(s.args[1], &tb);
+  if (!A || !B || A->dtype != B->dtype) return false;
+  DType dt = A->dtype;
+  if (dt != DType::bf16 && dt != DType::f16 && dt != DType::f32 && dt != DType::f64) return false;
+  const ir::TensorType& ot = s.outputs[0]->type;
+  if (op == "linear") {
+    if (s.args.size() > 2 && s.args[2].kind != K::None) return false;  // bias: on the CPU for now
+    if (ta || tb || B->shape.size() != 2 || A->shape.empty()) return false;
+    int64_t K_ = B->shape[1], N = B->shape[0], M = rt::numel(A->shape) / std::max<int64_t>(K_, 1);
+    DeviceTensor C = alloc(ot);
+    dev_.gemm(dt, false, true, M, N, K_, A->ptr(), B->ptr(), C.ptr(), 1, 0, 0, 0);
+    stats_.gemms++;
+    env[s.outputs[0].get()] = std::move(C);
+    return true;
+  }
+  if (A->shape.size() < 2 || B->shape.size() < 2) return false;
+  auto logical = [](rt::Shape sh, bool t) {
+    if (t) std::swap(sh[sh.size() - 1], sh[sh.size() - 2]);
+    return sh;
+  };
+  rt::Shape as = logical(A->shape, ta), bs = logical(B->shape, tb);
+  int64_t M = as[as.size() - 2], K_ = as.back(), N = bs.back();
+  if (bs[bs.size() - 2] != K_) return false;
+  rt::Shape ab(as.begin(), as.end() - 2), bb(bs.begin(), bs.end() - 2);
+  int64_t na = rt::numel(ab), nb = rt::numel(bb);
+  DeviceTensor C = alloc(ot);
+  if (nb == 1 && bb.size() <= ab.size() && !ta) {
+    dev_.gemm(dt, false, tb, na * M, N, K_, A->ptr(), B->ptr(), C.ptr(), 1, 0, 0, 0);  // stacked rows
+  } else if (ab == bb) {
+    dev_.gemm(dt, ta, tb, M, N, K_, A->ptr(), B->ptr(), C.ptr(), na, M * K_, K_ * N, M * N);
+  } else if (nb == 1) {
+    dev_.gemm(dt, ta, tb, M, N, K_, A->ptr(), B->ptr(), C.ptr(), na, M * K_, 0, M * N);
+  } else if (na == 1) {
+    dev_.gemm(dt, ta, tb, M, N, K_, A->ptr(), B->ptr(), C.ptr(), nb, 0, K_ * N, M * N);
+  } else {
+    return false;
+  }
+  stats_.gemms++;
+  env[s.outputs[0].get()] = std::move(C);
+  return true;
+}
+
+void GpuExecutor::run_on_cpu(const ir::Stmt& s, Values& env, ir::ExecContext& ctx) {
+  std::function<ir::Arg(const ir::Arg&)> host = [&](const ir::Arg& a) -> ir::Arg {
+    if (a.kind == K::Proxy) {
+      auto it = env.find(a.proxy.get());
+      if (it == env.end()) throw std::runtime_error("'" + a.proxy->name + "' has no value (deleted or never defined)");
+      rt::Tensor t = download(it->second, ctx.allocator);
+      if (transposed_.count(a.proxy.get())) {
+        std::vector<int64_t> perm(t.shape().size());
+        for (size_t i = 0; i < perm.size(); ++i) perm[i] = static_cast<int64_t>(i);
+        std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+        t = rt::permute(t, perm, ctx.allocator);
+      }
+      return ir::Arg::of_tensor(t);
+    }
+    if (a.items.empty()) return a;
+    ir::Arg out = a;
+    for (ir::Arg& x : out.items) x = host(x);
+    return out;
+  };
+  std::vector<ir::Arg> args;
+  for (const ir::Arg& a : s.args) args.push_back(host(a));
+  std::vector<rt::Tensor> outs = s.op->cpu(args, ctx);
+  for (size_t i = 0; i < outs.size() && i < s.outputs.size(); ++i) env[s.outputs[i].get()] = upload(outs[i]);
+  stats_.fallbacks++;
+  if (std::find(stats_.fallback_ops.begin(), stats_.fallback_ops.end(), s.op->name) == stats_.fallback_ops.end())
+    stats_.fallback_ops.push_back(s.op->name);
+}
+
+void GpuExecutor::run_stmt(const ir::Stmt& s, Values& env, ir::ExecContext& ctx, const std::unordered_set<const ir::Proxy*>& dying,
+                           const std::unordered_set<const ir::Proxy*>& lazy) {
+  try {
+    if (s.kind == ir::StmtKind::Del) {
+      for (const auto& p : s.deleted) {
+        env.erase(p.get());
+        transposed_.erase(p.get());
+      }
+      return;
+    }
+    if (is_elementwise_group(s)) {
+      run_kernel(s, env, dying);
+      return;
+    }
+    if (s.kind != ir::StmtKind::Prim) {
+      run_stmts(s.subsymbols, env, ctx, {});
+      for (const ir::Stmt& sub : s.subsymbols)
+        for (const auto& p : sub.outputs) {
+          bool is_out = false;
+          for (const auto& o : s.outputs) is_out = is_out || o == p;
+          if (!is_out) env.erase(p.get());
+        }
+      return;
+    }
+    const std::string& op = s.op->name;
+    if (op == "reshape" && s.args[0].kind == K::Proxy && !transposed_.count(s.args[0].proxy.get())) {
+      DeviceTensor v = env.at(s.args[0].proxy.get());
+      v.shape = s.outputs[0]->type.shape;
+      env[s.outputs[0].get()] = std::move(v);
+      return;
+    }
+    if (lazy.count(s.outputs[0].get())) {
+      env[s.outputs[0].get()] = env.at(s.args[0].proxy.get());  // read transposed by the matmul
+      transposed_[s.outputs[0].get()] = true;
+      return;
+    }
+    if ((op == "matmul" || op == "linear") && run_matmul(s, env, lazy)) return;
+    run_on_cpu(s, env, ctx);
+  } catch (const ir::ExecError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw ir::ExecError{std::string(s.op ? s.op->name + ": " : "") + e.what(), s.loc, ir::print_stmt_line(s)};
+  }
+}
+
+void GpuExecutor::run_stmts(const std::vector<ir::Stmt>& stmts, Values& env, ir::ExecContext& ctx,
+                            const std::unordered_set<const ir::Proxy*>& lazy) {
+  std::unordered_set<const ir::Proxy*> dying;
+  for (size_t i = 0; i < stmts.size(); ++i) {
+    ir::dying_after(stmts, i, dying);
+    run_stmt(stmts[i], env, ctx, dying, lazy);
+  }
+}
+
+GpuExecutor::Values GpuExecutor::run(const ir::Trace& t, std::vector<DeviceTensor> inputs, ir::ExecContext& ctx) {
+  if (inputs.size() != t.inputs.size())
+    throw ir::ExecError{"the trace takes " + std::to_string(t.inputs.size()) + " inputs but " + std::to_string(inputs.size()) +
+                            " were given",
+                        {}, ""};
+  Values env;
+  transposed_.clear();
+  for (size_t i = 0; i < inputs.size(); ++i) env[t.inputs[i].get()] = std::move(inputs[i]);
+  inputs.clear();
+  run_stmts(t.stmts, env, ctx, ir::lazy_transposes(t.stmts, &t.output));
+  Values out;
+  ir::for_each_proxy(t.output, [&](const ir::ProxyPtr& p) {
+    auto it = env.find(p.get());
+    if (it == env.end()) throw ir::ExecError{"'" + p->name + "' has no value at return", {}, "return"};
+    out[p.get()] = it->second;
+  });
+  return out;
+}
+
+}  // namespace tracer::codegen

@@ -1,0 +1,89 @@
+// Running traces on an NVIDIA GPU (docs/codegen.md, "Running on the GPU").
+//
+// Elementwise groups run as generated kernels (compiled by NVRTC on first use, cached in memory
+// by structure and on disk), matmul and linear through cuBLASLt (transposes read in place),
+// reshapes and transposes read only by matmuls as views. Every other statement runs on the CPU
+// backend with its operands copied over and back (a correct but slow fallback, counted in the
+// statistics so that it is never silent). Values die at their `del`; an elementwise statement
+// writes over a dying argument's buffer as on the CPU.
+#pragma once
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "codegen/cuda_codegen.h"
+#include "codegen/nvrtc.h"
+#include "ir/op.h"
+#include "ir/trace.h"
+#include "runtime/cuda.h"
+
+namespace tracer::codegen {
+
+struct GpuStats {
+  size_t launches = 0;       // generated kernels launched
+  size_t gemms = 0;          // cuBLASLt calls
+  size_t fallbacks = 0;      // statements run on the CPU
+  size_t compiled = 0;       // NVRTC compilations (cache misses)
+  size_t disk_hits = 0;      // kernels read from the disk cache
+  double compile_ms = 0;     // NVRTC time
+  std::vector<std::string> fallback_ops;  // which ops fell back (distinct)
+};
+
+// The on-disk kernel cache: $TRACER_CACHE_DIR, else $XDG_CACHE_HOME/tracer, else ~/.cache/tracer;
+// entries keyed by a hash of source, options, architecture and NVRTC version, written atomically,
+// checked (length and hash) when read: a corrupt or truncated entry is compiled again.
+class KernelCache {
+ public:
+  explicit KernelCache(std::string dir = default_dir());
+  static std::string default_dir();
+  // The cubin for `key`, or empty when absent or damaged.
+  std::string load(const std::string& key) const;
+  void store(const std::string& key, const std::string& cubin) const;
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string dir_;
+};
+
+class GpuExecutor {
+ public:
+  GpuExecutor(rt::cuda::Device& dev, std::shared_ptr<Nvrtc> nvrtc, KernelCache cache = KernelCache());
+
+  using Values = std::unordered_map<const ir::Proxy*, rt::cuda::DeviceTensor>;
+  // Runs t over device inputs (parallel to t.inputs; moved in); returns the device values of the
+  // proxies in t.output. ctx serves the CPU fallbacks (allocator, random state).
+  Values run(const ir::Trace& t, std::vector<rt::cuda::DeviceTensor> inputs, ir::ExecContext& ctx);
+
+  rt::cuda::DeviceTensor upload(const rt::Tensor& t);
+  rt::Tensor download(const rt::cuda::DeviceTensor& t, rt::Allocator* al);
+
+  const GpuStats& stats() const { return stats_; }
+  void reset_stats() { stats_ = GpuStats(); }
+  rt::cuda::Device& device() { return dev_; }
+
+ private:
+  struct Compiled {
+    std::string cubin;
+    void* fn = nullptr;
+  };
+  void run_stmts(const std::vector<ir::Stmt>& stmts, Values& env, ir::ExecContext& ctx,
+                 const std::unordered_set<const ir::Proxy*>& lazy);
+  void run_stmt(const ir::Stmt& s, Values& env, ir::ExecContext& ctx, const std::unordered_set<const ir::Proxy*>& dying,
+                const std::unordered_set<const ir::Proxy*>& lazy);
+  void run_kernel(const ir::Stmt& s, Values& env, const std::unordered_set<const ir::Proxy*>& dying);
+  bool run_matmul(const ir::Stmt& s, Values& env, const std::unordered_set<const ir::Proxy*>& lazy);
+  void run_on_cpu(const ir::Stmt& s, Values& env, ir::ExecContext& ctx);
+  void* kernel_function(const Kernel& k);
+  rt::cuda::DeviceTensor alloc(const ir::TensorType& t);
+
+  rt::cuda::Device& dev_;
+  std::shared_ptr<Nvrtc> nvrtc_;
+  KernelCache cache_;
+  std::unordered_map<const ir::Stmt*, Kernel> kernels_;      // generated once per statement
+  std::unordered_map<std::string, Compiled> by_symbol_;      // compiled once per structure
+  std::unordered_map<const ir::Proxy*, bool> transposed_;    // lazy transposes in env
+  GpuStats stats_;
+};
+
+}  // namespace tracer::codegen

@@ -1,0 +1,426 @@
+// The CUDA driver and cuBLASLt through dlopen; see cuda.h. The entry points used are declared
+// here with the C types of their headers (stable ABI), so the build needs no CUDA toolkit.
+#include "runtime/cuda.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <functional>
+
+namespace tracer::rt::cuda {
+
+namespace {
+using CUresult = int;
+using CUdevice = int;
+using CUcontext = void*;
+using CUmodule = void*;
+using CUfunction = void*;
+using CUstream = void*;
+using CUevent = void*;
+using LtStatus = int;
+using LtHandle = void*;
+using LtDesc = void*;
+using LtLayout = void*;
+using LtPref = void*;
+
+struct LtAlgo {
+  uint64_t data[8];
+};
+struct LtHeuristic {
+  LtAlgo algo;
+  size_t workspace;
+  LtStatus state;
+  float waves;
+  int reserved[4];
+};
+
+constexpr int kAttrSmCount = 16, kAttrCcMajor = 75, kAttrCcMinor = 76;
+constexpr int kLtTransA = 3, kLtTransB = 4, kLtBatchCount = 5, kLtBatchOffset = 6, kLtPrefWorkspace = 1;
+constexpr int kOpN = 0, kOpT = 1;
+constexpr int kCompute32F = 68, kCompute64F = 70;
+constexpr int kR32F = 0, kR64F = 1, kR16F = 2, kR16BF = 14;
+constexpr size_t kWorkspace = 32u << 20;
+
+void* open_first(const std::vector<std::string>& names, std::string* tried) {
+  for (const auto& n : names) {
+    if (void* h = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
+    *tried += "\n  " + n + ": " + dlerror();
+  }
+  return nullptr;
+}
+
+template <class F>
+bool bind(void* h, F& fn, const char* name, std::string* missing) {
+  fn = reinterpret_cast<F>(dlsym(h, name));
+  if (!fn) *missing += std::string(" ") + name;
+  return fn != nullptr;
+}
+}  // namespace
+
+struct Api {
+  void* handle = nullptr;
+  CUresult (*init)(unsigned) = nullptr;
+  CUresult (*driver_version)(int*) = nullptr;
+  CUresult (*device_count)(int*) = nullptr;
+  CUresult (*device_get)(CUdevice*, int) = nullptr;
+  CUresult (*device_name)(char*, int, CUdevice) = nullptr;
+  CUresult (*device_attr)(int*, int, CUdevice) = nullptr;
+  CUresult (*primary_retain)(CUcontext*, CUdevice) = nullptr;
+  CUresult (*primary_release)(CUdevice) = nullptr;
+  CUresult (*ctx_set)(CUcontext) = nullptr;
+  CUresult (*mem_alloc)(DevPtr*, size_t) = nullptr;
+  CUresult (*mem_free)(DevPtr) = nullptr;
+  CUresult (*htod)(DevPtr, const void*, size_t) = nullptr;
+  CUresult (*dtoh)(void*, DevPtr, size_t) = nullptr;
+  CUresult (*dtod)(DevPtr, DevPtr, size_t) = nullptr;
+  CUresult (*module_load)(CUmodule*, const void*) = nullptr;
+  CUresult (*module_unload)(CUmodule) = nullptr;
+  CUresult (*module_function)(CUfunction*, CUmodule, const char*) = nullptr;
+  CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
+                     void**, void**) = nullptr;
+  CUresult (*stream_create)(CUstream*, unsigned) = nullptr;
+  CUresult (*stream_destroy)(CUstream) = nullptr;
+  CUresult (*stream_sync)(CUstream) = nullptr;
+  CUresult (*event_create)(CUevent*, unsigned) = nullptr;
+  CUresult (*event_destroy)(CUevent) = nullptr;
+  CUresult (*event_record)(CUevent, CUstream) = nullptr;
+  CUresult (*event_sync)(CUevent) = nullptr;
+  CUresult (*event_elapsed)(float*, CUevent, CUevent) = nullptr;
+  CUresult (*error_string)(CUresult, const char**) = nullptr;
+  CUresult (*error_name)(CUresult, const char**) = nullptr;
+  ~Api() {
+    if (handle) dlclose(handle);
+  }
+};
+
+struct LtApi {
+  void* handle = nullptr;
+  LtStatus (*create)(LtHandle*) = nullptr;
+  LtStatus (*destroy)(LtHandle) = nullptr;
+  LtStatus (*desc_create)(LtDesc*, int, int) = nullptr;
+  LtStatus (*desc_destroy)(LtDesc) = nullptr;
+  LtStatus (*desc_set)(LtDesc, int, const void*, size_t) = nullptr;
+  LtStatus (*layout_create)(LtLayout*, int, uint64_t, uint64_t, int64_t) = nullptr;
+  LtStatus (*layout_destroy)(LtLayout) = nullptr;
+  LtStatus (*layout_set)(LtLayout, int, const void*, size_t) = nullptr;
+  LtStatus (*pref_create)(LtPref*) = nullptr;
+  LtStatus (*pref_destroy)(LtPref) = nullptr;
+  LtStatus (*pref_set)(LtPref, int, const void*, size_t) = nullptr;
+  LtStatus (*heuristic)(LtHandle, LtDesc, LtLayout, LtLayout, LtLayout, LtLayout, LtPref, int, LtHeuristic*, int*) = nullptr;
+  LtStatus (*matmul)(LtHandle, LtDesc, const void*, const void*, LtLayout, const void*, LtLayout, const void*,
+                     const void*, LtLayout, void*, LtLayout, const LtAlgo*, void*, size_t, CUstream) = nullptr;
+  ~LtApi() {
+    if (handle) dlclose(handle);
+  }
+};
+
+namespace {
+std::shared_ptr<Api> load_driver(std::string* why) {
+  std::string tried;
+  void* h = open_first({"libcuda.so.1", "libcuda.so"}, &tried);
+  if (!h) {
+    *why = "no CUDA driver (libcuda.so.1) on this machine; run on the CPU (--device cpu). Tried:" + tried;
+    return nullptr;
+  }
+  auto a = std::make_shared<Api>();
+  a->handle = h;
+  std::string missing;
+  bind(h, a->init, "cuInit", &missing);
+  bind(h, a->driver_version, "cuDriverGetVersion", &missing);
+  bind(h, a->device_count, "cuDeviceGetCount", &missing);
+  bind(h, a->device_get, "cuDeviceGet", &missing);
+  bind(h, a->device_name, "cuDeviceGetName", &missing);
+  bind(h, a->device_attr, "cuDeviceGetAttribute", &missing);
+  bind(h, a->primary_retain, "cuDevicePrimaryCtxRetain", &missing);
+  bind(h, a->primary_release, "cuDevicePrimaryCtxRelease_v2", &missing);
+  bind(h, a->ctx_set, "cuCtxSetCurrent", &missing);
+  bind(h, a->mem_alloc, "cuMemAlloc_v2", &missing);
+  bind(h, a->mem_free, "cuMemFree_v2", &missing);
+  bind(h, a->htod, "cuMemcpyHtoD_v2", &missing);
+  bind(h, a->dtoh, "cuMemcpyDtoH_v2", &missing);
+  bind(h, a->dtod, "cuMemcpyDtoD_v2", &missing);
+  bind(h, a->module_load, "cuModuleLoadData", &missing);
+  bind(h, a->module_unload, "cuModuleUnload", &missing);
+  bind(h, a->module_function, "cuModuleGetFunction", &missing);
+  bind(h, a->launch, "cuLaunchKernel", &missing);
+  bind(h, a->stream_create, "cuStreamCreate", &missing);
+  bind(h, a->stream_destroy, "cuStreamDestroy_v2", &missing);
+  bind(h, a->stream_sync, "cuStreamSynchronize", &missing);
+  bind(h, a->event_create, "cuEventCreate", &missing);
+  bind(h, a->event_destroy, "cuEventDestroy_v2", &missing);
+  bind(h, a->event_record, "cuEventRecord", &missing);
+  bind(h, a->event_sync, "cuEventSynchronize", &missing);
+  bind(h, a->event_elapsed, "cuEventElapsedTime_v2", &missing);
+  if (!a->event_elapsed) {
+    missing.clear();  // older drivers name it without the suffix; report the rest again below
+    bind(h, a->event_elapsed, "cuEventElapsedTime", &missing);
+  }
+  bind(h, a->error_string, "cuGetErrorString", &missing);
+  bind(h, a->error_name, "cuGetErrorName", &missing);
+  if (!missing.empty()) {
+    *why = "the CUDA driver is too old (missing:" + missing + ")";
+    return nullptr;
+  }
+  return a;
+}
+
+std::shared_ptr<LtApi> load_lt(std::string* why) {
+  std::string tried;
+  std::vector<std::string> names = {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"};
+  if (const char* h = std::getenv("CUDA_HOME")) names.push_back(std::string(h) + "/lib64/libcublasLt.so");
+  names.push_back("/usr/local/cuda/lib64/libcublasLt.so");
+  void* h = open_first(names, &tried);
+  if (!h) {
+    *why = "cuBLASLt (libcublasLt.so) was not found. Tried:" + tried;
+    return nullptr;
+  }
+  auto a = std::make_shared<LtApi>();
+  a->handle = h;
+  std::string missing;
+  bind(h, a->create, "cublasLtCreate", &missing);
+  bind(h, a->destroy, "cublasLtDestroy", &missing);
+  bind(h, a->desc_create, "cublasLtMatmulDescCreate", &missing);
+  bind(h, a->desc_destroy, "cublasLtMatmulDescDestroy", &missing);
+  bind(h, a->desc_set, "cublasLtMatmulDescSetAttribute", &missing);
+  bind(h, a->layout_create, "cublasLtMatrixLayoutCreate", &missing);
+  bind(h, a->layout_destroy, "cublasLtMatrixLayoutDestroy", &missing);
+  bind(h, a->layout_set, "cublasLtMatrixLayoutSetAttribute", &missing);
+  bind(h, a->pref_create, "cublasLtMatmulPreferenceCreate", &missing);
+  bind(h, a->pref_destroy, "cublasLtMatmulPreferenceDestroy", &missing);
+  bind(h, a->pref_set, "cublasLtMatmulPreferenceSetAttribute", &missing);
+  bind(h, a->heuristic, "cublasLtMatmulAlgoGetHeuristic", &missing);
+  bind(h, a->matmul, "cublasLtMatmul", &missing);
+  if (!missing.empty()) {
+    *why = "cuBLASLt lacks:" + missing;
+    return nullptr;
+  }
+  return a;
+}
+
+size_t round_size(size_t n) {
+  // 512-byte granules up to 1 MiB, then 2 MiB: cached blocks are reused by exact rounded size.
+  if (n <= (1u << 20)) return (n + 511) & ~size_t(511);
+  return (n + (2u << 20) - 1) & ~size_t((2u << 20) - 1);
+}
+}  // namespace
+
+void Device::check(int rc, const char* what) const {
+  if (rc == 0) return;
+  const char* name = nullptr;
+  const char* msg = nullptr;
+  if (api_ && api_->error_name) api_->error_name(rc, &name);
+  if (api_ && api_->error_string) api_->error_string(rc, &msg);
+  throw CudaError(std::string(what) + " failed: " + (name ? name : "error " + std::to_string(rc)) + (msg ? std::string(" (") + msg + ")" : ""));
+}
+
+std::unique_ptr<Device> Device::open(int ordinal, std::string* why) {
+  std::string reason;
+  auto api = load_driver(&reason);
+  if (!api) {
+    *why = reason;
+    return nullptr;
+  }
+  std::unique_ptr<Device> d(new Device());
+  d->api_ = api;
+  try {
+    int rc = api->init(0);
+    if (rc != 0) {
+      const char* msg = nullptr;
+      api->error_string(rc, &msg);
+      *why = std::string("the CUDA driver found no usable GPU (cuInit: ") + (msg ? msg : std::to_string(rc)) + ")";
+      return nullptr;
+    }
+    d->check(api->driver_version(&d->driver_version_), "cuDriverGetVersion");
+    if (d->driver_version_ < 12000) {
+      *why = "the CUDA driver is too old (version " + std::to_string(d->driver_version_ / 1000) + "." +
+             std::to_string(d->driver_version_ % 1000 / 10) + "; 12.0 or newer is needed)";
+      return nullptr;
+    }
+    int count = 0;
+    d->check(api->device_count(&count), "cuDeviceGetCount");
+    if (ordinal < 0 || ordinal >= count) {
+      *why = "there is no device cuda:" + std::to_string(ordinal) + " (" + std::to_string(count) + " found)";
+      return nullptr;
+    }
+    d->ordinal_ = ordinal;
+    d->check(api->device_get(&d->dev_, ordinal), "cuDeviceGet");
+    char name[256] = {0};
+    d->check(api->device_name(name, sizeof name, d->dev_), "cuDeviceGetName");
+    d->name_ = name;
+    d->check(api->device_attr(&d->sm_count_, kAttrSmCount, d->dev_), "cuDeviceGetAttribute");
+    d->check(api->device_attr(&d->cc_major_, kAttrCcMajor, d->dev_), "cuDeviceGetAttribute");
+    d->check(api->device_attr(&d->cc_minor_, kAttrCcMinor, d->dev_), "cuDeviceGetAttribute");
+    d->check(api->primary_retain(&d->ctx_, d->dev_), "cuDevicePrimaryCtxRetain");
+    d->check(api->ctx_set(d->ctx_), "cuCtxSetCurrent");
+    d->check(api->stream_create(&d->stream_, 0), "cuStreamCreate");
+  } catch (const CudaError& e) {
+    *why = e.what();
+    return nullptr;
+  }
+  return d;
+}
+
+Device::~Device() {
+  if (!api_) return;
+  api_->ctx_set(ctx_);
+  if (stream_) api_->stream_sync(stream_);
+  if (lt_handle_) lt_->destroy(lt_handle_);
+  if (workspace_) api_->mem_free(workspace_);
+  empty_cache();
+  for (auto& [k, m] : modules_) api_->module_unload(m);
+  if (stream_) api_->stream_destroy(stream_);
+  if (ctx_) api_->primary_release(dev_);
+}
+
+std::string Device::arch() const { return "sm_" + std::to_string(cc_major_) + std::to_string(cc_minor_); }
+
+DevPtr Device::allocate(size_t bytes) {
+  size_t n = round_size(bytes ? bytes : 1);
+  auto& cached = free_[n];
+  DevPtr p = 0;
+  if (!cached.empty()) {
+    p = cached.back();
+    cached.pop_back();
+  } else {
+    int rc = api_->mem_alloc(&p, n);
+    if (rc != 0) {
+      empty_cache();  // give cached blocks back to the driver and try once more
+      rc = api_->mem_alloc(&p, n);
+    }
+    if (rc != 0)
+      throw CudaError("out of device memory: allocating " + std::to_string(n) + " bytes with " +
+                      std::to_string(current_) + " in use on cuda:" + std::to_string(ordinal_) + " (" + name_ + ")");
+    reserved_ += n;
+  }
+  current_ += n;
+  if (current_ > peak_) peak_ = current_;
+  return p;
+}
+
+void Device::release(DevPtr p, size_t bytes) {
+  size_t n = round_size(bytes ? bytes : 1);
+  current_ -= n;
+  free_[n].push_back(p);
+}
+
+void Device::empty_cache() {
+  synchronize();
+  for (auto& [n, ptrs] : free_)
+    for (DevPtr p : ptrs) {
+      api_->mem_free(p);
+      reserved_ -= n;
+    }
+  free_.clear();
+}
+
+void Device::copy_to_device(DevPtr dst, const void* src, size_t bytes) {
+  if (bytes) check(api_->htod(dst, src, bytes), "cuMemcpyHtoD");
+}
+void Device::copy_to_host(void* dst, DevPtr src, size_t bytes) {
+  if (bytes) check(api_->dtoh(dst, src, bytes), "cuMemcpyDtoH");
+}
+void Device::copy_device(DevPtr dst, DevPtr src, size_t bytes) {
+  if (bytes) check(api_->dtod(dst, src, bytes), "cuMemcpyDtoD");
+}
+
+void* Device::function(const std::string& key, const std::string& cubin, const std::string& symbol) {
+  auto f = functions_.find(key + "/" + symbol);
+  if (f != functions_.end()) return f->second;
+  auto m = modules_.find(key);
+  if (m == modules_.end()) {
+    CUmodule mod = nullptr;
+    check(api_->module_load(&mod, cubin.data()), ("cuModuleLoadData (" + symbol + ")").c_str());
+    m = modules_.emplace(key, mod).first;
+  }
+  CUfunction fn = nullptr;
+  check(api_->module_function(&fn, m->second, symbol.c_str()), ("cuModuleGetFunction (" + symbol + ")").c_str());
+  functions_[key + "/" + symbol] = fn;
+  return fn;
+}
+
+void Device::launch(void* fn, unsigned grid, unsigned block, void** args) {
+  check(api_->launch(fn, grid, 1, 1, block, 1, 1, 0, stream_, args, nullptr), "cuLaunchKernel");
+}
+
+void Device::synchronize() {
+  if (stream_) check(api_->stream_sync(stream_), "cuStreamSynchronize");
+}
+
+double Device::time_ms(const std::function<void()>& work) {
+  CUevent a = nullptr, b = nullptr;
+  check(api_->event_create(&a, 0), "cuEventCreate");
+  check(api_->event_create(&b, 0), "cuEventCreate");
+  check(api_->event_record(a, stream_), "cuEventRecord");
+  work();
+  check(api_->event_record(b, stream_), "cuEventRecord");
+  check(api_->event_sync(b), "cuEventSynchronize");
+  float ms = 0;
+  check(api_->event_elapsed(&ms, a, b), "cuEventElapsedTime");
+  api_->event_destroy(a);
+  api_->event_destroy(b);
+  return ms;
+}
+
+void Device::gemm(DType dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, DevPtr a, DevPtr b, DevPtr c,
+                  int64_t batch, int64_t stride_a, int64_t stride_b, int64_t stride_c) {
+  if (!lt_) {
+    std::string why;
+    lt_ = load_lt(&why);
+    if (!lt_) throw CudaError(why);
+    if (lt_->create(&lt_handle_) != 0) throw CudaError("cublasLtCreate failed");
+    workspace_bytes_ = kWorkspace;
+    check(api_->mem_alloc(&workspace_, workspace_bytes_), "cuMemAlloc (cuBLASLt workspace)");
+  }
+  int type, compute, scale;
+  switch (dt) {
+    case DType::bf16: type = kR16BF, compute = kCompute32F, scale = kR32F; break;
+    case DType::f16: type = kR16F, compute = kCompute32F, scale = kR32F; break;
+    case DType::f32: type = kR32F, compute = kCompute32F, scale = kR32F; break;
+    case DType::f64: type = kR64F, compute = kCompute64F, scale = kR64F; break;
+    default: throw CudaError(std::string("matmul on the GPU does not support ") + dtype_name(dt));
+  }
+  auto lt_check = [](LtStatus s, const char* what) {
+    if (s != 0) throw CudaError(std::string(what) + " failed (cuBLAS status " + std::to_string(s) + ")");
+  };
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: B first.
+  LtDesc desc = nullptr;
+  LtLayout la = nullptr, lb = nullptr, lc = nullptr;
+  LtPref pref = nullptr;
+  lt_check(lt_->desc_create(&desc, compute, scale), "cublasLtMatmulDescCreate");
+  int op_first = tb ? kOpT : kOpN, op_second = ta ? kOpT : kOpN;
+  lt_check(lt_->desc_set(desc, kLtTransA, &op_first, sizeof op_first), "cublasLtMatmulDescSetAttribute");
+  lt_check(lt_->desc_set(desc, kLtTransB, &op_second, sizeof op_second), "cublasLtMatmulDescSetAttribute");
+  // Stored column-major shapes: B is [n, k] (ld n), or [k, n] (ld k) when tb; A likewise.
+  lt_check(lt_->layout_create(&la, type, tb ? k : n, tb ? n : k, tb ? k : n), "cublasLtMatrixLayoutCreate");
+  lt_check(lt_->layout_create(&lb, type, ta ? m : k, ta ? k : m, ta ? m : k), "cublasLtMatrixLayoutCreate");
+  lt_check(lt_->layout_create(&lc, type, n, m, n), "cublasLtMatrixLayoutCreate");
+  if (batch > 1) {
+    int32_t bc = static_cast<int32_t>(batch);
+    for (auto [l, s] : {std::pair<LtLayout, int64_t>{la, stride_b}, {lb, stride_a}, {lc, stride_c}}) {
+      lt_check(lt_->layout_set(l, kLtBatchCount, &bc, sizeof bc), "cublasLtMatrixLayoutSetAttribute");
+      lt_check(lt_->layout_set(l, kLtBatchOffset, &s, sizeof s), "cublasLtMatrixLayoutSetAttribute");
+    }
+  }
+  lt_check(lt_->pref_create(&pref), "cublasLtMatmulPreferenceCreate");
+  uint64_t ws = workspace_bytes_;
+  lt_check(lt_->pref_set(pref, kLtPrefWorkspace, &ws, sizeof ws), "cublasLtMatmulPreferenceSetAttribute");
+  LtHeuristic h{};
+  int found = 0;
+  lt_check(lt_->heuristic(lt_handle_, desc, la, lb, lc, lc, pref, 1, &h, &found), "cublasLtMatmulAlgoGetHeuristic");
+  if (found == 0) throw CudaError("cuBLASLt has no algorithm for this matmul");
+  float alpha32 = 1, beta32 = 0;
+  double alpha64 = 1, beta64 = 0;
+  const void* alpha = dt == DType::f64 ? static_cast<const void*>(&alpha64) : &alpha32;
+  const void* beta = dt == DType::f64 ? static_cast<const void*>(&beta64) : &beta32;
+  LtStatus st = lt_->matmul(lt_handle_, desc, alpha, reinterpret_cast<const void*>(b), la, reinterpret_cast<const void*>(a), lb,
+                            beta, reinterpret_cast<const void*>(c), lc, reinterpret_cast<void*>(c), lc, &h.algo,
+                            reinterpret_cast<void*>(workspace_), workspace_bytes_, stream_);
+  lt_->pref_destroy(pref);
+  lt_->layout_destroy(la);
+  lt_->layout_destroy(lb);
+  lt_->layout_destroy(lc);
+  lt_->desc_destroy(desc);
+  lt_check(st, "cublasLtMatmul");
+}
+
+}  // namespace tracer::rt::cuda

@@ -1,0 +1,114 @@
+// The CUDA driver and cuBLASLt, loaded at run time (dlopen), so that one binary runs on machines
+// with and without a GPU. Knows nothing of traces: device memory, copies, modules, launches,
+// events and matrix products. Errors are thrown as CudaError with the call and the driver's
+// message.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/dtype.h"
+
+namespace tracer::rt::cuda {
+
+struct CudaError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+using DevPtr = uint64_t;  // CUdeviceptr
+
+struct Api;      // driver entry points
+struct LtApi;    // cuBLASLt entry points
+
+// One device: its primary context, a stream, a caching allocator with current and peak bytes,
+// and the modules loaded into it. Not thread-safe: one thread uses a Device at a time.
+class Device {
+ public:
+  // Opens device `ordinal`, or returns null with the reason in *why (no driver, no device, a
+  // driver too old, an ordinal out of range).
+  static std::unique_ptr<Device> open(int ordinal, std::string* why);
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  const std::string& name() const { return name_; }
+  int ordinal() const { return ordinal_; }
+  int sm_count() const { return sm_count_; }
+  std::string arch() const;  // "sm_90"
+  int driver_version() const { return driver_version_; }
+
+  // ---- memory (caching: freed blocks are kept by size and reused) ----
+  DevPtr allocate(size_t bytes);  // 256-byte aligned; throws CudaError when out of memory
+  void release(DevPtr p, size_t bytes);
+  size_t current_bytes() const { return current_; }
+  size_t peak_bytes() const { return peak_; }
+  void reset_peak() { peak_ = current_; }
+  size_t reserved_bytes() const { return reserved_; }  // held from the driver, cached blocks included
+  void empty_cache();
+
+  void copy_to_device(DevPtr dst, const void* src, size_t bytes);
+  void copy_to_host(void* dst, DevPtr src, size_t bytes);
+  void copy_device(DevPtr dst, DevPtr src, size_t bytes);
+
+  // ---- kernels ----
+  // Loads a cubin (once per key) and returns the function `symbol` in it.
+  void* function(const std::string& key, const std::string& cubin, const std::string& symbol);
+  void launch(void* fn, unsigned grid, unsigned block, void** args);
+  void synchronize();
+
+  // ---- timing ----
+  double time_ms(const std::function<void()>& work);  // device time of the work (events)
+
+  // ---- matrix products through cuBLASLt ----
+  // C[batch][m, n] = op(A) op(B), row-major, op = transpose when ta/tb; A stored [m, k] ([k, m]
+  // when ta), B stored [k, n] ([n, k] when tb), batch strides in elements (0: shared). f32
+  // accumulation for bf16/f16/f32, f64 for f64.
+  void gemm(DType dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, DevPtr a, DevPtr b, DevPtr c,
+            int64_t batch, int64_t stride_a, int64_t stride_b, int64_t stride_c);
+
+ private:
+  Device() = default;
+  void check(int rc, const char* what) const;
+  std::shared_ptr<Api> api_;
+  std::shared_ptr<LtApi> lt_;
+  void* ctx_ = nullptr;
+  void* stream_ = nullptr;
+  void* lt_handle_ = nullptr;
+  DevPtr workspace_ = 0;
+  size_t workspace_bytes_ = 0;
+  int ordinal_ = 0, sm_count_ = 0, cc_major_ = 0, cc_minor_ = 0, driver_version_ = 0;
+  int dev_ = 0;
+  std::string name_;
+  size_t current_ = 0, peak_ = 0, reserved_ = 0;
+  std::unordered_map<size_t, std::vector<DevPtr>> free_;  // cached blocks by rounded size
+  std::unordered_map<std::string, void*> modules_;
+  std::unordered_map<std::string, void*> functions_;
+};
+
+// A device tensor: a buffer shared by views (reshapes), with its dtype and shape.
+struct Buffer {
+  Device* device = nullptr;
+  DevPtr ptr = 0;
+  size_t bytes = 0;
+  Buffer(Device* d, size_t n) : device(d), bytes(n) { ptr = n ? d->allocate(n) : 0; }
+  ~Buffer() {
+    if (ptr) device->release(ptr, bytes);
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+};
+
+struct DeviceTensor {
+  std::shared_ptr<Buffer> buffer;
+  DType dtype = DType::f32;
+  Shape shape;
+  size_t nbytes() const { return static_cast<size_t>(numel(shape)) * dtype_size(dtype); }
+  DevPtr ptr() const { return buffer ? buffer->ptr : 0; }
+};
+
+}  // namespace tracer::rt::cuda
