@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Issue 4's benchmarks on one GPU machine, tracer and its PyTorch twins in one call, one table.
+# Usage: bench/gpu_bench.sh [TRACER] [what...]   (what: copy chain llama llama_ckpt; default all)
+# Each command has a time limit; a row says TIMEOUT or FAILED instead of stopping the table.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+TRACER=${1:-build/tracer}; shift || true
+WHAT=${*:-copy chain llama llama_ckpt}
+OUT=${OUT:-/tmp}
+rows=()
+row() { rows+=("$(printf '%-34s %10s %10s %12s %10s' "$@")"); }
+tr_json() {  # name, timeout, tracer args...
+  local name=$1 limit=$2; shift 2
+  if timeout "$limit" "$TRACER" run "$@" --json >"$OUT/$name.json" 2>"$OUT/$name.err"; then
+    python3 - "$OUT/$name.json" "$name" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+b = j.get("bench", {})
+print(f"{sys.argv[2]} {b.get('median_ms', j['run_ms']):.3f} {j.get('device_peak_bytes', 0)} launches={j.get('kernels_launched')} gemms={j.get('gemms')} cpu={j.get('cpu_fallbacks')} {','.join(j.get('fallback_ops', []))}")
+PY
+  else
+    echo "$name FAILED/TIMEOUT"; tail -3 "$OUT/$name.err"
+  fi
+}
+pt_json() {  # limit, args
+  local limit=$1; shift
+  timeout "$limit" python3 bench/torch_twins.py "$@" 2>"$OUT/torch.err" || { echo "torch $* FAILED/TIMEOUT"; tail -3 "$OUT/torch.err"; }
+}
+for w in $WHAT; do
+  case $w in
+    copy) pt_json 60 copy ;;
+    chain)
+      tr_json chain_tracer 180 examples/chain.trace --entry chain --device cuda --bench 5
+      tr_json chain_tracer_philox 180 examples/chain.trace --entry chain --passes philox,fuse --device cuda --bench 5
+      pt_json 120 chain eager; pt_json 240 chain compile ;;
+    llama)
+      tr_json llama_tracer 240 examples/llama_mlp.trace --passes grad,philox,remat,del_last_used --device cuda --bench 1
+      pt_json 120 llama eager ;;
+    llama_ckpt)
+      tr_json llama_ckpt_tracer 240 examples/llama_mlp_checkpoint.trace --passes grad,checkpoint,philox,remat,del_last_used --device cuda --bench 1
+      pt_json 120 llama eager --checkpoint ;;
+  esac
+done

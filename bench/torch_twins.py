@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""PyTorch twins of the workloads (DESIGN section 6), timed the way tracer's --bench times them:
+median of N runs after warm-up, CUDA events; peak = torch.cuda.max_memory_allocated over one run
+(absolute: parameters, inputs, activations, gradients). Prints one JSON object per line.
+
+  python3 bench/torch_twins.py copy            # device copy bandwidth (read + write)
+  python3 bench/torch_twins.py chain eager|compile
+  python3 bench/torch_twins.py llama eager|compile [--checkpoint]
+"""
+import json
+import statistics
+import sys
+
+import torch
+import torch.nn.functional as F
+
+
+def timed(fn, runs=20, warmup=3):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(runs):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        ts.append(a.elapsed_time(b))
+    return statistics.median(ts), min(ts), max(ts)
+
+
+def copy():
+    x = torch.randn(1 << 28, device="cuda", dtype=torch.bfloat16)
+    y = torch.empty_like(x)
+    med, lo, hi = timed(lambda: y.copy_(x), runs=50)
+    return {"workload": "copy", "median_ms": med, "min_ms": lo, "max_ms": hi, "tb_per_s": 2 * x.numel() * 2 / med / 1e9}
+
+
+def chain(mode):
+    R = C = 16384
+    x = torch.randn(R, C, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(C, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(C, device="cuda", dtype=torch.bfloat16)
+
+    def f(x, w, b):
+        return F.dropout(F.gelu(x * w + b), 0.1)
+
+    g = torch.compile(f) if mode == "compile" else f
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    med, lo, hi = timed(lambda: g(x, w, b))
+    peak = torch.cuda.max_memory_allocated()
+    return {"workload": "chain", "mode": mode, "median_ms": med, "min_ms": lo, "max_ms": hi, "peak_bytes": peak,
+            "tb_per_s": 2 * R * C * 2 / med / 1e9}
+
+
+def llama(mode, ckpt):
+    T, L, D, H = 8192, 8, 4096, 11008
+    dt = torch.bfloat16
+    params = []
+    for _ in range(L):
+        params.append([torch.randn(H, D, device="cuda", dtype=dt, requires_grad=True) * 0.02,
+                       torch.randn(H, D, device="cuda", dtype=dt, requires_grad=True) * 0.02,
+                       torch.randn(D, H, device="cuda", dtype=dt, requires_grad=True) * 0.02])
+    params = [[p.detach().requires_grad_() for p in ps] for ps in params]
+    x = torch.randn(T, D, device="cuda", dtype=dt, requires_grad=True)
+
+    def block(x, fc1, fc2, proj):
+        n = F.rms_norm(x, (D,), eps=1e-6)
+        return x + F.dropout(F.linear(F.silu(F.linear(n, fc1)) * F.linear(n, fc2), proj), 0.1)
+
+    def model(x):
+        for fc1, fc2, proj in params:
+            if ckpt:
+                x = torch.utils.checkpoint.checkpoint(block, x, fc1, fc2, proj, use_reentrant=False)
+            else:
+                x = block(x, fc1, fc2, proj)
+        return (x.float() ** 2).mean()
+
+    m = torch.compile(model) if mode == "compile" else model
+
+    def step():
+        for ps in params:
+            for p in ps:
+                p.grad = None
+        x.grad = None
+        m(x).backward()
+
+    step()
+    torch.cuda.synchronize()
+    for ps in params:
+        for p in ps:
+            p.grad = None
+    x.grad = None
+    torch.cuda.reset_peak_memory_stats()
+    step()
+    torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated()
+    med, lo, hi = timed(step, runs=5, warmup=1)
+    return {"workload": "llama_mlp" + ("_checkpoint" if ckpt else ""), "mode": mode, "median_ms": med, "min_ms": lo,
+            "max_ms": hi, "peak_bytes": peak}
+
+
+if __name__ == "__main__":
+    what = sys.argv[1]
+    if what == "copy":
+        r = copy()
+    elif what == "chain":
+        r = chain(sys.argv[2])
+    else:
+        r = llama(sys.argv[2], "--checkpoint" in sys.argv)
+    r["torch"] = torch.__version__
+    r["gpu"] = torch.cuda.get_device_name()
+    print(json.dumps(r))

@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""Compares the outputs of a CPU run and a GPU run (directories of .npy files written by
+`tracer run --output DIR`). Prints one line per output and exits 1 if any differs by more than
+its dtype's tolerance: ||gpu - cpu|| / ||cpu|| (METHOD: f32 far under 1e-3, bf16 1e-3..1e-2).
+Reads bf16 files (descr 'bfloat16') without ml_dtypes."""
+import ast
+import os
+import struct
+import sys
+
+import numpy as np
+
+TOL = {"<f8": 1e-9, "<f4": 1e-3, "<f2": 1e-2, "bfloat16": 2e-2}
+
+
+def load(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    assert data[:6] == b"\x93NUMPY", path
+    major = data[6]
+    if major == 1:
+        (hlen,) = struct.unpack("<H", data[8:10])
+        start = 10
+    else:
+        (hlen,) = struct.unpack("<I", data[8:12])
+        start = 12
+    header = ast.literal_eval(data[start:start + hlen].decode("latin1"))
+    body = data[start + hlen:]
+    descr, shape = header["descr"], header["shape"]
+    if descr == "bfloat16":
+        bits = np.frombuffer(body, dtype="<u2").astype(np.uint32) << 16
+        arr = bits.view(np.float32)
+    else:
+        arr = np.frombuffer(body, dtype=np.dtype(descr))
+    return descr, arr.reshape(shape).astype(np.float64)
+
+
+def main(cpu_dir, gpu_dir, label):
+    names = sorted(n for n in os.listdir(cpu_dir) if n.endswith(".npy"))
+    if not names:
+        print(f"{label}: no outputs written", file=sys.stderr)
+        return 1
+    bad = 0
+    for n in names:
+        descr, a = load(os.path.join(cpu_dir, n))
+        g = os.path.join(gpu_dir, n)
+        if not os.path.exists(g):
+            print(f"FAIL {label} {n}: missing on the GPU")
+            bad += 1
+            continue
+        _, b = load(g)
+        if a.shape != b.shape:
+            print(f"FAIL {label} {n}: shape {b.shape} on the GPU, {a.shape} on the CPU")
+            bad += 1
+            continue
+        if np.isnan(b).any() != np.isnan(a).any():
+            print(f"FAIL {label} {n}: NaN on one side only")
+            bad += 1
+            continue
+        ref = np.linalg.norm(a[~np.isnan(a)])
+        err = np.linalg.norm((b - a)[~np.isnan(a)]) / (ref if ref > 0 else 1.0)
+        exact = np.array_equal(a, b, equal_nan=True)
+        tol = TOL.get(descr, 0.0)
+        ok = exact or err <= tol
+        bad += not ok
+        print(f"{'ok  ' if ok else 'FAIL'} {label} {n} {descr}{list(a.shape)} rel.err {err:.2e}{' (bitwise equal)' if exact else ''} tol {tol:g}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:4]))

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# GPU tests (ctest label "gpu"): every example, with and without the training pipeline, runs on
+# the CPU and on cuda:0 and the outputs (loss and every gradient) must agree within their dtype's
+# tolerance (tests/gpu/compare.py). Needs a GPU; scripts/test.sh runs it only where nvidia-smi
+# finds one. Usage: tests/gpu/run.sh [TRACER]
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+TRACER=${1:-build/tracer}
+SMALL="--set T=64 --set L=2 --set D=128 --set H=256 --set R=64 --set C=256 --set B=4 --set N=32"
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail=0
+for f in examples/*.trace; do
+  for passes in "" "grad,philox,remat,del_last_used" "grad,checkpoint,philox,remat,fuse,del_last_used"; do
+    label="$(basename "$f") ${passes:-no passes}"
+    args=($SMALL)
+    [ -n "$passes" ] && args+=(--passes "$passes")
+    rm -rf "$tmp/cpu" "$tmp/gpu"
+    if ! "$TRACER" run "$f" "${args[@]}" --output "$tmp/cpu" >"$tmp/cpu.log" 2>&1; then
+      if grep -q "grad needs\|no input requires" "$tmp/cpu.log"; then continue; fi
+      echo "FAIL $label: the CPU run failed"; cat "$tmp/cpu.log"; fail=1; continue
+    fi
+    if ! "$TRACER" run "$f" "${args[@]}" --device cuda --output "$tmp/gpu" >"$tmp/gpu.log" 2>&1; then
+      echo "FAIL $label: the GPU run failed"; cat "$tmp/gpu.log"; fail=1; continue
+    fi
+    grep "^#" "$tmp/gpu.log" | sed "s|^|   $label |" | tail -2
+    python3 tests/gpu/compare.py "$tmp/cpu" "$tmp/gpu" "$label" || fail=1
+  done
+done
+[ $fail = 0 ] && echo "GPU TESTS PASSED" || echo "GPU TESTS FAILED"
+exit $fail
