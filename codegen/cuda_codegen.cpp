@@ -265,11 +265,13 @@ bool is_elementwise_group(const Stmt& s, std::string* why) {
   prims_of(s, prims);
   if (prims.empty()) return no("no primitives");
   for (const Stmt* p : prims)
-    if (!p->op || p->op->kind != ir::OpKind::Elementwise) return no("prims." + (p->op ? p->op->name : std::string("?")) + " is not elementwise");
+    if (!ir::fusible_prim(*p)) return no("prims." + (p->op ? p->op->name : std::string("?")) + " is not elementwise");
   const ir::Shape& shape = s.outputs[0]->type.shape;
   for (const auto& o : s.outputs)
     if (o->type.shape != shape) return no("its outputs have different shapes");
   for (const Stmt* p : prims) {
+    if (p->op->name == "uniform_philox" && p->outputs[0]->type.shape != shape)
+      return no("a random draw of another shape than the output");
     for (const auto& o : p->outputs)
       if (!broadcasts_to(o->type.shape, shape)) return no("a value does not broadcast to the output's shape");
     for (const Arg& a : p->args) {
@@ -382,7 +384,18 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical) {
       if (a.is_number()) return literal(a, math);
       throw std::invalid_argument("codegen: prims." + op + " has an argument that is neither a tensor nor a number");
     };
-    if (op == "convert_element_type") {
+    if (op == "uniform_philox") {
+      // Element i of the draw (its shape is the output's: a draw of another shape is not fused).
+      if (out->type.shape != shape) throw std::invalid_argument("codegen: a random draw of another shape than the group's output");
+      auto word = [&](const Arg& a) {
+        return a.kind == K::Proxy ? "(unsigned long long)" + name_of(a.proxy) : std::to_string(static_cast<unsigned long long>(a.i)) + "ULL";
+      };
+      bool f64 = od == DType::f64;
+      Reg m = f64 ? Reg::f64 : Reg::f32;
+      expr = convert(std::string(f64 ? "tr_uniform_f64" : "tr_uniform_f32") + "((unsigned long long)i, " + word(p->args[5]) + ", " +
+                         word(p->args[6]) + ", " + literal(p->args[1], m) + ", " + literal(p->args[2], m) + ")",
+                     m, od);
+    } else if (op == "convert_element_type") {
       const Arg& a = p->args[0];
       std::string src = a.kind == K::Proxy ? name_of(a.proxy) : literal(a, Reg::f64);
       Reg from = a.kind == K::Proxy ? reg_of(a.proxy->type.dtype) : Reg::f64;

@@ -82,6 +82,42 @@ template <class C> __device__ __forceinline__ C tr_fmax(C a, C b) { return (a !=
 template <class C> __device__ __forceinline__ C tr_fmin(C a, C b) { return (a != a || b != b) ? a + b : (a < b ? a : b); }
 template <class C> __device__ __forceinline__ C tr_sign(C a) { return a != a ? a : C((a > 0) - (a < 0)); }
 
+// Philox4x32-10 (runtime/kernels_random.cpp): element e of a draw is word e % 4 of the block
+// e / 4 under counter (e / 4, offset) and key seed; u = (word >> 8) * 2^-24.
+__device__ __forceinline__ unsigned int tr_philox_word(unsigned long long e, unsigned long long seed,
+                                                       unsigned long long offset) {
+  unsigned long long j = e >> 2;
+  unsigned int c0 = (unsigned int)j, c1 = (unsigned int)(j >> 32), c2 = (unsigned int)offset,
+               c3 = (unsigned int)(offset >> 32);
+  unsigned int k0 = (unsigned int)seed, k1 = (unsigned int)(seed >> 32);
+#pragma unroll
+  for (int r = 0; r < 10; ++r) {
+    if (r > 0) {
+      k0 += 0x9E3779B9u;
+      k1 += 0xBB67AE85u;
+    }
+    unsigned int hi0 = __umulhi(0xD2511F53u, c0), lo0 = 0xD2511F53u * c0;
+    unsigned int hi1 = __umulhi(0xCD9E8D57u, c2), lo1 = 0xCD9E8D57u * c2;
+    unsigned int n0 = hi1 ^ c1 ^ k0, n2 = hi0 ^ c3 ^ k1;
+    c0 = n0;
+    c1 = lo1;
+    c2 = n2;
+    c3 = lo0;
+  }
+  int w = (int)(e & 3);
+  return w == 0 ? c0 : w == 1 ? c1 : w == 2 ? c2 : c3;
+}
+__device__ __forceinline__ float tr_uniform_f32(unsigned long long e, unsigned long long seed, unsigned long long offset,
+                                                float low, float high) {
+  float u = (float)(tr_philox_word(e, seed, offset) >> 8) * (float)(1.0 / 16777216.0);
+  return low + (high - low) * u;
+}
+__device__ __forceinline__ double tr_uniform_f64(unsigned long long e, unsigned long long seed, unsigned long long offset,
+                                                 double low, double high) {
+  double u = (double)(tr_philox_word(e, seed, offset) >> 8) * (1.0 / 16777216.0);
+  return low + (high - low) * u;
+}
+
 // Moves B bytes with the widest accesses the alignment allows (16 bytes when B is a multiple).
 template <int B> __device__ __forceinline__ void tr_copy(void* dst, const void* src) {
   if constexpr (B % 16 == 0) {

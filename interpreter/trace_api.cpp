@@ -8,6 +8,7 @@
 #include "interpreter/interp.h"
 #include "interpreter/mincut.h"
 #include "interpreter/trace_api.h"
+#include "ir/fusion.h"
 
 namespace tracer::interp {
 
@@ -46,6 +47,16 @@ void register_names(ir::Trace& t, const ir::Stmt& s) {
 }
 
 // ---- statements ----
+
+// Whether s can join a fused group: its primitives are elementwise or stateless random draws.
+bool all_fusible(const ir::Stmt& s) {
+  if (s.kind == ir::StmtKind::Del) return false;
+  if (s.kind == ir::StmtKind::Prim) return ir::fusible_prim(s);
+  if (s.subsymbols.empty()) return false;
+  for (const ir::Stmt& sub : s.subsymbols)
+    if (!all_fusible(sub)) return false;
+  return true;
+}
 
 // Whether every primitive in s (recursively) is elementwise: such a statement is cheap to
 // recompute and fuses.
@@ -187,6 +198,7 @@ bool trace_attr(Interpreter& in, const Value& obj, const std::string& name, Valu
     else if (name == "region") *out = s.region.empty() ? Value() : str_value(s.region);
     else if (name == "region_id") *out = Value::integer(s.region_id);
     else if (name == "elementwise") *out = Value::boolean(all_elementwise(s));
+    else if (name == "fusible") *out = Value::boolean(all_fusible(s));
     else if (name == "kwargs") {
       auto* d = new DictObj();
       *out = Value(d);

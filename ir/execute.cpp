@@ -127,6 +127,20 @@ void run_fused(const Stmt& s, Env& env, ExecContext& ctx, const Dying& dying) {
       return t;
     };
     for (const Stmt* p : prims) {
+      if (p->op->name == "uniform_philox") {  // this block's elements of the draw
+        const TensorType& t = p->outputs[0]->type;
+        rt::Shape bs = t.shape;
+        bool split = row_split(t, rank, rows);  // else it broadcasts along the rows: drawn whole
+        if (split) bs[0] = r1 - r0;
+        uint64_t start = split ? static_cast<uint64_t>(r0 * (rt::numel(t.shape) / rows)) : 0;
+        auto word = [&](const Arg& a) -> uint64_t {
+          if (a.kind == Arg::Kind::Proxy) return static_cast<uint64_t>(static_cast<int64_t>(value(a.proxy).get(0)));
+          return static_cast<uint64_t>(a.i);
+        };
+        local[p->outputs[0].get()] = rt::uniform_philox(bs, p->args[1].number(), p->args[2].number(), t.dtype, word(p->args[5]),
+                                                        word(p->args[6]), local_ctx.allocator, start);
+        continue;
+      }
       std::vector<Arg> args;
       for (const Arg& a : p->args) {
         if (a.kind == Arg::Kind::Proxy) args.push_back(Arg::of_tensor(value(a.proxy)));

@@ -18,6 +18,10 @@ void dying_after(const std::vector<Stmt>& stmts, size_t i, std::unordered_set<co
     for (const ProxyPtr& p : stmts[j].deleted) out.insert(p.get());
 }
 
+bool fusible_prim(const Stmt& p) {
+  return p.kind == StmtKind::Prim && p.op && (p.op->kind == OpKind::Elementwise || p.op->name == "uniform_philox");
+}
+
 bool swaps_last_two(const Stmt& s) {
   if (s.kind != StmtKind::Prim || !s.op || s.op->name != "transpose" || s.args.size() < 2) return false;
   if (s.args[0].kind != Arg::Kind::Proxy || !s.args[1].is_seq()) return false;
@@ -73,7 +77,7 @@ bool runs_fused(const Stmt& s) {
     return t.shape.size() < rank || t.shape[0] == 1;
   };
   for (const Stmt* p : prims) {
-    if (!p->op || p->op->kind != OpKind::Elementwise) return false;
+    if (!fusible_prim(*p)) return false;
     for (const auto& o : p->outputs)
       if (!fits(o->type, false)) return false;
     for (const Arg& a : p->args) {

@@ -15,6 +15,10 @@ namespace tracer::ir {
 // broadcasts along the rows (kept whole).
 bool runs_fused(const Stmt& s);
 
+// Whether a primitive can be part of a fused group: elementwise, or a stateless random draw
+// (uniform_philox, a pure function of the element's index).
+bool fusible_prim(const Stmt& p);
+
 // The primitives of s in execution order (composites inside expanded).
 void flat_prims(const Stmt& s, std::vector<const Stmt*>& out);
 

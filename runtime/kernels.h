@@ -75,8 +75,10 @@ Tensor iota(int64_t n, int64_t start, int64_t step, DType dt, Allocator* al);
 //   u = (philox(counter, key)[w] >> 8) * 2^-24   in [0, 1),
 //   value = low + (high - low) * u   (computed in f32, f64 for f64 outputs), stored as dt.
 // A pure function of (shape, seed, offset); independent of threading.
+// start: the draw's elements from flat index start on (a block of a fused group); shape is the
+// block's.
 Tensor uniform_philox(const Shape& shape, double low, double high, DType dt, uint64_t seed,
-                      uint64_t offset, Allocator* al);
+                      uint64_t offset, Allocator* al, uint64_t start = 0);
 void philox4x32_10(const uint32_t counter[4], const uint32_t key[2], uint32_t out[4]);
 
 // Gathers rows: out[i..., :] = table[index[i...], :] (index integer, any shape; table 2-D or more,

@@ -41,37 +41,41 @@ void philox4x32_10(const uint32_t counter[4], const uint32_t key[2], uint32_t ou
 }
 
 namespace {
+// Elements [start, start + n) of the draw: element e is word e % 4 of block e / 4.
 template <class T, class M>
-void fill_uniform(T* out, int64_t n, M low, M high, uint64_t seed, uint64_t offset) {
+void fill_uniform(T* out, int64_t n, M low, M high, uint64_t seed, uint64_t offset, uint64_t start) {
   const uint32_t key[2] = {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)};
-  int64_t blocks = (n + 3) / 4;
+  uint64_t first = start / 4, last = (start + static_cast<uint64_t>(n) + 3) / 4;
+  int64_t blocks = static_cast<int64_t>(last - first);
   M scale = high - low;
 #pragma omp parallel for schedule(static) if (n > 32768)
-  for (int64_t j = 0; j < blocks; ++j) {
-    uint64_t uj = static_cast<uint64_t>(j);
+  for (int64_t b = 0; b < blocks; ++b) {
+    uint64_t uj = first + static_cast<uint64_t>(b);
     const uint32_t ctr[4] = {static_cast<uint32_t>(uj), static_cast<uint32_t>(uj >> 32),
                              static_cast<uint32_t>(offset), static_cast<uint32_t>(offset >> 32)};
     uint32_t r[4];
     philox4x32_10(ctr, key, r);
-    for (int w = 0; w < 4 && j * 4 + w < n; ++w) {
+    for (int w = 0; w < 4; ++w) {
+      uint64_t e = uj * 4 + static_cast<uint64_t>(w);
+      if (e < start || e >= start + static_cast<uint64_t>(n)) continue;
       // 24 random bits scaled by 2^-24 is exact in f32 and always below 1.
       M u = static_cast<M>(r[w] >> 8) * static_cast<M>(1.0 / 16777216.0);
-      out[j * 4 + w] = convert<T>(low + scale * u);
+      out[e - start] = convert<T>(low + scale * u);
     }
   }
 }
 }  // namespace
 
 Tensor uniform_philox(const Shape& shape, double low, double high, DType dt, uint64_t seed,
-                      uint64_t offset, Allocator* al) {
+                      uint64_t offset, Allocator* al, uint64_t start) {
   Tensor out = Tensor::empty(dt, shape, al);
   dispatch(dt, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (dt == DType::f64)
-      fill_uniform<T, double>(out.data_as<T>(), out.numel(), low, high, seed, offset);
+      fill_uniform<T, double>(out.data_as<T>(), out.numel(), low, high, seed, offset, start);
     else
       fill_uniform<T, float>(out.data_as<T>(), out.numel(), static_cast<float>(low),
-                             static_cast<float>(high), seed, offset);
+                             static_cast<float>(high), seed, offset, start);
   });
   return out;
 }
