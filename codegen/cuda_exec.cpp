@@ -11,6 +11,7 @@
 #include <fstream>
 #include <unordered_set>
 
+#include "codegen/cuda_reduce.h"
 #include "ir/fusion.h"
 #include "ir/verify.h"
 
@@ -99,26 +100,49 @@ rt::Tensor GpuExecutor::download(const DeviceTensor& t, rt::Allocator* al) {
   return h;
 }
 
-void* GpuExecutor::kernel_function(const Kernel& k) {
-  auto it = by_symbol_.find(k.symbol);
+void* GpuExecutor::kernel_function(const Kernel& k) { return compiled(k.structure, k.symbol, k.name); }
+
+void* GpuExecutor::compiled(const std::string& source, const std::string& symbol, const std::string& label) {
+  auto it = by_symbol_.find(symbol);
   if (it != by_symbol_.end()) return it->second.fn;
-  if (!nvrtc_) throw std::runtime_error("NVRTC is needed to compile kernel '" + k.name + "' and was not found");
+  if (!nvrtc_) throw std::runtime_error("NVRTC is needed to compile kernel '" + label + "' and was not found");
   std::string arch = dev_.arch();
-  std::string key = hash_hex(k.structure + "\n" + Nvrtc::options() + "\n" + arch + "\n" + nvrtc_->version());
+  std::string key = hash_hex(source + "\n" + Nvrtc::options() + "\n" + arch + "\n" + nvrtc_->version());
   Compiled c;
   c.cubin = cache_.load(key);
   if (c.cubin.empty()) {
-    CompileResult r = nvrtc_->compile(k.structure, k.symbol, arch, Emit::cubin);
+    CompileResult r = nvrtc_->compile(source, symbol, arch, Emit::cubin);
     stats_.compiled++;
     stats_.compile_ms += r.ms;
-    if (!r.ok) throw std::runtime_error(Nvrtc::explain(k.name + " (" + k.symbol + ")", k.structure, r.log));
+    if (!r.ok) throw std::runtime_error(Nvrtc::explain(label + " (" + symbol + ")", source, r.log));
     c.cubin = std::move(r.binary);
     cache_.store(key, c.cubin);
   } else {
     stats_.disk_hits++;
   }
-  c.fn = dev_.function(key, c.cubin, k.symbol);
-  return by_symbol_.emplace(k.symbol, std::move(c)).first->second.fn;
+  c.fn = dev_.function(key, c.cubin, symbol);
+  return by_symbol_.emplace(symbol, std::move(c)).first->second.fn;
+}
+
+bool GpuExecutor::run_simple(const ir::Stmt& s, Values& env) {
+  const std::string& op = s.op->name;
+  SimpleKernel k;
+  std::string why;
+  bool ok = (op == "broadcast_in_dim") ? generate_broadcast(s, &k, &why)
+            : (op == "sum" || op == "prod" || op == "amax" || op == "amin") ? generate_reduction(s, &k, &why)
+                                                                             : false;
+  if (!ok || s.args[0].kind != K::Proxy || transposed_.count(s.args[0].proxy.get())) return false;
+  auto it = env.find(s.args[0].proxy.get());
+  if (it == env.end()) return false;
+  void* fn = compiled(k.source, k.symbol, "prims." + op);
+  DeviceTensor out = alloc(s.outputs[0]->type);
+  rt::cuda::DevPtr x = it->second.ptr(), y = out.ptr();
+  void* args[] = {&x, &y};
+  long long blocks = std::max<long long>(1, std::min<long long>((k.threads + k.block - 1) / k.block, 65535LL));
+  dev_.launch(fn, static_cast<unsigned>(blocks), k.block, args);
+  stats_.launches++;
+  env[s.outputs[0].get()] = std::move(out);
+  return true;
 }
 
 void GpuExecutor::run_kernel(const ir::Stmt& s, Values& env, const std::unordered_set<const ir::Proxy*>& dying) {
@@ -295,6 +319,7 @@ void GpuExecutor::run_stmt(const ir::Stmt& s, Values& env, ir::ExecContext& ctx,
       return;
     }
     if ((op == "matmul" || op == "linear") && run_matmul(s, env, lazy)) return;
+    if (run_simple(s, env)) return;
     run_on_cpu(s, env, ctx);
   } catch (const ir::ExecError&) {
     throw;

@@ -75,6 +75,8 @@ class GpuExecutor {
   bool run_matmul(const ir::Stmt& s, Values& env, const std::unordered_set<const ir::Proxy*>& lazy);
   void run_on_cpu(const ir::Stmt& s, Values& env, ir::ExecContext& ctx);
   void* kernel_function(const Kernel& k);
+  void* compiled(const std::string& source, const std::string& symbol, const std::string& label);
+  bool run_simple(const ir::Stmt& s, Values& env);  // reductions and broadcasts
   rt::cuda::DeviceTensor alloc(const ir::TensorType& t);
 
   rt::cuda::Device& dev_;

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "codegen/cuda_codegen.h"
+#include "codegen/cuda_reduce.h"
 #include "codegen/nvrtc.h"
 #include "interpreter/passes.h"
 #include "tests/support.h"
@@ -142,6 +143,47 @@ def f(a: i32[128], b: i64[128], m: b8[128], h: f16[128]):
   bool saw_int_ops = false;
   for (const auto& k : ks) saw_int_ops = saw_int_ops || k.source.find("tr_ifloordiv(") != std::string::npos;
   CHECK(saw_int_ops);
+}
+
+TEST_CASE("reduction and broadcast kernels generate and compile; non-contiguous reductions are refused", "[codegen][nvrtc]") {
+  SourceManager sm;
+  interp::Interpreter in{sm};
+  DiagnosticList diags;
+  auto m = in.load("m.trace", R"(
+def f(x: bf16[8, 16, 4], y: f64[6, 5], z: i32[7, 3]):
+    a = prims.sum(x, (1,))
+    b = prims.amax(x, (2,))
+    c = prims.sum(y, (0, 1))
+    d = prims.amin(z, (0,))
+    e = prims.prod(y, (1,), keepdim=True)
+    g = prims.broadcast_in_dim(a, (8, 3, 4), (0, 2))
+    h = prims.sum(x, (0, 2))
+    return a, b, c, d, e, g, h
+)", diags);
+  REQUIRE(m);
+  auto t = in.trace(*m->globals.at("f").as<interp::FunctionObj>(), {});
+  std::string why;
+  auto nvrtc = codegen::Nvrtc::load(&why);
+  REQUIRE(nvrtc);
+  int made = 0;
+  for (const ir::Stmt& s : t->stmts) {
+    codegen::SimpleKernel k;
+    std::string no;
+    bool ok = s.op->name == "broadcast_in_dim" ? codegen::generate_broadcast(s, &k, &no) : codegen::generate_reduction(s, &k, &no);
+    INFO(ir::print_stmt_line(s) << ": " << no);
+    if (s.outputs[0]->name == "h") {  // dims 0 and 2 are not contiguous
+      CHECK_FALSE(ok);
+      CHECK_THAT(no, Catch::Contains("not contiguous"));
+      continue;
+    }
+    REQUIRE(ok);
+    ++made;
+    CHECK(k.symbol.rfind("tr_", 0) == 0);
+    auto r = nvrtc->compile(k.source, k.symbol, "sm_90", codegen::Emit::cubin);
+    INFO(r.log);
+    CHECK(r.ok);
+  }
+  CHECK(made == 6);
 }
 
 TEST_CASE("a kernel NVRTC rejects is reported with its numbered source and the log", "[codegen][nvrtc]") {

@@ -1,0 +1,172 @@
+// Reduction and broadcast kernels; see cuda_reduce.h.
+#include "codegen/cuda_reduce.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "codegen/cuda_codegen.h"
+#include "codegen/cuda_prelude.h"
+#include "ir/op.h"
+
+namespace tracer::codegen {
+namespace {
+using ir::Arg;
+using rt::DType;
+
+const char* storage(DType d) {
+  switch (d) {
+    case DType::f64: return "double";
+    case DType::f32: return "float";
+    case DType::f16: return "tr_f16";
+    case DType::bf16: return "tr_bf16";
+    case DType::i64: return "long long";
+    case DType::i32: return "int";
+    case DType::i8: return "signed char";
+    case DType::u8: return "unsigned char";
+    case DType::b8: return "tr_b8";
+  }
+  return "?";
+}
+
+// Load to the accumulator type (double for floats, long long for integers and bools).
+std::string load(DType d, const std::string& ref) {
+  switch (d) {
+    case DType::bf16: return "(double)tr_from_bf16(" + ref + ")";
+    case DType::f16: return "(double)tr_from_f16(" + ref + ")";
+    case DType::f32:
+    case DType::f64: return "(double)" + ref;
+    case DType::b8: return "(long long)(" + ref + " != 0)";
+    default: return "(long long)" + ref;
+  }
+}
+
+std::string store(DType d, const std::string& acc, bool acc_float) {
+  switch (d) {
+    case DType::bf16: return "tr_to_bf16((float)" + acc + ")";
+    case DType::f16: return "tr_to_f16((float)" + acc + ")";
+    case DType::f32: return "(float)" + acc;
+    case DType::f64: return "(double)" + acc;
+    case DType::b8: return "(tr_b8)(" + acc + " != 0)";
+    default: return acc_float ? std::string("(") + storage(d) + ")tr_f2i(" + acc + ")" : std::string("(") + storage(d) + ")(" + acc + ")";
+  }
+}
+}  // namespace
+
+bool generate_reduction(const ir::Stmt& s, SimpleKernel* k, std::string* why) {
+  if (s.kind != ir::StmtKind::Prim || !s.op || s.args.empty() || s.args[0].kind != Arg::Kind::Proxy) {
+    *why = "not a primitive reduction over a tensor";
+    return false;
+  }
+  const std::string& op = s.op->name;
+  if (op != "sum" && op != "prod" && op != "amax" && op != "amin") {
+    *why = "prims." + op + " is not a reduction";
+    return false;
+  }
+  const ir::TensorType& in = s.args[0].proxy->type;
+  const ir::TensorType& out = s.outputs[0]->type;
+  std::vector<int64_t> dims;
+  if (s.args[1].is_seq())
+    for (const Arg& d : s.args[1].items) dims.push_back(d.i < 0 ? d.i + static_cast<int64_t>(in.shape.size()) : d.i);
+  else if (s.args[1].kind == Arg::Kind::Int)
+    dims.push_back(s.args[1].i);
+  std::sort(dims.begin(), dims.end());
+  if (dims.empty()) {
+    *why = "no dimensions to reduce";
+    return false;
+  }
+  for (size_t j = 1; j < dims.size(); ++j)
+    if (dims[j] != dims[j - 1] + 1) {
+      *why = "the reduced dimensions are not contiguous";
+      return false;
+    }
+  long long A = 1, R = 1, B = 1;
+  for (int64_t d = 0; d < static_cast<int64_t>(in.shape.size()); ++d)
+    (d < dims.front() ? A : d > dims.back() ? B : R) *= in.shape[static_cast<size_t>(d)];
+  bool fl = rt::is_float(in.dtype) || rt::is_float(out.dtype);
+  std::string acc_t = fl ? "double" : "long long";
+  std::string init, step;
+  if (op == "sum") init = "0", step = fl ? "acc + v" : "(long long)((unsigned long long)acc + (unsigned long long)v)";
+  if (op == "prod") init = "1", step = fl ? "acc * v" : "(long long)((unsigned long long)acc * (unsigned long long)v)";
+  if (op == "amax") init = fl ? "-__longlong_as_double(0x7ff0000000000000LL)" : "(-9223372036854775807LL - 1)",
+                step = fl ? "(acc != acc || acc >= v) ? acc : v" : "(acc >= v ? acc : v)";
+  if (op == "amin") init = fl ? "__longlong_as_double(0x7ff0000000000000LL)" : "9223372036854775807LL",
+                step = fl ? "(acc != acc || acc <= v) ? acc : v" : "(acc <= v ? acc : v)";
+  std::ostringstream src;
+  src << cuda_prelude() << "\n";
+  src << "// prims." << op << " of " << storage(in.dtype) << "[" << A << ", " << R << ", " << B << "] over the middle dimension\n";
+  src << "__device__ __forceinline__ " << acc_t << " tr_step(" << acc_t << " acc, " << acc_t << " v) { return " << step << "; }\n";
+  src << "extern \"C\" __global__ void __launch_bounds__(256) tr_kernel(const " << storage(in.dtype) << "* __restrict__ x, "
+      << storage(out.dtype) << "* __restrict__ y) {\n";
+  src << "  const long long A = " << A << "LL, R = " << R << "LL, B = " << B << "LL;\n";
+  if (B == 1) {
+    // One block per output row: threads stride over the row, then a tree in shared memory.
+    src << "  __shared__ " << acc_t << " part[256];\n";
+    src << "  for (long long a = blockIdx.x; a < A; a += gridDim.x) {\n";
+    src << "    " << acc_t << " acc = " << init << ";\n";
+    src << "    for (long long r = threadIdx.x; r < R; r += blockDim.x) acc = tr_step(acc, " << load(in.dtype, "x[a * R + r]") << ");\n";
+    src << "    part[threadIdx.x] = acc;\n    __syncthreads();\n";
+    src << "    for (int w = blockDim.x / 2; w > 0; w >>= 1) {\n";
+    src << "      if (threadIdx.x < w) part[threadIdx.x] = tr_step(part[threadIdx.x], part[threadIdx.x + w]);\n";
+    src << "      __syncthreads();\n    }\n";
+    src << "    if (threadIdx.x == 0) y[a] = " << store(out.dtype, "part[0]", fl) << ";\n";
+    src << "    __syncthreads();\n  }\n}\n";
+    k->threads = std::min<long long>(A, 65535) * 256;
+  } else {
+    // One thread per output (a, b): neighbouring threads read neighbouring b (coalesced).
+    src << "  for (long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x; o < A * B; o += (long long)gridDim.x * blockDim.x) {\n";
+    src << "    const long long a = o / B, b = o % B;\n";
+    src << "    " << acc_t << " acc = " << init << ";\n";
+    src << "    for (long long r = 0; r < R; ++r) acc = tr_step(acc, " << load(in.dtype, "x[(a * R + r) * B + b]") << ");\n";
+    src << "    y[o] = " << store(out.dtype, "acc", fl) << ";\n  }\n}\n";
+    k->threads = A * B;
+  }
+  std::string text = src.str();
+  k->symbol = "tr_" + hash_hex(text);
+  for (size_t at = text.find("tr_kernel"); at != std::string::npos; at = text.find("tr_kernel", at + k->symbol.size()))
+    text.replace(at, 9, k->symbol);
+  k->source = std::move(text);
+  return true;
+}
+
+bool generate_broadcast(const ir::Stmt& s, SimpleKernel* k, std::string* why) {
+  if (s.kind != ir::StmtKind::Prim || !s.op || s.op->name != "broadcast_in_dim" || s.args[0].kind != Arg::Kind::Proxy) {
+    *why = "not a broadcast_in_dim of a tensor";
+    return false;
+  }
+  const ir::TensorType& in = s.args[0].proxy->type;
+  const ir::TensorType& out = s.outputs[0]->type;
+  std::vector<int64_t> bdims;
+  for (const Arg& d : s.args[2].items) bdims.push_back(d.i);
+  size_t r = out.shape.size(), k_in = in.shape.size();
+  if (bdims.size() != k_in) {
+    *why = "broadcast dimensions do not match the input's rank";
+    return false;
+  }
+  std::vector<long long> ostride(r, 1), istride(k_in, 1);
+  for (size_t d = r; d-- > 1;) ostride[d - 1] = ostride[d] * out.shape[d];
+  for (size_t d = k_in; d-- > 1;) istride[d - 1] = istride[d] * in.shape[d];
+  std::string idx;
+  for (size_t j = 0; j < k_in; ++j) {
+    if (in.shape[j] == 1) continue;
+    size_t d = static_cast<size_t>(bdims[j]);
+    std::string c = "(i / " + std::to_string(ostride[d]) + "LL % " + std::to_string(out.shape[d]) + "LL)";
+    idx += (idx.empty() ? "" : " + ") + c + " * " + std::to_string(istride[j]) + "LL";
+  }
+  if (idx.empty()) idx = "0";
+  long long n = rt::numel(out.shape);
+  std::ostringstream src;
+  src << cuda_prelude() << "\n// prims.broadcast_in_dim to " << n << " elements\n";
+  src << "extern \"C\" __global__ void __launch_bounds__(256) tr_kernel(const " << storage(in.dtype) << "* __restrict__ x, "
+      << storage(out.dtype) << "* __restrict__ y) {\n";
+  src << "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < " << n
+      << "LL; i += (long long)gridDim.x * blockDim.x) y[i] = x[" << idx << "];\n}\n";
+  std::string text = src.str();
+  k->symbol = "tr_" + hash_hex(text);
+  for (size_t at = text.find("tr_kernel"); at != std::string::npos; at = text.find("tr_kernel", at + k->symbol.size()))
+    text.replace(at, 9, k->symbol);
+  k->source = std::move(text);
+  k->threads = n;
+  return true;
+}
+
+}  // namespace tracer::codegen

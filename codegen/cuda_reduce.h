@@ -1,0 +1,27 @@
+// Generated kernels for what is not an elementwise group but still runs on the GPU: reductions
+// along a contiguous run of dimensions (sum, prod, amax, amin; floats accumulate in double and
+// integers in 64 bits, as the CPU backend does) and broadcast_in_dim. The source depends only on
+// the dtypes, the operation and the sizes, so its hash is its cache key.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "ir/trace.h"
+
+namespace tracer::codegen {
+
+struct SimpleKernel {
+  std::string symbol;  // tr_<hash of the source>
+  std::string source;
+  long long threads = 0;  // threads to launch in all (grid-stride loops take any count)
+  unsigned block = 256;
+};
+
+// The input viewed as [A, R, B], reduced over R. Returns false (with why) when the reduced
+// dimensions are not contiguous or the op is not a reduction this supports.
+bool generate_reduction(const ir::Stmt& s, SimpleKernel* k, std::string* why);
+
+// out = broadcast_in_dim(a, shape, bdims) as a gather kernel.
+bool generate_broadcast(const ir::Stmt& s, SimpleKernel* k, std::string* why);
+
+}  // namespace tracer::codegen
