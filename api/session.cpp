@@ -735,6 +735,7 @@ std::optional<RunReport> Session::run(const std::string& entry, const std::strin
         rep.bench_min_ms = ms.front();
         rep.bench_max_ms = ms.back();
       }
+      if (g.profiling()) g.print_profile(std::cerr);
     } catch (const ir::ExecError& e) {
       impl_->add(Diagnostic{Severity::error, e.loc, e.message + (e.stmt.empty() ? "" : " (in: " + e.stmt + ")"), {}});
       return std::nullopt;

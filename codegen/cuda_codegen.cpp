@@ -361,6 +361,13 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical) {
   for (const auto& p : full_in) body << ", const " << reg_name(reg_of(p->type.dtype)) << " " << name_of(p);
   for (const auto& p : bcast_in)
     body << ", const " << storage_name(p->type.dtype) << "* __restrict__ p_" << name_of(p);
+  // Random draws: the kernel computes the Philox words, four elements per block of the generator
+  // (consecutive elements share one), and passes each element its word.
+  std::vector<const Stmt*> draws;
+  for (const Stmt* p : prims)
+    if (p->op->name == "uniform_philox") draws.push_back(p);
+  auto word_name = [&](size_t d) { return "rw" + std::to_string(d); };
+  for (size_t d = 0; d < draws.size(); ++d) body << ", const unsigned int " << word_name(d);
   std::vector<std::string> out_regs;
   for (const auto& o : s.outputs) {
     std::string r = "out_" + name_of(o);
@@ -390,10 +397,12 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical) {
       auto word = [&](const Arg& a) {
         return a.kind == K::Proxy ? "(unsigned long long)" + name_of(a.proxy) : std::to_string(static_cast<unsigned long long>(a.i)) + "ULL";
       };
+      (void)word;
       bool f64 = od == DType::f64;
       Reg m = f64 ? Reg::f64 : Reg::f32;
-      expr = convert(std::string(f64 ? "tr_uniform_f64" : "tr_uniform_f32") + "((unsigned long long)i, " + word(p->args[5]) + ", " +
-                         word(p->args[6]) + ", " + literal(p->args[1], m) + ", " + literal(p->args[2], m) + ")",
+      size_t d = static_cast<size_t>(std::find(draws.begin(), draws.end(), p) - draws.begin());
+      expr = convert(std::string(f64 ? "tr_uniform_word_f64(" : "tr_uniform_word_f32(") + word_name(d) + ", " +
+                         literal(p->args[1], m) + ", " + literal(p->args[2], m) + ")",
                      m, od);
     } else if (op == "convert_element_type") {
       const Arg& a = p->args[0];
@@ -443,11 +452,21 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical) {
   body << "  const long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n";
   body << "  constexpr int V = " << V << ";\n";
   body << "  const long long nvec = vec_ok ? n / V : 0;\n";
-  auto call = [&](const std::string& idx, const std::function<std::string(const ir::ProxyPtr&)>& full_value) {
+  // A draw's seed and offset: scalar tensors of the group (read once) or constants.
+  auto rng_word = [&](const Arg& a) {
+    return a.kind == K::Proxy ? "(unsigned long long)p_" + name_of(a.proxy) + "[0]"
+                              : std::to_string(static_cast<unsigned long long>(a.i)) + "ULL";
+  };
+  for (size_t d = 0; d < draws.size(); ++d)
+    body << "  const unsigned long long " << word_name(d) << "_seed = " << rng_word(draws[d]->args[5]) << ", " << word_name(d)
+         << "_offset = " << rng_word(draws[d]->args[6]) << ";\n";
+  auto call = [&](const std::string& idx, const std::function<std::string(const ir::ProxyPtr&)>& full_value,
+                  const std::function<std::string(size_t)>& word) {
     std::ostringstream c;
     c << name << "_element(" << idx;
     for (const auto& p : full_in) c << ", " << full_value(p);
     for (const auto& p : bcast_in) c << ", p_" << name_of(p);
+    for (size_t d = 0; d < draws.size(); ++d) c << ", " << word(d);
     for (const auto& r : out_regs) c << ", " << r;
     c << ");";
     return c.str();
@@ -460,9 +479,22 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical) {
     body << "    tr_copy<V * sizeof(" << t << ")>(" << name_of(p) << "_v, p_" << name_of(p) << " + i0);\n";
   }
   for (const auto& o : s.outputs) body << "    __align__(16) " << storage_name(o->type.dtype) << " " << name_of(o) << "_v[V];\n";
+  bool blocked = V % 4 == 0;  // the vector covers whole generator blocks (i0 is a multiple of V)
+  for (size_t d = 0; d < draws.size() && blocked; ++d) {
+    std::string w = word_name(d);
+    body << "    unsigned int " << w << "_v[V];\n#pragma unroll\n    for (int q = 0; q < V; q += 4) {\n";
+    body << "      const uint4 r = tr_philox4((unsigned long long)(i0 + q) >> 2, " << w << "_seed, " << w << "_offset);\n";
+    body << "      " << w << "_v[q] = r.x; " << w << "_v[q + 1] = r.y; " << w << "_v[q + 2] = r.z; " << w << "_v[q + 3] = r.w;\n    }\n";
+  }
   body << "#pragma unroll\n    for (int k = 0; k < V; ++k) {\n";
   for (size_t j = 0; j < s.outputs.size(); ++j) body << "      " << reg_name(reg_of(s.outputs[j]->type.dtype)) << " " << out_regs[j] << ";\n";
-  body << "      " << call("i0 + k", [&](const ir::ProxyPtr& p) { return load_expr(p->type.dtype, name_of(p) + "_v[k]"); }) << "\n";
+  body << "      "
+       << call("i0 + k", [&](const ir::ProxyPtr& p) { return load_expr(p->type.dtype, name_of(p) + "_v[k]"); },
+               [&](size_t d) {
+                 return blocked ? word_name(d) + "_v[k]"
+                                : "tr_philox_word((unsigned long long)(i0 + k), " + word_name(d) + "_seed, " + word_name(d) + "_offset)";
+               })
+       << "\n";
   for (size_t j = 0; j < s.outputs.size(); ++j)
     body << "      " << name_of(s.outputs[j]) << "_v[k] = " << store_expr(s.outputs[j]->type.dtype, out_regs[j]) << ";\n";
   body << "    }\n";
@@ -471,7 +503,10 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical) {
   body << "  }\n";
   body << "  for (long long i = nvec * V + first; i < n; i += stride) {\n";
   for (size_t j = 0; j < s.outputs.size(); ++j) body << "    " << reg_name(reg_of(s.outputs[j]->type.dtype)) << " " << out_regs[j] << ";\n";
-  body << "    " << call("i", [&](const ir::ProxyPtr& p) { return load_expr(p->type.dtype, "p_" + name_of(p) + "[i]"); }) << "\n";
+  body << "    "
+       << call("i", [&](const ir::ProxyPtr& p) { return load_expr(p->type.dtype, "p_" + name_of(p) + "[i]"); },
+               [&](size_t d) { return "tr_philox_word((unsigned long long)i, " + word_name(d) + "_seed, " + word_name(d) + "_offset)"; })
+       << "\n";
   for (size_t j = 0; j < s.outputs.size(); ++j)
     body << "    p_" << name_of(s.outputs[j]) << "[i] = " << store_expr(s.outputs[j]->type.dtype, out_regs[j]) << ";\n";
   body << "  }\n}\n";

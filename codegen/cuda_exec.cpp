@@ -77,7 +77,10 @@ void KernelCache::store(const std::string& key, const std::string& cubin) const 
 // ---------------------------------------------------------------- executor
 
 GpuExecutor::GpuExecutor(rt::cuda::Device& dev, std::shared_ptr<Nvrtc> nvrtc, KernelCache cache)
-    : dev_(dev), nvrtc_(std::move(nvrtc)), cache_(std::move(cache)) {}
+    : dev_(dev), nvrtc_(std::move(nvrtc)), cache_(std::move(cache)) {
+  const char* p = std::getenv("TRACER_GPU_PROFILE");
+  profile_ = p && *p && std::string(p) != "0";
+}
 
 DeviceTensor GpuExecutor::alloc(const ir::TensorType& t) {
   DeviceTensor d;
@@ -333,8 +336,31 @@ void GpuExecutor::run_stmts(const std::vector<ir::Stmt>& stmts, Values& env, ir:
   std::unordered_set<const ir::Proxy*> dying;
   for (size_t i = 0; i < stmts.size(); ++i) {
     ir::dying_after(stmts, i, dying);
-    run_stmt(stmts[i], env, ctx, dying, lazy);
+    if (!profile_ || stmts[i].kind == ir::StmtKind::Del) {
+      run_stmt(stmts[i], env, ctx, dying, lazy);
+      continue;
+    }
+    // TRACER_GPU_PROFILE=1: device time of each statement (synchronizing), by kind.
+    size_t launches = stats_.launches, gemms = stats_.gemms, fallbacks = stats_.fallbacks;
+    double ms = dev_.time_ms([&] { run_stmt(stmts[i], env, ctx, dying, lazy); });
+    std::string what = stats_.gemms > gemms ? "cublasLt " : stats_.fallbacks > fallbacks ? "cpu " : stats_.launches > launches ? "kernel " : "view ";
+    const ir::Stmt& s = stmts[i];
+    what += s.kind == ir::StmtKind::Prim ? s.op->name : s.callee;
+    auto& e = profile_table_[what];
+    e.first += ms;
+    e.second += 1;
   }
+}
+
+void GpuExecutor::print_profile(std::ostream& out) {
+  std::vector<std::pair<std::string, std::pair<double, int>>> rows(profile_table_.begin(), profile_table_.end());
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+  double total = 0;
+  for (const auto& r : rows) total += r.second.first;
+  out << "# GPU profile (device ms, each statement synchronized): total " << total << " ms\n";
+  for (const auto& r : rows)
+    out << "#   " << r.second.first << " ms  " << r.second.second << "x  " << r.first << "\n";
+  profile_table_.clear();
 }
 
 GpuExecutor::Values GpuExecutor::run(const ir::Trace& t, std::vector<DeviceTensor> inputs, ir::ExecContext& ctx) {

@@ -8,6 +8,7 @@
 // writes over a dying argument's buffer as on the CPU.
 #pragma once
 #include <memory>
+#include <ostream>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -61,6 +62,9 @@ class GpuExecutor {
   const GpuStats& stats() const { return stats_; }
   void reset_stats() { stats_ = GpuStats(); }
   rt::cuda::Device& device() { return dev_; }
+  // With TRACER_GPU_PROFILE=1 set: the device time of every statement run so far, by kind.
+  bool profiling() const { return profile_; }
+  void print_profile(std::ostream& out);
 
  private:
   struct Compiled {
@@ -86,6 +90,8 @@ class GpuExecutor {
   std::unordered_map<std::string, Compiled> by_symbol_;      // compiled once per structure
   std::unordered_map<const ir::Proxy*, bool> transposed_;    // lazy transposes in env
   GpuStats stats_;
+  bool profile_ = false;
+  std::unordered_map<std::string, std::pair<double, int>> profile_table_;
 };
 
 }  // namespace tracer::codegen

@@ -84,9 +84,7 @@ template <class C> __device__ __forceinline__ C tr_sign(C a) { return a != a ? a
 
 // Philox4x32-10 (runtime/kernels_random.cpp): element e of a draw is word e % 4 of the block
 // e / 4 under counter (e / 4, offset) and key seed; u = (word >> 8) * 2^-24.
-__device__ __forceinline__ unsigned int tr_philox_word(unsigned long long e, unsigned long long seed,
-                                                       unsigned long long offset) {
-  unsigned long long j = e >> 2;
+__device__ __forceinline__ uint4 tr_philox4(unsigned long long j, unsigned long long seed, unsigned long long offset) {
   unsigned int c0 = (unsigned int)j, c1 = (unsigned int)(j >> 32), c2 = (unsigned int)offset,
                c3 = (unsigned int)(offset >> 32);
   unsigned int k0 = (unsigned int)seed, k1 = (unsigned int)(seed >> 32);
@@ -104,17 +102,20 @@ __device__ __forceinline__ unsigned int tr_philox_word(unsigned long long e, uns
     c2 = n2;
     c3 = lo0;
   }
-  int w = (int)(e & 3);
-  return w == 0 ? c0 : w == 1 ? c1 : w == 2 ? c2 : c3;
+  return make_uint4(c0, c1, c2, c3);
 }
-__device__ __forceinline__ float tr_uniform_f32(unsigned long long e, unsigned long long seed, unsigned long long offset,
-                                                float low, float high) {
-  float u = (float)(tr_philox_word(e, seed, offset) >> 8) * (float)(1.0 / 16777216.0);
+__device__ __forceinline__ unsigned int tr_philox_word(unsigned long long e, unsigned long long seed,
+                                                       unsigned long long offset) {
+  uint4 r = tr_philox4(e >> 2, seed, offset);
+  int w = (int)(e & 3);
+  return w == 0 ? r.x : w == 1 ? r.y : w == 2 ? r.z : r.w;
+}
+__device__ __forceinline__ float tr_uniform_word_f32(unsigned int word, float low, float high) {
+  float u = (float)(word >> 8) * (float)(1.0 / 16777216.0);
   return low + (high - low) * u;
 }
-__device__ __forceinline__ double tr_uniform_f64(unsigned long long e, unsigned long long seed, unsigned long long offset,
-                                                 double low, double high) {
-  double u = (double)(tr_philox_word(e, seed, offset) >> 8) * (1.0 / 16777216.0);
+__device__ __forceinline__ double tr_uniform_word_f64(unsigned int word, double low, double high) {
+  double u = (double)(word >> 8) * (1.0 / 16777216.0);
   return low + (high - low) * u;
 }
 
