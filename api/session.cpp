@@ -722,6 +722,7 @@ std::optional<RunReport> Session::run(const std::string& entry, const std::strin
       rep.compile_ms = st.compile_ms;
       rep.fallback_ops = st.fallback_ops;
       if (impl_->bench > 0) {
+        if (g.profiling()) g.clear_profile();  // profile the warm runs only
         std::vector<double> ms;
         for (int i = 0; i < impl_->bench; ++i) {
           auto b0 = std::chrono::steady_clock::now();

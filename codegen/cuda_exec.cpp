@@ -132,18 +132,31 @@ bool GpuExecutor::run_simple(const ir::Stmt& s, Values& env) {
   SimpleKernel k;
   std::string why;
   bool ok = (op == "broadcast_in_dim") ? generate_broadcast(s, &k, &why)
-            : (op == "sum" || op == "prod" || op == "amax" || op == "amin") ? generate_reduction(s, &k, &why)
+            : (op == "sum" || op == "prod" || op == "amax" || op == "amin") ? generate_reduction(s, &k, &why, dev_.sm_count())
                                                                              : false;
   if (!ok || s.args[0].kind != K::Proxy || transposed_.count(s.args[0].proxy.get())) return false;
   auto it = env.find(s.args[0].proxy.get());
   if (it == env.end()) return false;
   void* fn = compiled(k.source, k.symbol, "prims." + op);
   DeviceTensor out = alloc(s.outputs[0]->type);
+  auto grid = [&](long long threads) {
+    return static_cast<unsigned>(std::max<long long>(1, std::min<long long>((threads + k.block - 1) / k.block, 65535LL)));
+  };
   rt::cuda::DevPtr x = it->second.ptr(), y = out.ptr();
-  void* args[] = {&x, &y};
-  long long blocks = std::max<long long>(1, std::min<long long>((k.threads + k.block - 1) / k.block, 65535LL));
-  dev_.launch(fn, static_cast<unsigned>(blocks), k.block, args);
-  stats_.launches++;
+  if (k.symbol2.empty()) {
+    void* args[] = {&x, &y};
+    dev_.launch(fn, grid(k.threads), k.block, args);
+    stats_.launches++;
+  } else {
+    void* fn2 = compiled(k.source, k.symbol2, "prims." + op);
+    rt::cuda::Buffer partial(&dev_, static_cast<size_t>(k.partials) * 8);
+    rt::cuda::DevPtr p = partial.ptr;
+    void* args1[] = {&x, &p};
+    dev_.launch(fn, grid(k.threads), k.block, args1);
+    void* args2[] = {&p, &y};
+    dev_.launch(fn2, grid(k.threads2), k.block, args2);
+    stats_.launches += 2;
+  }
   env[s.outputs[0].get()] = std::move(out);
   return true;
 }

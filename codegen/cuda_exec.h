@@ -65,6 +65,7 @@ class GpuExecutor {
   // With TRACER_GPU_PROFILE=1 set: the device time of every statement run so far, by kind.
   bool profiling() const { return profile_; }
   void print_profile(std::ostream& out);
+  void clear_profile() { profile_table_.clear(); }
 
  private:
   struct Compiled {

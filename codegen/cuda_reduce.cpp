@@ -52,7 +52,7 @@ std::string store(DType d, const std::string& acc, bool acc_float) {
 }
 }  // namespace
 
-bool generate_reduction(const ir::Stmt& s, SimpleKernel* k, std::string* why) {
+bool generate_reduction(const ir::Stmt& s, SimpleKernel* k, std::string* why, int sm_count) {
   if (s.kind != ir::StmtKind::Prim || !s.op || s.args.empty() || s.args[0].kind != Arg::Kind::Proxy) {
     *why = "not a primitive reduction over a tensor";
     return false;
@@ -91,39 +91,69 @@ bool generate_reduction(const ir::Stmt& s, SimpleKernel* k, std::string* why) {
                 step = fl ? "(acc != acc || acc >= v) ? acc : v" : "(acc >= v ? acc : v)";
   if (op == "amin") init = fl ? "__longlong_as_double(0x7ff0000000000000LL)" : "9223372036854775807LL",
                 step = fl ? "(acc != acc || acc <= v) ? acc : v" : "(acc <= v ? acc : v)";
+  // Split R into S chunks when the outputs alone would leave the device mostly idle: S partial
+  // results per output, then a second kernel combines them (in chunk order: deterministic).
+  long long S = 1;
+  if (B == 1) {
+    long long want_blocks = 4LL * sm_count;
+    if (A < want_blocks) S = std::min((want_blocks + A - 1) / A, (R + 2047) / 2048);
+  } else {
+    long long want_threads = 2048LL * sm_count;
+    if (A * B < want_threads) S = std::min((want_threads + A * B - 1) / (A * B), (R + 63) / 64);
+  }
+  S = std::max(1LL, S);
+  long long C = (R + S - 1) / S;  // elements of R per chunk
   std::ostringstream src;
   src << cuda_prelude() << "\n";
-  src << "// prims." << op << " of " << storage(in.dtype) << "[" << A << ", " << R << ", " << B << "] over the middle dimension\n";
+  src << "// prims." << op << " of " << storage(in.dtype) << "[" << A << ", " << R << ", " << B << "] over the middle dimension, "
+      << S << " chunk(s) of " << C << "\n";
   src << "__device__ __forceinline__ " << acc_t << " tr_step(" << acc_t << " acc, " << acc_t << " v) { return " << step << "; }\n";
+  std::string dst_t = S > 1 ? acc_t : storage(out.dtype);
+  auto put = [&](const std::string& v) { return S > 1 ? v : store(out.dtype, v, fl); };
   src << "extern \"C\" __global__ void __launch_bounds__(256) tr_kernel(const " << storage(in.dtype) << "* __restrict__ x, "
-      << storage(out.dtype) << "* __restrict__ y) {\n";
-  src << "  const long long A = " << A << "LL, R = " << R << "LL, B = " << B << "LL;\n";
+      << dst_t << "* __restrict__ y) {\n";
+  src << "  const long long A = " << A << "LL, R = " << R << "LL, B = " << B << "LL, S = " << S << "LL, C = " << C << "LL;\n";
   if (B == 1) {
-    // One block per output row: threads stride over the row, then a tree in shared memory.
+    // One block per (output row, chunk): threads stride over the chunk, then a tree in shared memory.
     src << "  __shared__ " << acc_t << " part[256];\n";
-    src << "  for (long long a = blockIdx.x; a < A; a += gridDim.x) {\n";
+    src << "  for (long long u = blockIdx.x; u < A * S; u += gridDim.x) {\n";
+    src << "    const long long a = u / S, r0 = (u % S) * C, r1 = r0 + C < R ? r0 + C : R;\n";
     src << "    " << acc_t << " acc = " << init << ";\n";
-    src << "    for (long long r = threadIdx.x; r < R; r += blockDim.x) acc = tr_step(acc, " << load(in.dtype, "x[a * R + r]") << ");\n";
+    src << "    for (long long r = r0 + threadIdx.x; r < r1; r += blockDim.x) acc = tr_step(acc, " << load(in.dtype, "x[a * R + r]") << ");\n";
     src << "    part[threadIdx.x] = acc;\n    __syncthreads();\n";
     src << "    for (int w = blockDim.x / 2; w > 0; w >>= 1) {\n";
     src << "      if (threadIdx.x < w) part[threadIdx.x] = tr_step(part[threadIdx.x], part[threadIdx.x + w]);\n";
     src << "      __syncthreads();\n    }\n";
-    src << "    if (threadIdx.x == 0) y[a] = " << store(out.dtype, "part[0]", fl) << ";\n";
+    src << "    if (threadIdx.x == 0) y[u] = " << put("part[0]") << ";\n";
     src << "    __syncthreads();\n  }\n}\n";
-    k->threads = std::min<long long>(A, 65535) * 256;
+    k->threads = std::min<long long>(A * S, 65535) * 256;
   } else {
-    // One thread per output (a, b): neighbouring threads read neighbouring b (coalesced).
+    // One thread per (output row, chunk, column): neighbouring threads read neighbouring columns.
+    src << "  for (long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x; o < A * S * B; o += (long long)gridDim.x * blockDim.x) {\n";
+    src << "    const long long b = o % B, u = o / B, a = u / S, r0 = (u % S) * C, r1 = r0 + C < R ? r0 + C : R;\n";
+    src << "    " << acc_t << " acc = " << init << ";\n";
+    src << "    for (long long r = r0; r < r1; ++r) acc = tr_step(acc, " << load(in.dtype, "x[(a * R + r) * B + b]") << ");\n";
+    src << "    y[o] = " << put("acc") << ";\n  }\n}\n";
+    k->threads = A * S * B;
+  }
+  if (S > 1) {
+    // Stage 2: out[a, b] = the S partials of (a, b) combined in order.
+    src << "extern \"C\" __global__ void __launch_bounds__(256) tr_kernel_2(const " << acc_t << "* __restrict__ p, "
+        << storage(out.dtype) << "* __restrict__ y) {\n";
+    src << "  const long long A = " << A << "LL, B = " << B << "LL, S = " << S << "LL;\n";
     src << "  for (long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x; o < A * B; o += (long long)gridDim.x * blockDim.x) {\n";
     src << "    const long long a = o / B, b = o % B;\n";
     src << "    " << acc_t << " acc = " << init << ";\n";
-    src << "    for (long long r = 0; r < R; ++r) acc = tr_step(acc, " << load(in.dtype, "x[(a * R + r) * B + b]") << ");\n";
+    src << "    for (long long s = 0; s < S; ++s) acc = tr_step(acc, p[(a * S + s) * B + b]);\n";
     src << "    y[o] = " << store(out.dtype, "acc", fl) << ";\n  }\n}\n";
-    k->threads = A * B;
+    k->threads2 = A * B;
+    k->partials = A * S * B;
   }
   std::string text = src.str();
   k->symbol = "tr_" + hash_hex(text);
   for (size_t at = text.find("tr_kernel"); at != std::string::npos; at = text.find("tr_kernel", at + k->symbol.size()))
     text.replace(at, 9, k->symbol);
+  if (S > 1) k->symbol2 = k->symbol + "_2";
   k->source = std::move(text);
   return true;
 }

@@ -15,11 +15,17 @@ struct SimpleKernel {
   std::string source;
   long long threads = 0;  // threads to launch in all (grid-stride loops take any count)
   unsigned block = 256;
+  // A long reduction runs in two stages: `symbol` writes `partials` doubles (or 64-bit integers),
+  // then `symbol2` (threads2 threads) reduces them into the output. Empty symbol2: one stage.
+  std::string symbol2;
+  long long threads2 = 0;
+  long long partials = 0;
 };
 
 // The input viewed as [A, R, B], reduced over R. Returns false (with why) when the reduced
 // dimensions are not contiguous or the op is not a reduction this supports.
-bool generate_reduction(const ir::Stmt& s, SimpleKernel* k, std::string* why);
+// sm_count sizes the split of long reductions over the device.
+bool generate_reduction(const ir::Stmt& s, SimpleKernel* k, std::string* why, int sm_count = 132);
 
 // out = broadcast_in_dim(a, shape, bdims) as a gather kernel.
 bool generate_broadcast(const ir::Stmt& s, SimpleKernel* k, std::string* why);
