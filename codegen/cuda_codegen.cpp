@@ -169,7 +169,7 @@ std::string c_name(const std::string& s) {
 }
 
 // The element offset into a tensor of shape `in` broadcast to `out`, for flat output index i.
-std::string offset_expr(const ir::Shape& in, const ir::Shape& out) {
+std::string offset_expr(const ir::Shape& in, const ir::Shape& out, const char* suffix) {
   if (in == out) return "i";
   if (rt::numel(in) == 1) return "0";
   size_t r = out.size(), k = in.size();
@@ -182,9 +182,9 @@ std::string offset_expr(const ir::Shape& in, const ir::Shape& out) {
     size_t e = d - (r - k);
     if (in[e] == 1) continue;
     std::string coord = "i";
-    if (ostride[d] != 1) coord = "(" + coord + " / " + std::to_string(ostride[d]) + "LL)";
-    if (d > 0) coord = "(" + coord + " % " + std::to_string(out[d]) + "LL)";
-    if (istride[e] != 1) coord += " * " + std::to_string(istride[e]) + "LL";
+    if (ostride[d] != 1) coord = "(" + coord + " / " + std::to_string(ostride[d]) + suffix + ")";
+    if (d > 0) coord = "(" + coord + " % " + std::to_string(out[d]) + suffix + ")";
+    if (istride[e] != 1) coord += " * " + std::to_string(istride[e]) + suffix;
     expr += (expr.empty() ? "" : " + ") + coord;
   }
   return expr.empty() ? "0" : expr;
@@ -357,7 +357,11 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical) {
   std::ostringstream body;
   // The element function: one line per primitive.
   if (!canonical) body << "// " << k.origin << "\n";
-  body << "__device__ __forceinline__ void " << name << "_element(long long i";
+  // Indices in 32 bits when every element's index fits (fewer instructions per element).
+  const bool small = k.elements < (1LL << 31);
+  const std::string idx = small ? "int" : "long long";
+  const char* suffix = small ? "" : "LL";
+  body << "__device__ __forceinline__ void " << name << "_element(" << idx << " i";
   for (const auto& p : full_in) body << ", const " << reg_name(reg_of(p->type.dtype)) << " " << name_of(p);
   for (const auto& p : bcast_in)
     body << ", const " << storage_name(p->type.dtype) << "* __restrict__ p_" << name_of(p);
@@ -377,7 +381,7 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical) {
   body << ") {\n";
   for (const auto& p : bcast_in)
     body << "  const " << reg_name(reg_of(p->type.dtype)) << " " << name_of(p) << " = "
-         << load_expr(p->type.dtype, "p_" + name_of(p) + "[" + offset_expr(p->type.shape, shape) + "]") << ";\n";
+         << load_expr(p->type.dtype, "p_" + name_of(p) + "[" + offset_expr(p->type.shape, shape, suffix) + "]") << ";\n";
   for (const Stmt* p : prims) {
     const std::string& op = p->op->name;
     const ir::ProxyPtr& out = p->outputs[0];
@@ -448,10 +452,10 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical) {
     first_param = false;
   }
   body << ", long long n, int vec_ok) {\n";
-  body << "  const long long stride = (long long)gridDim.x * blockDim.x;\n";
-  body << "  const long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n";
+  body << "  const " << idx << " stride = (" << idx << ")gridDim.x * blockDim.x;\n";
+  body << "  const " << idx << " first = (" << idx << ")blockIdx.x * blockDim.x + threadIdx.x;\n";
   body << "  constexpr int V = " << V << ";\n";
-  body << "  const long long nvec = vec_ok ? n / V : 0;\n";
+  body << "  const " << idx << " nvec = vec_ok ? (" << idx << ")(n / V) : 0;\n";
   // A draw's seed and offset: scalar tensors of the group (read once) or constants.
   auto rng_word = [&](const Arg& a) {
     return a.kind == K::Proxy ? "(unsigned long long)p_" + name_of(a.proxy) + "[0]"
@@ -471,8 +475,8 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical) {
     c << ");";
     return c.str();
   };
-  body << "  for (long long v = first; v < nvec; v += stride) {\n";
-  body << "    const long long i0 = v * V;\n";
+  body << "  for (" << idx << " v = first; v < nvec; v += stride) {\n";
+  body << "    const " << idx << " i0 = v * V;\n";
   for (const auto& p : full_in) {
     std::string t = storage_name(p->type.dtype);
     body << "    __align__(16) " << t << " " << name_of(p) << "_v[V];\n";
@@ -501,7 +505,7 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical) {
   for (const auto& o : s.outputs)
     body << "    tr_copy<V * sizeof(" << storage_name(o->type.dtype) << ")>(p_" << name_of(o) << " + i0, " << name_of(o) << "_v);\n";
   body << "  }\n";
-  body << "  for (long long i = nvec * V + first; i < n; i += stride) {\n";
+  body << "  for (" << idx << " i = nvec * V + first; i < (" << idx << ")n; i += stride) {\n";
   for (size_t j = 0; j < s.outputs.size(); ++j) body << "    " << reg_name(reg_of(s.outputs[j]->type.dtype)) << " " << out_regs[j] << ";\n";
   body << "    "
        << call("i", [&](const ir::ProxyPtr& p) { return load_expr(p->type.dtype, "p_" + name_of(p) + "[i]"); },

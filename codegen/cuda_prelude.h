@@ -15,11 +15,12 @@ typedef unsigned short tr_f16;
 typedef unsigned char tr_b8;
 
 __device__ __forceinline__ float tr_from_bf16(tr_bf16 h) { return __uint_as_float(((unsigned int)h) << 16); }
+// Round to nearest even in one instruction (sm_80 and later), as the CPU's float_to_bf16 does;
+// only NaN payloads may differ (the hardware returns the canonical NaN).
 __device__ __forceinline__ tr_bf16 tr_to_bf16(float f) {
-  unsigned int x = __float_as_uint(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return (tr_bf16)((x >> 16) | 0x40u);  // quiet NaN
-  x += 0x7fffu + ((x >> 16) & 1u);                                          // nearest even
-  return (tr_bf16)(x >> 16);
+  tr_bf16 h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
 }
 __device__ __forceinline__ float tr_from_f16(tr_f16 h) {
   float f;

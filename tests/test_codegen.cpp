@@ -104,12 +104,13 @@ def f(x: bf16[64, 32], b: bf16[32], r: f32[64, 1]):
   CHECK_THAT(k.source, Catch::Contains("const tr_bf16* __restrict__ p_x"));
   CHECK_THAT(k.source, Catch::Contains("float* __restrict__ p_w"));
   // Broadcast inputs through constant index maps: b along rows, r along columns.
-  CHECK_THAT(k.source, Catch::Contains("p_b[(i % 32LL)]"));
-  CHECK_THAT(k.source, Catch::Contains("p_r[(i / 32LL)]"));
+  CHECK_THAT(k.source, Catch::Contains("p_b[(i % 32)]"));
+  CHECK_THAT(k.source, Catch::Contains("p_r[(i / 32)]"));
   // A bf16 intermediate is rounded as the CPU stores it; one line per op, named from the trace.
   CHECK_THAT(k.source, Catch::Contains("const float y = tr_round_bf16((x * b));  // y = prims.mul"));
   CHECK_THAT(k.source, Catch::Contains("tr_copy<V * sizeof(tr_bf16)>(x_v, p_x + i0);"));
-  CHECK_THAT(k.source, Catch::Contains("for (long long i = nvec * V + first; i < n; i += stride)"));
+  // 2048 elements: 32-bit indices (64-bit ones from 2^31 elements on).
+  CHECK_THAT(k.source, Catch::Contains("for (int i = nvec * V + first; i < (int)n; i += stride)"));
   REQUIRE(k.params.size() == 4);
   CHECK(k.params[3].name == "w");
   CHECK(k.params[3].output);
