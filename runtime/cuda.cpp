@@ -117,7 +117,9 @@ struct LtApi {
 namespace {
 std::shared_ptr<Api> load_driver(std::string* why) {
   std::string tried;
-  void* h = open_first({"libcuda.so.1", "libcuda.so"}, &tried);
+  // TRACER_CUDA_DRIVER names the driver library to use instead (and only it).
+  const char* forced = std::getenv("TRACER_CUDA_DRIVER");
+  void* h = forced ? open_first({forced}, &tried) : open_first({"libcuda.so.1", "libcuda.so"}, &tried);
   if (!h) {
     *why = "no CUDA driver (libcuda.so.1) on this machine; run on the CPU (--device cpu). Tried:" + tried;
     return nullptr;

@@ -30,7 +30,8 @@ struct LtApi;    // cuBLASLt entry points
 class Device {
  public:
   // Opens device `ordinal`, or returns null with the reason in *why (no driver, no device, a
-  // driver too old, an ordinal out of range).
+  // driver too old, an ordinal out of range). The driver is libcuda.so.1, or the library that
+  // $TRACER_CUDA_DRIVER names.
   static std::unique_ptr<Device> open(int ordinal, std::string* why);
   ~Device();
   Device(const Device&) = delete;

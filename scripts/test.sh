@@ -7,8 +7,12 @@ cd "$(dirname "$0")/.."
 jobs=$(nproc)
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build -j"$jobs"
-ctest --test-dir build -j"$jobs" --output-on-failure
+# Tests labelled gpu need an NVIDIA GPU; without one they are left out, and said so.
+gpu_args=(-LE gpu)
+if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then gpu_args=(); else
+  echo "no GPU found: the tests labelled gpu are not run"; fi
+ctest --test-dir build -j"$jobs" --output-on-failure "${gpu_args[@]}"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTRACER_SANITIZE=ON
 cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --test-dir build-asan -j"$jobs" --output-on-failure
+  ctest --test-dir build-asan -j"$jobs" --output-on-failure -LE gpu

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "codegen/cuda_codegen.h"
+#include "codegen/cuda_exec.h"
 #include "codegen/cuda_reduce.h"
 #include "codegen/nvrtc.h"
 #include "interpreter/passes.h"
@@ -194,6 +195,37 @@ def f(x: bf16[8, 16, 4], y: f64[6, 5], z: i32[7, 3], q: f32[65536, 4], w: bf16[1
     CHECK(r.ok);
   }
   CHECK(made == 8);
+}
+
+TEST_CASE("the disk kernel cache detects corrupt and truncated entries", "[codegen][cache]") {
+  fs::path dir = temp_dir("cache");
+  codegen::KernelCache cache(dir.string());
+  std::string cubin = std::string("\x7f" "ELF", 4) + std::string(1000, 'k');
+  CHECK(cache.load("abc").empty());  // absent
+  cache.store("abc", cubin);
+  CHECK(cache.load("abc") == cubin);
+  fs::path f = dir / "abc.cubin";
+  REQUIRE(fs::exists(f));
+  // A truncated entry (a crash while writing would leave none: entries are renamed into place).
+  fs::resize_file(f, fs::file_size(f) - 10);
+  CHECK(cache.load("abc").empty());
+  cache.store("abc", cubin);
+  REQUIRE(cache.load("abc") == cubin);
+  // A flipped byte in the payload.
+  {
+    std::fstream io(f, std::ios::in | std::ios::out | std::ios::binary);
+    io.seekp(500);
+    io.put('X');
+  }
+  CHECK(cache.load("abc").empty());
+  // Garbage.
+  std::ofstream(f, std::ios::binary) << "not a cache entry";
+  CHECK(cache.load("abc").empty());
+  // The default directory follows TRACER_CACHE_DIR.
+  ::setenv("TRACER_CACHE_DIR", dir.string().c_str(), 1);
+  CHECK(codegen::KernelCache::default_dir() == dir.string());
+  ::unsetenv("TRACER_CACHE_DIR");
+  fs::remove_all(dir);
 }
 
 TEST_CASE("a kernel NVRTC rejects is reported with its numbered source and the log", "[codegen][nvrtc]") {
