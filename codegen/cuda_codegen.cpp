@@ -353,6 +353,16 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical) {
   for (const auto& p : full_in) narrow = std::min(narrow, rt::dtype_size(p->type.dtype));
   for (const auto& o : s.outputs) narrow = std::min(narrow, rt::dtype_size(o->type.dtype));
   k.vector_width = static_cast<int>(std::min<size_t>(8, 16 / narrow));
+  // Inputs broadcast along every dimension but the last (a bias, a norm's weight): the V
+  // elements of a vector read V consecutive entries, one vector load, when V divides the row.
+  std::vector<ir::ProxyPtr> row_in, other_in;
+  const int64_t row = shape.empty() ? 0 : shape.back();
+  for (const auto& p : bcast_in) {
+    const ir::Shape& ps = p->type.shape;
+    bool is_row = shape.size() >= 2 && !ps.empty() && ps.back() == row && rt::numel(ps) == row && row % k.vector_width == 0;
+    (is_row ? row_in : other_in).push_back(p);
+  }
+  bcast_in = other_in;
 
   std::ostringstream body;
   // The element function: one line per primitive.
@@ -363,6 +373,7 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical) {
   const char* suffix = small ? "" : "LL";
   body << "__device__ __forceinline__ void " << name << "_element(" << idx << " i";
   for (const auto& p : full_in) body << ", const " << reg_name(reg_of(p->type.dtype)) << " " << name_of(p);
+  for (const auto& p : row_in) body << ", const " << reg_name(reg_of(p->type.dtype)) << " " << name_of(p);
   for (const auto& p : bcast_in)
     body << ", const " << storage_name(p->type.dtype) << "* __restrict__ p_" << name_of(p);
   // Random draws: the kernel computes the Philox words, four elements per block of the generator
@@ -465,10 +476,11 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical) {
     body << "  const unsigned long long " << word_name(d) << "_seed = " << rng_word(draws[d]->args[5]) << ", " << word_name(d)
          << "_offset = " << rng_word(draws[d]->args[6]) << ";\n";
   auto call = [&](const std::string& idx, const std::function<std::string(const ir::ProxyPtr&)>& full_value,
-                  const std::function<std::string(size_t)>& word) {
+                  const std::function<std::string(size_t)>& word, const std::function<std::string(const ir::ProxyPtr&)>& row_value) {
     std::ostringstream c;
     c << name << "_element(" << idx;
     for (const auto& p : full_in) c << ", " << full_value(p);
+    for (const auto& p : row_in) c << ", " << row_value(p);
     for (const auto& p : bcast_in) c << ", p_" << name_of(p);
     for (size_t d = 0; d < draws.size(); ++d) c << ", " << word(d);
     for (const auto& r : out_regs) c << ", " << r;
@@ -481,6 +493,11 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical) {
     std::string t = storage_name(p->type.dtype);
     body << "    __align__(16) " << t << " " << name_of(p) << "_v[V];\n";
     body << "    tr_copy<V * sizeof(" << t << ")>(" << name_of(p) << "_v, p_" << name_of(p) << " + i0);\n";
+  }
+  for (const auto& p : row_in) {
+    std::string t = storage_name(p->type.dtype);
+    body << "    __align__(16) " << t << " " << name_of(p) << "_v[V];\n";
+    body << "    tr_copy<V * sizeof(" << t << ")>(" << name_of(p) << "_v, p_" << name_of(p) << " + i0 % " << row << suffix << ");\n";
   }
   for (const auto& o : s.outputs) body << "    __align__(16) " << storage_name(o->type.dtype) << " " << name_of(o) << "_v[V];\n";
   bool blocked = V % 4 == 0;  // the vector covers whole generator blocks (i0 is a multiple of V)
@@ -497,7 +514,8 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical) {
                [&](size_t d) {
                  return blocked ? word_name(d) + "_v[k]"
                                 : "tr_philox_word((unsigned long long)(i0 + k), " + word_name(d) + "_seed, " + word_name(d) + "_offset)";
-               })
+               },
+               [&](const ir::ProxyPtr& p) { return load_expr(p->type.dtype, name_of(p) + "_v[k]"); })
        << "\n";
   for (size_t j = 0; j < s.outputs.size(); ++j)
     body << "      " << name_of(s.outputs[j]) << "_v[k] = " << store_expr(s.outputs[j]->type.dtype, out_regs[j]) << ";\n";
@@ -509,7 +527,10 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical) {
   for (size_t j = 0; j < s.outputs.size(); ++j) body << "    " << reg_name(reg_of(s.outputs[j]->type.dtype)) << " " << out_regs[j] << ";\n";
   body << "    "
        << call("i", [&](const ir::ProxyPtr& p) { return load_expr(p->type.dtype, "p_" + name_of(p) + "[i]"); },
-               [&](size_t d) { return "tr_philox_word((unsigned long long)i, " + word_name(d) + "_seed, " + word_name(d) + "_offset)"; })
+               [&](size_t d) { return "tr_philox_word((unsigned long long)i, " + word_name(d) + "_seed, " + word_name(d) + "_offset)"; },
+               [&](const ir::ProxyPtr& p) {
+                 return load_expr(p->type.dtype, "p_" + name_of(p) + "[i % " + std::to_string(row) + suffix + "]");
+               })
        << "\n";
   for (size_t j = 0; j < s.outputs.size(); ++j)
     body << "    p_" << name_of(s.outputs[j]) << "[i] = " << store_expr(s.outputs[j]->type.dtype, out_regs[j]) << ";\n";

@@ -105,7 +105,9 @@ def f(x: bf16[64, 32], b: bf16[32], r: f32[64, 1]):
   CHECK_THAT(k.source, Catch::Contains("const tr_bf16* __restrict__ p_x"));
   CHECK_THAT(k.source, Catch::Contains("float* __restrict__ p_w"));
   // Broadcast inputs through constant index maps: b along rows, r along columns.
-  CHECK_THAT(k.source, Catch::Contains("p_b[(i % 32)]"));
+  // b runs along the last dimension: one vector load per 8 elements, i % 32 in the tail.
+  CHECK_THAT(k.source, Catch::Contains("tr_copy<V * sizeof(tr_bf16)>(b_v, p_b + i0 % 32);"));
+  CHECK_THAT(k.source, Catch::Contains("p_b[i % 32]"));
   CHECK_THAT(k.source, Catch::Contains("p_r[(i / 32)]"));
   // A bf16 intermediate is rounded as the CPU stores it; one line per op, named from the trace.
   CHECK_THAT(k.source, Catch::Contains("const float y = tr_round_bf16((x * b));  // y = prims.mul"));
