@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 
-TOL = {"<f8": 1e-9, "<f4": 1e-3, "<f2": 1e-2, "bfloat16": 2e-2}
+TOL = {"<f8": 1e-9, "<f4": 1e-3, "<f2": 1e-2, "bfloat16": 2e-2}  # integers and bools: exact
 
 
 def load(path):

@@ -26,5 +26,18 @@ for f in examples/*.trace; do
     python3 tests/gpu/compare.py "$tmp/cpu" "$tmp/gpu" "$label" || fail=1
   done
 done
+# Every elementwise primitive on every dtype (tests/gpu/ops.trace), one kernel per op and fused.
+for e in ops_f32 ops_bf16 ops_f16 ops_f64 ops_i32 ops_i64 ops_i8 ops_u8 ops_b8; do
+  for passes in "" "fuse"; do
+    label="ops.trace $e ${passes:-no passes}"
+    args=(--entry "$e")
+    [ -n "$passes" ] && args+=(--passes "$passes")
+    rm -rf "$tmp/cpu" "$tmp/gpu"
+    "$TRACER" run tests/gpu/ops.trace "${args[@]}" --output "$tmp/cpu" >"$tmp/cpu.log" 2>&1 || { echo "FAIL $label: CPU"; cat "$tmp/cpu.log"; fail=1; continue; }
+    "$TRACER" run tests/gpu/ops.trace "${args[@]}" --device cuda --output "$tmp/gpu" >"$tmp/gpu.log" 2>&1 || { echo "FAIL $label: GPU"; cat "$tmp/gpu.log"; fail=1; continue; }
+    grep "^#" "$tmp/gpu.log" | sed "s|^|   $label |" | tail -1
+    python3 tests/gpu/compare.py "$tmp/cpu" "$tmp/gpu" "$label" || fail=1
+  done
+done
 [ $fail = 0 ] && echo "GPU TESTS PASSED" || echo "GPU TESTS FAILED"
 exit $fail
