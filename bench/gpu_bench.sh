@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Issue 4's benchmarks on one GPU machine, tracer and its PyTorch twins in one call, one table.
-# Usage: bench/gpu_bench.sh [TRACER] [what...]   (what: copy chain llama llama_ckpt; default all)
+# Usage: bench/gpu_bench.sh [TRACER] [what...]   (what: copy launch chain llama llama_ckpt; default all)
 # Each command has a time limit; a row says TIMEOUT or FAILED instead of stopping the table.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 TRACER=${1:-build/tracer}; shift || true
-WHAT=${*:-copy chain llama llama_ckpt}
+WHAT=${*:-copy launch chain llama llama_ckpt}
 OUT=${OUT:-/tmp}
 rows=()
 row() { rows+=("$(printf '%-34s %10s %10s %12s %10s' "$@")"); }
@@ -29,6 +29,9 @@ pt_json() {  # limit, args
 for w in $WHAT; do
   case $w in
     copy) pt_json 60 copy ;;
+    launch)
+      tr_json launch_tracer 120 bench/launch.trace --device cuda --bench 20
+      pt_json 60 launch ;;
     chain)
       tr_json chain_tracer 180 examples/chain.trace --entry chain --passes philox,fuse --device cuda --bench 20
       tr_json chain_tracer_warm 180 examples/chain.trace --entry chain --passes philox,fuse --device cuda --bench 20

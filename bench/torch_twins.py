@@ -4,6 +4,7 @@ median of N runs after warm-up, CUDA events; peak = torch.cuda.max_memory_alloca
 (absolute: parameters, inputs, activations, gradients). Prints one JSON object per line.
 
   python3 bench/torch_twins.py copy            # device copy bandwidth (read + write)
+  python3 bench/torch_twins.py launch          # host time per tiny op, eager
   python3 bench/torch_twins.py chain eager|compile
   python3 bench/torch_twins.py llama eager|compile [--checkpoint]
 """
@@ -102,10 +103,25 @@ def llama(mode, ckpt):
             "max_ms": hi, "peak_bytes": peak}
 
 
+def launch(n=500):
+    x = torch.randn(256, device="cuda")
+
+    def f():
+        y = x
+        for _ in range(n):
+            y = y * 1.0001 + 0.001
+        return y
+
+    med, lo, hi = timed(f, runs=20)
+    return {"workload": "launch", "mode": "eager", "ops": 2 * n, "median_ms": med, "us_per_op": med * 1000 / (2 * n)}
+
+
 if __name__ == "__main__":
     what = sys.argv[1]
     if what == "copy":
         r = copy()
+    elif what == "launch":
+        r = launch()
     elif what == "chain":
         r = chain(sys.argv[2])
     else:
