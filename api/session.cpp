@@ -710,6 +710,7 @@ std::optional<RunReport> Session::run(const std::string& entry, const std::strin
       dev.synchronize();
       dev.reset_peak();
       g.reset_stats();
+      g.new_program();  // these traces are new objects; statement caches must not outlive theirs
       results = run_program_gpu(g, *prog, din, impl_->in->exec_context(), true);
       dev.synchronize();
       rep.device_peak_bytes = dev.peak_bytes();

@@ -59,6 +59,13 @@ class GpuExecutor {
   rt::cuda::DeviceTensor upload(const rt::Tensor& t);
   rt::Tensor download(const rt::cuda::DeviceTensor& t, rt::Allocator* al);
 
+  // Per-statement caches are keyed by the statements' addresses: call this before running traces
+  // other than the ones run last (compiled kernels, keyed by structure, are kept).
+  void new_program() {
+    kernels_.clear();
+    is_group_.clear();
+  }
+
   const GpuStats& stats() const { return stats_; }
   void reset_stats() { stats_ = GpuStats(); }
   rt::cuda::Device& device() { return dev_; }
@@ -87,7 +94,12 @@ class GpuExecutor {
   rt::cuda::Device& dev_;
   std::shared_ptr<Nvrtc> nvrtc_;
   KernelCache cache_;
-  std::unordered_map<const ir::Stmt*, Kernel> kernels_;      // generated once per statement
+  struct Prepared {
+    Kernel kernel;
+    void* fn = nullptr;
+  };
+  std::unordered_map<const ir::Stmt*, Prepared> kernels_;    // generated and loaded once per statement
+  std::unordered_map<const ir::Stmt*, bool> is_group_;       // is_elementwise_group, once per statement
   std::unordered_map<std::string, Compiled> by_symbol_;      // compiled once per structure
   std::unordered_map<const ir::Proxy*, bool> transposed_;    // lazy transposes in env
   GpuStats stats_;
