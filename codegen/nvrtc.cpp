@@ -75,9 +75,9 @@ std::shared_ptr<Nvrtc> Nvrtc::load(std::string* why) {
   return nullptr;
 }
 
-Nvrtc::~Nvrtc() {
-  if (handle_) dlclose(handle_);
-}
+// The library stays loaded for the life of the process: NVRTC keeps allocations in its own
+// globals (its C++ runtime's pools), which unloading would turn into leaks.
+Nvrtc::~Nvrtc() = default;
 
 std::string Nvrtc::version() const {
   int major = 0, minor = 0;

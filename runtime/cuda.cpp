@@ -88,9 +88,8 @@ struct Api {
   CUresult (*event_elapsed)(float*, CUevent, CUevent) = nullptr;
   CUresult (*error_string)(CUresult, const char**) = nullptr;
   CUresult (*error_name)(CUresult, const char**) = nullptr;
-  ~Api() {
-    if (handle) dlclose(handle);
-  }
+  // The driver stays loaded for the life of the process (as NVRTC does; unloading a driver
+  // while its threads may still run is not safe).
 };
 
 struct LtApi {
@@ -109,9 +108,6 @@ struct LtApi {
   LtStatus (*heuristic)(LtHandle, LtDesc, LtLayout, LtLayout, LtLayout, LtLayout, LtPref, int, LtHeuristic*, int*) = nullptr;
   LtStatus (*matmul)(LtHandle, LtDesc, const void*, const void*, LtLayout, const void*, LtLayout, const void*,
                      const void*, LtLayout, void*, LtLayout, const LtAlgo*, void*, size_t, CUstream) = nullptr;
-  ~LtApi() {
-    if (handle) dlclose(handle);
-  }
 };
 
 namespace {
