@@ -16,7 +16,7 @@ tr_json() {  # name, timeout, tracer args...
 import json, sys
 j = json.load(open(sys.argv[1]))
 b = j.get("bench", {})
-print(f"{sys.argv[2]} median_ms={b.get('median_ms', j['run_ms']):.3f} min={b.get('min_ms', 0):.3f} max={b.get('max_ms', 0):.3f} peak_bytes={j.get('device_peak_bytes', 0)} launches={j.get('kernels_launched')} gemms={j.get('gemms')} compiled={j.get('kernels_compiled')} compile_ms={j.get('compile_ms', 0):.0f} disk_hits={j.get('kernel_disk_hits')} cpu={j.get('cpu_fallbacks')} {','.join(j.get('fallback_ops', []))}")
+print(f"{sys.argv[2]} median_ms={b.get('median_ms', j['run_ms']):.3f} min={b.get('min_ms', 0):.3f} max={b.get('max_ms', 0):.3f} peak_bytes={j.get('device_peak_bytes', 0)} launches={j.get('kernels_launched')} gemms={j.get('gemms')} compiled={j.get('kernels_compiled')} compile_ms={j.get('compile_ms', 0):.0f} compile_wall_ms={j.get('compile_wall_ms', 0):.0f} disk_hits={j.get('kernel_disk_hits')} cpu={j.get('cpu_fallbacks')} {','.join(j.get('fallback_ops', []))}")
 PY
   else
     echo "$name FAILED/TIMEOUT"; tail -3 "$OUT/$name.err"

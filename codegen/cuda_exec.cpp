@@ -9,6 +9,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <atomic>
+#include <thread>
 #include <unordered_set>
 
 #include "codegen/cuda_reduce.h"
@@ -127,6 +129,72 @@ void* GpuExecutor::compiled(const std::string& source, const std::string& symbol
   return by_symbol_.emplace(symbol, std::move(c)).first->second.fn;
 }
 
+void GpuExecutor::prepare(const std::vector<const ir::Trace*>& traces) {
+  if (!nvrtc_) return;
+  struct Job {
+    std::string source, label, key;
+    std::vector<std::string> symbols;
+    CompileResult result;
+  };
+  std::vector<Job> jobs;
+  std::unordered_set<std::string> seen;
+  std::string arch = dev_.arch();
+  auto want = [&](const std::string& source, std::vector<std::string> symbols, const std::string& label) {
+    if (by_symbol_.count(symbols[0]) || !seen.insert(symbols[0]).second) return;
+    std::string key = hash_hex(source + "\n" + Nvrtc::options() + "\n" + arch + "\n" + nvrtc_->version());
+    std::string cubin = cache_.load(key);
+    if (!cubin.empty()) {
+      stats_.disk_hits++;
+      for (const auto& sym : symbols) by_symbol_.emplace(sym, Compiled{cubin, dev_.function(key, cubin, sym)});
+      return;
+    }
+    jobs.push_back({source, label, key, std::move(symbols), {}});
+  };
+  std::function<void(const std::vector<ir::Stmt>&)> walk = [&](const std::vector<ir::Stmt>& stmts) {
+    for (const ir::Stmt& s : stmts) {
+      if (s.kind == ir::StmtKind::Del) continue;
+      try {
+        if (is_elementwise_group(s)) {
+          Kernel k = generate_elementwise(s, "k");
+          want(k.structure, {k.symbol}, k.origin);
+        } else if (s.kind != ir::StmtKind::Prim) {
+          walk(s.subsymbols);
+        } else {
+          SimpleKernel k;
+          std::string why;
+          const std::string& op = s.op->name;
+          bool ok = op == "broadcast_in_dim" ? generate_broadcast(s, &k, &why)
+                    : (op == "sum" || op == "prod" || op == "amax" || op == "amin") ? generate_reduction(s, &k, &why, dev_.sm_count())
+                                                                                     : false;
+          if (ok) want(k.source, k.symbol2.empty() ? std::vector<std::string>{k.symbol} : std::vector<std::string>{k.symbol, k.symbol2},
+                       "prims." + op);
+        }
+      } catch (const std::exception&) {
+        // run() reports it at the statement
+      }
+    }
+  };
+  for (const ir::Trace* t : traces) walk(t->stmts);
+  auto t0 = std::chrono::steady_clock::now();
+  size_t workers = std::max<size_t>(1, std::min<size_t>(jobs.size(), std::thread::hardware_concurrency()));
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  for (size_t w = 0; w < workers && !jobs.empty(); ++w)
+    pool.emplace_back([&] {
+      for (size_t j = next++; j < jobs.size(); j = next++)
+        jobs[j].result = nvrtc_->compile(jobs[j].source, jobs[j].symbols[0], arch, Emit::cubin);
+    });
+  for (auto& th : pool) th.join();
+  stats_.compile_wall_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  for (Job& j : jobs) {
+    stats_.compiled++;
+    stats_.compile_ms += j.result.ms;
+    if (!j.result.ok) throw std::runtime_error(Nvrtc::explain(j.label + " (" + j.symbols[0] + ")", j.source, j.result.log));
+    cache_.store(j.key, j.result.binary);
+    for (const auto& sym : j.symbols) by_symbol_.emplace(sym, Compiled{j.result.binary, dev_.function(j.key, j.result.binary, sym)});
+  }
+}
+
 bool GpuExecutor::run_simple(const ir::Stmt& s, Values& env) {
   const std::string& op = s.op->name;
   SimpleKernel k;
@@ -241,11 +309,17 @@ bool GpuExecutor::run_matmul(const ir::Stmt& s, Values& env, const std::unordere
   if (dt != DType::bf16 && dt != DType::f16 && dt != DType::f32 && dt != DType::f64) return false;
   const ir::TensorType& ot = s.outputs[0]->type;
   if (op == "linear") {
-    if (s.args.size() > 2 && s.args[2].kind != K::None) return false;  // bias: on the CPU for now
     if (ta || tb || B->shape.size() != 2 || A->shape.empty()) return false;
     int64_t K_ = B->shape[1], N = B->shape[0], M = rt::numel(A->shape) / std::max<int64_t>(K_, 1);
+    rt::cuda::DevPtr bias = 0;
+    if (s.args.size() > 2 && s.args[2].kind != K::None) {  // through cuBLASLt's bias epilogue
+      bool tbias = false;
+      const DeviceTensor* Bias = get(s.args[2], &tbias);
+      if (!Bias || tbias || Bias->dtype != dt || Bias->shape != rt::Shape{N}) return false;
+      bias = Bias->ptr();
+    }
     DeviceTensor C = alloc(ot);
-    dev_.gemm(dt, false, true, M, N, K_, A->ptr(), B->ptr(), C.ptr(), 1, 0, 0, 0);
+    dev_.gemm(dt, false, true, M, N, K_, A->ptr(), B->ptr(), C.ptr(), 1, 0, 0, 0, bias);
     stats_.gemms++;
     env[s.outputs[0].get()] = std::move(C);
     return true;

@@ -27,7 +27,8 @@ struct GpuStats {
   size_t fallbacks = 0;      // statements run on the CPU
   size_t compiled = 0;       // NVRTC compilations (cache misses)
   size_t disk_hits = 0;      // kernels read from the disk cache
-  double compile_ms = 0;     // NVRTC time
+  double compile_ms = 0;     // NVRTC time, summed over kernels
+  double compile_wall_ms = 0;  // wall time of prepare()'s parallel compilation
   std::vector<std::string> fallback_ops;  // which ops fell back (distinct)
 };
 
@@ -58,6 +59,11 @@ class GpuExecutor {
 
   rt::cuda::DeviceTensor upload(const rt::Tensor& t);
   rt::Tensor download(const rt::cuda::DeviceTensor& t, rt::Allocator* al);
+
+  // Generates every kernel the traces will launch and compiles those missing from the memory and
+  // disk caches in parallel (one thread per core), then loads them: the runs that follow compile
+  // nothing. Kernels that cannot be generated are left to run()'s own paths.
+  void prepare(const std::vector<const ir::Trace*>& traces);
 
   // Per-statement caches are keyed by the statements' addresses: call this before running traces
   // other than the ones run last (compiled kernels, keyed by structure, are kept).

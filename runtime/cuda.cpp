@@ -36,6 +36,7 @@ struct LtHeuristic {
 
 constexpr int kAttrSmCount = 16, kAttrCcMajor = 75, kAttrCcMinor = 76;
 constexpr int kLtTransA = 3, kLtTransB = 4, kLtBatchCount = 5, kLtBatchOffset = 6, kLtPrefWorkspace = 1;
+constexpr int kLtEpilogue = 7, kLtBiasPointer = 8, kLtEpilogueBias = 4;
 constexpr int kOpN = 0, kOpT = 1;
 constexpr int kCompute32F = 68, kCompute64F = 70;
 constexpr int kR32F = 0, kR64F = 1, kR16F = 2, kR16BF = 14;
@@ -360,7 +361,7 @@ double Device::time_ms(const std::function<void()>& work) {
 }
 
 void Device::gemm(DType dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, DevPtr a, DevPtr b, DevPtr c,
-                  int64_t batch, int64_t stride_a, int64_t stride_b, int64_t stride_c) {
+                  int64_t batch, int64_t stride_a, int64_t stride_b, int64_t stride_c, DevPtr bias) {
   if (!lt_) {
     std::string why;
     lt_ = load_lt(&why);
@@ -388,6 +389,13 @@ void Device::gemm(DType dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, D
   int op_first = tb ? kOpT : kOpN, op_second = ta ? kOpT : kOpN;
   lt_check(lt_->desc_set(desc, kLtTransA, &op_first, sizeof op_first), "cublasLtMatmulDescSetAttribute");
   lt_check(lt_->desc_set(desc, kLtTransB, &op_second, sizeof op_second), "cublasLtMatmulDescSetAttribute");
+  if (bias) {
+    // Column-major D is C^T: its rows are C's columns, the n output features the bias runs along.
+    int32_t epilogue = kLtEpilogueBias;
+    const void* bias_ptr = reinterpret_cast<const void*>(bias);
+    lt_check(lt_->desc_set(desc, kLtEpilogue, &epilogue, sizeof epilogue), "cublasLtMatmulDescSetAttribute (epilogue)");
+    lt_check(lt_->desc_set(desc, kLtBiasPointer, &bias_ptr, sizeof bias_ptr), "cublasLtMatmulDescSetAttribute (bias)");
+  }
   // Stored column-major shapes: B is [n, k] (ld n), or [k, n] (ld k) when tb; A likewise.
   lt_check(lt_->layout_create(&la, type, tb ? k : n, tb ? n : k, tb ? k : n), "cublasLtMatrixLayoutCreate");
   lt_check(lt_->layout_create(&lb, type, ta ? m : k, ta ? k : m, ta ? m : k), "cublasLtMatrixLayoutCreate");

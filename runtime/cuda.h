@@ -68,9 +68,10 @@ class Device {
   // ---- matrix products through cuBLASLt ----
   // C[batch][m, n] = op(A) op(B), row-major, op = transpose when ta/tb; A stored [m, k] ([k, m]
   // when ta), B stored [k, n] ([n, k] when tb), batch strides in elements (0: shared). f32
-  // accumulation for bf16/f16/f32, f64 for f64.
+  // accumulation for bf16/f16/f32, f64 for f64. bias (optional, n elements of dt) is added to
+  // every row of C by cuBLASLt's epilogue, before the one rounding to dt.
   void gemm(DType dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, DevPtr a, DevPtr b, DevPtr c,
-            int64_t batch, int64_t stride_a, int64_t stride_b, int64_t stride_c);
+            int64_t batch, int64_t stride_a, int64_t stride_b, int64_t stride_c, DevPtr bias = 0);
 
  private:
   Device() = default;

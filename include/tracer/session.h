@@ -53,7 +53,8 @@ struct RunReport {
   std::string device = "cpu";
   size_t device_peak_bytes = 0;
   size_t kernels_launched = 0, kernels_compiled = 0, kernel_disk_hits = 0, gemms = 0, cpu_fallbacks = 0;
-  double compile_ms = 0;
+  double compile_ms = 0;       // NVRTC time summed over kernels
+  double compile_wall_ms = 0;  // wall time of compiling them (in parallel, before the first run)
   std::vector<std::string> fallback_ops;
   int bench_runs = 0;
   double bench_median_ms = 0, bench_min_ms = 0, bench_max_ms = 0;
