@@ -50,20 +50,6 @@ const char* reg_name(Reg r) {
   return "?";
 }
 
-const char* storage_name(DType d) {
-  switch (d) {
-    case DType::f64: return "double";
-    case DType::f32: return "float";
-    case DType::f16: return "tr_f16";
-    case DType::bf16: return "tr_bf16";
-    case DType::i64: return "long long";
-    case DType::i32: return "int";
-    case DType::i8: return "signed char";
-    case DType::u8: return "unsigned char";
-    case DType::b8: return "tr_b8";
-  }
-  return "?";
-}
 
 // Register value (of register kind `from`) converted to the value a tensor of dtype `to` holds,
 // in to's register kind: the CPU's convert<To>(from).
@@ -288,6 +274,28 @@ namespace {
 Kernel generate(const Stmt& s, const std::string& name, bool canonical);
 }
 
+const char* storage_name(DType d) {
+  switch (d) {
+    case DType::f64: return "double";
+    case DType::f32: return "float";
+    case DType::f16: return "tr_f16";
+    case DType::bf16: return "tr_bf16";
+    case DType::i64: return "long long";
+    case DType::i32: return "int";
+    case DType::i8: return "signed char";
+    case DType::u8: return "unsigned char";
+    case DType::b8: return "tr_b8";
+  }
+  return "?";
+}
+
+std::string name_by_hash(std::string& source) {
+  std::string symbol = "tr_" + hash_hex(source);
+  for (size_t at = source.find("tr_kernel"); at != std::string::npos; at = source.find("tr_kernel", at + symbol.size()))
+    source.replace(at, 9, symbol);
+  return symbol;
+}
+
 std::string hash_hex(const std::string& text) {
   uint64_t h = 1469598103934665603ULL;
   for (unsigned char c : text) {
@@ -302,11 +310,8 @@ std::string hash_hex(const std::string& text) {
 Kernel generate_elementwise(const Stmt& s, const std::string& name) {
   Kernel k = generate(s, name, false);
   Kernel c = generate(s, "tr_kernel", true);
-  k.symbol = "tr_" + hash_hex(c.source);
-  std::string text = c.source;
-  for (size_t at = text.find("tr_kernel"); at != std::string::npos; at = text.find("tr_kernel", at + k.symbol.size()))
-    text.replace(at, 9, k.symbol);
-  k.structure = std::move(text);
+  k.symbol = name_by_hash(c.source);
+  k.structure = std::move(c.source);
   return k;
 }
 

@@ -47,6 +47,13 @@ Kernel generate_elementwise(const ir::Stmt& s, const std::string& name);
 // FNV-1a, 64 bits, as 16 hex digits (kernel cache keys).
 std::string hash_hex(const std::string& text);
 
+// The C type that stores a dtype's elements in generated code ("tr_bf16", "float", ...).
+const char* storage_name(rt::DType d);
+
+// Names a generated kernel by its text: every "tr_kernel" in source becomes "tr_<hash of the
+// text>", which is returned (kernels that differ only in names then share one name).
+std::string name_by_hash(std::string& source);
+
 // Every kernel of a trace: one per elementwise group among its top-level statements, named
 // "<trace>_<fusion or op>_<index>" so that names are unique within a program.
 std::vector<Kernel> kernels_for(const ir::Trace& t);

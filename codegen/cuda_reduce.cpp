@@ -13,20 +13,6 @@ namespace {
 using ir::Arg;
 using rt::DType;
 
-const char* storage(DType d) {
-  switch (d) {
-    case DType::f64: return "double";
-    case DType::f32: return "float";
-    case DType::f16: return "tr_f16";
-    case DType::bf16: return "tr_bf16";
-    case DType::i64: return "long long";
-    case DType::i32: return "int";
-    case DType::i8: return "signed char";
-    case DType::u8: return "unsigned char";
-    case DType::b8: return "tr_b8";
-  }
-  return "?";
-}
 
 // Load to the accumulator type (double for floats, long long for integers and bools).
 std::string load(DType d, const std::string& ref) {
@@ -47,7 +33,7 @@ std::string store(DType d, const std::string& acc, bool acc_float) {
     case DType::f32: return "(float)" + acc;
     case DType::f64: return "(double)" + acc;
     case DType::b8: return "(tr_b8)(" + acc + " != 0)";
-    default: return acc_float ? std::string("(") + storage(d) + ")tr_f2i(" + acc + ")" : std::string("(") + storage(d) + ")(" + acc + ")";
+    default: return acc_float ? std::string("(") + storage_name(d) + ")tr_f2i(" + acc + ")" : std::string("(") + storage_name(d) + ")(" + acc + ")";
   }
 }
 }  // namespace
@@ -105,12 +91,12 @@ bool generate_reduction(const ir::Stmt& s, SimpleKernel* k, std::string* why, in
   long long C = (R + S - 1) / S;  // elements of R per chunk
   std::ostringstream src;
   src << cuda_prelude() << "\n";
-  src << "// prims." << op << " of " << storage(in.dtype) << "[" << A << ", " << R << ", " << B << "] over the middle dimension, "
+  src << "// prims." << op << " of " << storage_name(in.dtype) << "[" << A << ", " << R << ", " << B << "] over the middle dimension, "
       << S << " chunk(s) of " << C << "\n";
   src << "__device__ __forceinline__ " << acc_t << " tr_step(" << acc_t << " acc, " << acc_t << " v) { return " << step << "; }\n";
-  std::string dst_t = S > 1 ? acc_t : storage(out.dtype);
+  std::string dst_t = S > 1 ? acc_t : storage_name(out.dtype);
   auto put = [&](const std::string& v) { return S > 1 ? v : store(out.dtype, v, fl); };
-  src << "extern \"C\" __global__ void __launch_bounds__(256) tr_kernel(const " << storage(in.dtype) << "* __restrict__ x, "
+  src << "extern \"C\" __global__ void __launch_bounds__(256) tr_kernel(const " << storage_name(in.dtype) << "* __restrict__ x, "
       << dst_t << "* __restrict__ y) {\n";
   src << "  const long long A = " << A << "LL, R = " << R << "LL, B = " << B << "LL, S = " << S << "LL, C = " << C << "LL;\n";
   if (B == 1) {
@@ -139,7 +125,7 @@ bool generate_reduction(const ir::Stmt& s, SimpleKernel* k, std::string* why, in
   if (S > 1) {
     // Stage 2: out[a, b] = the S partials of (a, b) combined in order.
     src << "extern \"C\" __global__ void __launch_bounds__(256) tr_kernel_2(const " << acc_t << "* __restrict__ p, "
-        << storage(out.dtype) << "* __restrict__ y) {\n";
+        << storage_name(out.dtype) << "* __restrict__ y) {\n";
     src << "  const long long A = " << A << "LL, B = " << B << "LL, S = " << S << "LL;\n";
     src << "  for (long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x; o < A * B; o += (long long)gridDim.x * blockDim.x) {\n";
     src << "    const long long a = o / B, b = o % B;\n";
@@ -150,9 +136,7 @@ bool generate_reduction(const ir::Stmt& s, SimpleKernel* k, std::string* why, in
     k->partials = A * S * B;
   }
   std::string text = src.str();
-  k->symbol = "tr_" + hash_hex(text);
-  for (size_t at = text.find("tr_kernel"); at != std::string::npos; at = text.find("tr_kernel", at + k->symbol.size()))
-    text.replace(at, 9, k->symbol);
+  k->symbol = name_by_hash(text);
   if (S > 1) k->symbol2 = k->symbol + "_2";
   k->source = std::move(text);
   return true;
@@ -186,14 +170,12 @@ bool generate_broadcast(const ir::Stmt& s, SimpleKernel* k, std::string* why) {
   long long n = rt::numel(out.shape);
   std::ostringstream src;
   src << cuda_prelude() << "\n// prims.broadcast_in_dim to " << n << " elements\n";
-  src << "extern \"C\" __global__ void __launch_bounds__(256) tr_kernel(const " << storage(in.dtype) << "* __restrict__ x, "
-      << storage(out.dtype) << "* __restrict__ y) {\n";
+  src << "extern \"C\" __global__ void __launch_bounds__(256) tr_kernel(const " << storage_name(in.dtype) << "* __restrict__ x, "
+      << storage_name(out.dtype) << "* __restrict__ y) {\n";
   src << "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < " << n
       << "LL; i += (long long)gridDim.x * blockDim.x) y[i] = x[" << idx << "];\n}\n";
   std::string text = src.str();
-  k->symbol = "tr_" + hash_hex(text);
-  for (size_t at = text.find("tr_kernel"); at != std::string::npos; at = text.find("tr_kernel", at + k->symbol.size()))
-    text.replace(at, 9, k->symbol);
+  k->symbol = name_by_hash(text);
   k->source = std::move(text);
   k->threads = n;
   return true;
