@@ -223,7 +223,8 @@ namespace tracer::test {
 TEST_CASE("the memory estimate equals the CPU allocator's measured peak on every example", "[memory]") {
   const std::vector<std::vector<std::string>> pipelines = {
       {}, {"del_last_used"}, {"grad"}, {"grad", "del_last_used"}, {"grad", "cse", "dce", "del_last_used"},
-      {"fuse", "del_last_used"}, {"grad", "checkpoint", "philox", "remat", "fuse", "del_last_used"}};
+      {"fuse", "del_last_used"}, {"grad", "checkpoint", "philox", "remat", "fuse", "del_last_used"},
+      {"grad", "philox", "remat", "fuse_reorder", "del_last_used"}};
   auto files = files_in(source_dir() + "/examples", ".trace");
   for (const std::string& f : files) {
     for (const auto& passes : pipelines) {

@@ -225,6 +225,7 @@ TEST_CASE("checkpoint, philox, remat and fuse leave gradients bit for bit equal,
   std::string ckpt = run_to_dir(f, {"grad", "checkpoint", "del_last_used"}, "ckpt");
   std::string philox = run_to_dir(f, {"grad", "philox", "del_last_used"}, "philox");
   std::string all = run_to_dir(f, {"grad", "checkpoint", "philox", "remat", "fuse", "del_last_used"}, "all");
+  std::string reordered = run_to_dir(f, {"grad", "checkpoint", "philox", "remat", "fuse_reorder", "del_last_used"}, "reordered");
   size_t files = 0;
   for (const auto& e : std::filesystem::directory_iterator(plain)) {
     std::string name = e.path().filename().string();
@@ -233,6 +234,7 @@ TEST_CASE("checkpoint, philox, remat and fuse leave gradients bit for bit equal,
     CHECK(a == read_file(ckpt + "/" + name));
     CHECK(a == read_file(philox + "/" + name));
     CHECK(a == read_file(all + "/" + name));
+    CHECK(a == read_file(reordered + "/" + name));
     ++files;
   }
   CHECK(files == 1 + 1 + 3 * 3);  // the loss, then the gradients of x and of 3 blocks' 3 weights
