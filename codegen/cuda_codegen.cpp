@@ -383,9 +383,14 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical) {
     body << ", const " << storage_name(p->type.dtype) << "* __restrict__ p_" << name_of(p);
   // Random draws: the kernel computes the Philox words, four elements per block of the generator
   // (consecutive elements share one), and passes each element its word.
+  // Only draws whose seed and offset are group inputs (or constants): one computed inside the
+  // group (a chained offset) is known per element only, so such a draw computes its own word.
+  std::unordered_set<const ir::Proxy*> input_set;
+  for (const auto& p : inputs) input_set.insert(p.get());
+  auto outside = [&](const Arg& a) { return a.kind != K::Proxy || input_set.count(a.proxy.get()) > 0; };
   std::vector<const Stmt*> draws;
   for (const Stmt* p : prims)
-    if (p->op->name == "uniform_philox") draws.push_back(p);
+    if (p->op->name == "uniform_philox" && outside(p->args[5]) && outside(p->args[6])) draws.push_back(p);
   auto word_name = [&](size_t d) { return "rw" + std::to_string(d); };
   for (size_t d = 0; d < draws.size(); ++d) body << ", const unsigned int " << word_name(d);
   std::vector<std::string> out_regs;
@@ -417,12 +422,13 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical) {
       auto word = [&](const Arg& a) {
         return a.kind == K::Proxy ? "(unsigned long long)" + name_of(a.proxy) : std::to_string(static_cast<unsigned long long>(a.i)) + "ULL";
       };
-      (void)word;
       bool f64 = od == DType::f64;
       Reg m = f64 ? Reg::f64 : Reg::f32;
-      size_t d = static_cast<size_t>(std::find(draws.begin(), draws.end(), p) - draws.begin());
-      expr = convert(std::string(f64 ? "tr_uniform_word_f64(" : "tr_uniform_word_f32(") + word_name(d) + ", " +
-                         literal(p->args[1], m) + ", " + literal(p->args[2], m) + ")",
+      auto d = std::find(draws.begin(), draws.end(), p);
+      std::string w = d != draws.end() ? word_name(static_cast<size_t>(d - draws.begin()))
+                                       : "tr_philox_word((unsigned long long)i, " + word(p->args[5]) + ", " + word(p->args[6]) + ")";
+      expr = convert(std::string(f64 ? "tr_uniform_word_f64(" : "tr_uniform_word_f32(") + w + ", " + literal(p->args[1], m) + ", " +
+                         literal(p->args[2], m) + ")",
                      m, od);
     } else if (op == "convert_element_type") {
       const Arg& a = p->args[0];

@@ -56,7 +56,10 @@ TEST_CASE("NVRTC compiles every example's kernels to sm_90 cubins", "[codegen][n
   INFO(why);
   // Required: CI has the CUDA toolkit, and this test must not pass by skipping.
   REQUIRE(nvrtc);
-  const std::vector<std::vector<std::string>> pipelines = {{}, {"grad", "checkpoint", "philox", "remat", "del_last_used"}};
+  const std::vector<std::vector<std::string>> pipelines = {
+      {}, {"grad", "checkpoint", "philox", "remat", "del_last_used"},
+      // fuse_reorder brings chained random offsets into the draws' groups
+      {"grad", "checkpoint", "philox", "remat", "fuse_reorder", "del_last_used"}};
   for (const std::string& f : files_in(source_dir() + "/examples", ".trace")) {
     for (const auto& passes : pipelines) {
       DYNAMIC_SECTION(f << " --passes " << passes.size()) {
