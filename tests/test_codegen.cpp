@@ -88,6 +88,26 @@ TEST_CASE("NVRTC compiles every example's kernels to sm_90 cubins", "[codegen][n
   }
 }
 
+TEST_CASE("NVRTC compiles the kernels of every op on every dtype (tests/gpu/ops.trace)", "[codegen][nvrtc]") {
+  std::string why;
+  REQUIRE(codegen::Nvrtc::load(&why));
+  const std::string file = source_dir() + "/tests/gpu/ops.trace";
+  for (const char* entry : {"ops_f32", "ops_bf16", "ops_f16", "ops_f64", "ops_i32", "ops_i64", "ops_i8", "ops_u8", "ops_b8",
+                            "ops_reduce_f32", "ops_reduce_lowp", "ops_broadcast", "ops_matmul", "ops_fallback"}) {
+    DYNAMIC_SECTION(entry) {
+      // compile applies fuse itself: the groups the GPU would run.
+      Session s;
+      REQUIRE(s.load_file(file));
+      fs::path dir = temp_dir("ops");
+      auto r = s.compile(entry, "sm_90", "cubin", dir.string());
+      INFO(s.rendered_diagnostics());
+      REQUIRE(r);
+      for (const auto& k : r->kernels) CHECK(first_bytes(k.file, 4) == "\x7f" "ELF");
+      fs::remove_all(dir);
+    }
+  }
+}
+
 TEST_CASE("generated kernels are named after the trace, vectorized and round bf16 intermediates", "[codegen]") {
   auto ks = kernels_of(R"(
 def f(x: bf16[64, 32], b: bf16[32], r: f32[64, 1]):
