@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "codegen/cuda_prelude.h"
+#include "codegen/cuda_reduce.h"
 #include "ir/fusion.h"
 #include "ir/op.h"
 #include "ir/op_rules.h"
@@ -552,16 +553,44 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical) {
 }
 }  // namespace
 
-std::vector<Kernel> kernels_for(const ir::Trace& t) {
+std::vector<Kernel> kernels_for(const ir::Trace& t, int sm_count) {
   std::vector<Kernel> out;
-  for (size_t i = 0; i < t.stmts.size(); ++i) {
-    const Stmt& s = t.stmts[i];
-    if (!is_elementwise_group(s)) continue;
+  auto label = [&](const Stmt& s, const std::string& at) {
     std::string what = s.kind == StmtKind::Prim ? s.op->name : s.callee;
     size_t dot = what.rfind('.');
     if (dot != std::string::npos) what = what.substr(dot + 1);
-    out.push_back(generate_elementwise(s, c_name(t.name) + "_" + c_name(what) + "_" + std::to_string(i)));
-  }
+    return c_name(t.name) + "_" + c_name(what) + "_" + at;
+  };
+  // As the GPU executor walks a trace: groups are kernels, other composites run their parts.
+  std::function<void(const std::vector<Stmt>&, const std::string&)> walk = [&](const std::vector<Stmt>& stmts,
+                                                                               const std::string& prefix) {
+    for (size_t i = 0; i < stmts.size(); ++i) {
+      const Stmt& s = stmts[i];
+      std::string at = prefix + std::to_string(i);
+      if (s.kind == StmtKind::Del) continue;
+      if (is_elementwise_group(s)) {
+        out.push_back(generate_elementwise(s, label(s, at)));
+      } else if (s.kind != StmtKind::Prim) {
+        walk(s.subsymbols, at + "_");
+      } else {
+        SimpleKernel sk;
+        std::string why;
+        const std::string& op = s.op->name;
+        bool ok = op == "broadcast_in_dim" ? generate_broadcast(s, &sk, &why)
+                  : (op == "sum" || op == "prod" || op == "amax" || op == "amin") ? generate_reduction(s, &sk, &why, sm_count)
+                                                                                   : false;
+        if (!ok) continue;
+        Kernel k;
+        k.name = label(s, at);
+        k.source = k.structure = sk.source;
+        k.symbol = sk.symbol;
+        k.origin = ir::print_stmt_line(s);
+        k.elements = rt::numel(s.outputs[0]->type.shape);
+        out.push_back(std::move(k));
+      }
+    }
+  };
+  walk(t.stmts, "");
   return out;
 }
 

@@ -54,8 +54,9 @@ const char* storage_name(rt::DType d);
 // text>", which is returned (kernels that differ only in names then share one name).
 std::string name_by_hash(std::string& source);
 
-// Every kernel of a trace: one per elementwise group among its top-level statements, named
-// "<trace>_<fusion or op>_<index>" so that names are unique within a program.
-std::vector<Kernel> kernels_for(const ir::Trace& t);
+// Every kernel the GPU executor launches for a trace: one per elementwise group, reduction and
+// broadcast (inside other composites too), named "<trace>_<fusion or op>_<index>" so that names are
+// unique within a program. sm_count sizes the split of long reductions (132: the H100 and H200).
+std::vector<Kernel> kernels_for(const ir::Trace& t, int sm_count = 132);
 
 }  // namespace tracer::codegen
