@@ -1,6 +1,8 @@
 // The public Session API over the interpreter, the Trace IR and the CPU runtime.
 #include "tracer/session.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -465,7 +467,7 @@ std::optional<CompileReport> Session::compile(const std::string& entry, const st
     std::string file = (std::filesystem::path(out_dir) / ((res ? k.symbol : k.name) + ext)).string();
     const std::string& data = res ? res->binary : k.source;
     // Written whole or not at all: a temporary file renamed into place (once per distinct kernel).
-    std::string tmp = file + ".tmp";
+    std::string tmp = file + ".tmp" + std::to_string(::getpid());
     if (!res || files_done.insert(slot[j]).second) {
       {
         std::ofstream f(tmp, std::ios::binary);

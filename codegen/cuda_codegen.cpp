@@ -374,7 +374,8 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical) {
   // The element function: one line per primitive.
   if (!canonical) body << "// " << k.origin << "\n";
   // Indices in 32 bits when every element's index fits (fewer instructions per element).
-  const bool small = k.elements < (1LL << 31);
+  // (with room for the grid-stride step past the end: up to 16 blocks of 256 per multiprocessor)
+  const bool small = k.elements + (1LL << 24) < (1LL << 31);
   const std::string idx = small ? "int" : "long long";
   const char* suffix = small ? "" : "LL";
   body << "__device__ __forceinline__ void " << name << "_element(" << idx << " i";
@@ -446,8 +447,10 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical) {
       const Arg& a = p->args[0];
       DType in = a.kind == K::Proxy ? a.proxy->type.dtype : od;
       Reg m = rt::is_float(in) ? math_of(in) : rt::is_float(od) ? math_of(od) : Reg::i64;
-      if (op == "logical_not" || op == "isfinite") m = rt::is_float(in) ? math_of(in) : Reg::i64;
-      expr = convert(op_expr(op, {operand(a, m)}, m), is_compare(op) || op == "logical_not" || op == "isfinite" ? Reg::b8 : m, od);
+      // On bool, bitwise not is logical not (as on the CPU: ~1 would be nonzero).
+      const std::string& uop = (op == "bitwise_not" && in == DType::b8) ? std::string("logical_not") : op;
+      if (uop == "logical_not" || uop == "isfinite") m = rt::is_float(in) ? math_of(in) : Reg::i64;
+      expr = convert(op_expr(uop, {operand(a, m)}, m), is_compare(uop) || uop == "logical_not" || uop == "isfinite" ? Reg::b8 : m, od);
     } else {
       const Arg &a = p->args[0], &b = p->args[1];
       DType compute = ir::promote_args({&a, &b});

@@ -63,7 +63,7 @@ void KernelCache::store(const std::string& key, const std::string& cubin) const 
   data += hash_hex(cubin) + cubin;
   fs::path final_path = fs::path(dir_) / (key + ".cubin");
   fs::path tmp = final_path;
-  tmp += ".tmp" + std::to_string(::getpid());
+  tmp += ".tmp" + std::to_string(::getpid()) + "_" + std::to_string(std::hash<std::thread::id>()(std::this_thread::get_id()));
   {
     std::ofstream f(tmp, std::ios::binary);
     f.write(data.data(), static_cast<std::streamsize>(data.size()));
@@ -310,7 +310,8 @@ bool GpuExecutor::run_matmul(const ir::Stmt& s, Values& env, const std::unordere
   const ir::TensorType& ot = s.outputs[0]->type;
   if (op == "linear") {
     if (ta || tb || B->shape.size() != 2 || A->shape.empty()) return false;
-    int64_t K_ = B->shape[1], N = B->shape[0], M = rt::numel(A->shape) / std::max<int64_t>(K_, 1);
+    int64_t K_ = B->shape[1], N = B->shape[0], M = K_ ? rt::numel(A->shape) / K_ : 0;
+    if (M == 0 || N == 0 || K_ == 0) return false;  // empty products: the CPU path (zeros, bias)
     rt::cuda::DevPtr bias = 0;
     if (s.args.size() > 2 && s.args[2].kind != K::None) {  // through cuBLASLt's bias epilogue
       bool tbias = false;
@@ -334,6 +335,7 @@ bool GpuExecutor::run_matmul(const ir::Stmt& s, Values& env, const std::unordere
   if (bs[bs.size() - 2] != K_) return false;
   rt::Shape ab(as.begin(), as.end() - 2), bb(bs.begin(), bs.end() - 2);
   int64_t na = rt::numel(ab), nb = rt::numel(bb);
+  if (M == 0 || N == 0 || K_ == 0 || na == 0 || nb == 0) return false;  // empty products: the CPU path
   DeviceTensor C = alloc(ot);
   if (nb == 1 && bb.size() <= ab.size() && !ta) {
     dev_.gemm(dt, false, tb, na * M, N, K_, A->ptr(), B->ptr(), C.ptr(), 1, 0, 0, 0);  // stacked rows
@@ -468,7 +470,14 @@ GpuExecutor::Values GpuExecutor::run(const ir::Trace& t, std::vector<DeviceTenso
                         {}, ""};
   Values env;
   transposed_.clear();
-  for (size_t i = 0; i < inputs.size(); ++i) env[t.inputs[i].get()] = std::move(inputs[i]);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ir::TensorType& want = t.inputs[i]->type;
+    if (inputs[i].dtype != want.dtype || inputs[i].shape != want.shape)
+      throw ir::ExecError{"input '" + t.inputs[i]->name + "' should be " + rt::dtype_name(want.dtype) + rt::shape_str(want.shape) +
+                              " but is " + rt::dtype_name(inputs[i].dtype) + rt::shape_str(inputs[i].shape),
+                          {}, ""};
+    env[t.inputs[i].get()] = std::move(inputs[i]);
+  }
   inputs.clear();
   run_stmts(t.stmts, env, ctx, ir::lazy_transposes(t.stmts, &t.output));
   Values out;

@@ -7,6 +7,7 @@
 #include "codegen/cuda_codegen.h"
 #include "codegen/cuda_prelude.h"
 #include "ir/op.h"
+#include "ir/op_rules.h"
 
 namespace tracer::codegen {
 namespace {
@@ -51,11 +52,12 @@ bool generate_reduction(const ir::Stmt& s, SimpleKernel* k, std::string* why, in
   const ir::TensorType& in = s.args[0].proxy->type;
   const ir::TensorType& out = s.outputs[0]->type;
   std::vector<int64_t> dims;
-  if (s.args[1].is_seq())
-    for (const Arg& d : s.args[1].items) dims.push_back(d.i < 0 ? d.i + static_cast<int64_t>(in.shape.size()) : d.i);
-  else if (s.args[1].kind == Arg::Kind::Int)
-    dims.push_back(s.args[1].i);
-  std::sort(dims.begin(), dims.end());
+  try {
+    dims = ir::reduce_dims(s.args[0], s.args[1]);  // normalised, sorted, checked as on the CPU
+  } catch (const std::exception& e) {
+    *why = e.what();
+    return false;
+  }
   if (dims.empty()) {
     *why = "no dimensions to reduce";
     return false;
@@ -68,7 +70,16 @@ bool generate_reduction(const ir::Stmt& s, SimpleKernel* k, std::string* why, in
   long long A = 1, R = 1, B = 1;
   for (int64_t d = 0; d < static_cast<int64_t>(in.shape.size()); ++d)
     (d < dims.front() ? A : d > dims.back() ? B : R) *= in.shape[static_cast<size_t>(d)];
-  bool fl = rt::is_float(in.dtype) || rt::is_float(out.dtype);
+  if (A * B == 0) {
+    *why = "the output is empty";
+    return false;
+  }
+  if (R == 0 && (op == "amax" || op == "amin")) {
+    *why = "an empty max or min (the CPU reports the error)";
+    return false;
+  }
+  // The accumulator follows the input, as on the CPU: double for floats, 64-bit integers else.
+  bool fl = rt::is_float(in.dtype);
   std::string acc_t = fl ? "double" : "long long";
   std::string init, step;
   if (op == "sum") init = "0", step = fl ? "acc + v" : "(long long)((unsigned long long)acc + (unsigned long long)v)";

@@ -146,6 +146,8 @@ std::vector<rt::Tensor> cpu_uniform(const std::vector<Arg>& a, ExecContext& c) {
 
 // seed and offset: Python ints, or 0-d integer tensors (the philox pass threads them as values).
 int64_t rng_word(const Arg& a, const char* what) {
+  // Read exactly: through double, seeds of 2^53 and more would round (the GPU reads them exactly).
+  if (a.kind == K::Tensor && a.tensor.dtype() == rt::DType::i64) return a.tensor.data_as<int64_t>()[0];
   if (a.kind == K::Tensor) return static_cast<int64_t>(a.tensor.get(0));
   if (a.kind == K::Proxy) return 0;
   return int_arg(a, what);

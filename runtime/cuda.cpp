@@ -149,9 +149,10 @@ std::shared_ptr<Api> load_driver(std::string* why) {
   bind(h, a->event_destroy, "cuEventDestroy_v2", &missing);
   bind(h, a->event_record, "cuEventRecord", &missing);
   bind(h, a->event_sync, "cuEventSynchronize", &missing);
+  std::string before = missing;
   bind(h, a->event_elapsed, "cuEventElapsedTime_v2", &missing);
   if (!a->event_elapsed) {
-    missing.clear();  // older drivers name it without the suffix; report the rest again below
+    missing = before;  // older drivers name it without the suffix
     bind(h, a->event_elapsed, "cuEventElapsedTime", &missing);
   }
   bind(h, a->error_string, "cuGetErrorString", &missing);
@@ -261,11 +262,14 @@ std::unique_ptr<Device> Device::open(int ordinal, std::string* why) {
 
 Device::~Device() {
   if (!api_) return;
+  // Nothing here throws: after a sticky CUDA error every call fails, and the codes are ignored.
   api_->ctx_set(ctx_);
   if (stream_) api_->stream_sync(stream_);
   if (lt_handle_) lt_->destroy(lt_handle_);
   if (workspace_) api_->mem_free(workspace_);
-  empty_cache();
+  for (auto& [n, ptrs] : free_)
+    for (DevPtr p : ptrs) api_->mem_free(p);
+  free_.clear();
   for (auto& [k, m] : modules_) api_->module_unload(m);
   if (stream_) api_->stream_destroy(stream_);
   if (ctx_) api_->primary_release(dev_);
@@ -362,13 +366,27 @@ double Device::time_ms(const std::function<void()>& work) {
 
 void Device::gemm(DType dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, DevPtr a, DevPtr b, DevPtr c,
                   int64_t batch, int64_t stride_a, int64_t stride_b, int64_t stride_c, DevPtr bias) {
-  if (!lt_) {
+  if (!lt_handle_) {
+    // Set up into locals and commit only when everything worked, so a failure can be retried.
     std::string why;
-    lt_ = load_lt(&why);
-    if (!lt_) throw CudaError(why);
-    if (lt_->create(&lt_handle_) != 0) throw CudaError("cublasLtCreate failed");
+    std::shared_ptr<LtApi> lt = lt_ ? lt_ : load_lt(&why);
+    if (!lt) throw CudaError(why);
+    LtHandle handle = nullptr;
+    if (lt->create(&handle) != 0) throw CudaError("cublasLtCreate failed");
+    DevPtr ws = 0;
+    int rc = api_->mem_alloc(&ws, kWorkspace);
+    if (rc != 0) {
+      empty_cache();
+      rc = api_->mem_alloc(&ws, kWorkspace);
+    }
+    if (rc != 0) {
+      lt->destroy(handle);
+      check(rc, "cuMemAlloc (cuBLASLt workspace)");
+    }
+    lt_ = lt;
+    lt_handle_ = handle;
+    workspace_ = ws;
     workspace_bytes_ = kWorkspace;
-    check(api_->mem_alloc(&workspace_, workspace_bytes_), "cuMemAlloc (cuBLASLt workspace)");
   }
   int type, compute, scale;
   switch (dt) {
@@ -385,6 +403,20 @@ void Device::gemm(DType dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, D
   LtDesc desc = nullptr;
   LtLayout la = nullptr, lb = nullptr, lc = nullptr;
   LtPref pref = nullptr;
+  // Destroyed on every path, errors included.
+  struct Guard {
+    LtApi* lt;
+    LtDesc* desc;
+    LtLayout *la, *lb, *lc;
+    LtPref* pref;
+    ~Guard() {
+      if (*pref) lt->pref_destroy(*pref);
+      if (*la) lt->layout_destroy(*la);
+      if (*lb) lt->layout_destroy(*lb);
+      if (*lc) lt->layout_destroy(*lc);
+      if (*desc) lt->desc_destroy(*desc);
+    }
+  } guard{lt_.get(), &desc, &la, &lb, &lc, &pref};
   lt_check(lt_->desc_create(&desc, compute, scale), "cublasLtMatmulDescCreate");
   int op_first = tb ? kOpT : kOpN, op_second = ta ? kOpT : kOpN;
   lt_check(lt_->desc_set(desc, kLtTransA, &op_first, sizeof op_first), "cublasLtMatmulDescSetAttribute");
@@ -421,11 +453,6 @@ void Device::gemm(DType dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, D
   LtStatus st = lt_->matmul(lt_handle_, desc, alpha, reinterpret_cast<const void*>(b), la, reinterpret_cast<const void*>(a), lb,
                             beta, reinterpret_cast<const void*>(c), lc, reinterpret_cast<void*>(c), lc, &h.algo,
                             reinterpret_cast<void*>(workspace_), workspace_bytes_, stream_);
-  lt_->pref_destroy(pref);
-  lt_->layout_destroy(la);
-  lt_->layout_destroy(lb);
-  lt_->layout_destroy(lc);
-  lt_->desc_destroy(desc);
   lt_check(st, "cublasLtMatmul");
 }
 

@@ -167,6 +167,10 @@ def f(a: i32[128], b: i64[128], m: b8[128], h: f16[128]):
     CHECK(p.ok);
     CHECK_THAT(p.binary, Catch::Contains(".target sm_90"));
   }
+  // bitwise_not on bool is logical not, as on the CPU (not ~1, which is nonzero).
+  auto kb = kernels_of("def f(m: b8[64]):\n    return prims.bitwise_not(m)\n", "f");
+  REQUIRE(kb.size() == 1);
+  CHECK_THAT(kb[0].source, Catch::Contains("const bool t0 = ((long long)(m) == 0);"));
   bool saw_int_ops = false;
   for (const auto& k : ks) saw_int_ops = saw_int_ops || k.source.find("tr_ifloordiv(") != std::string::npos;
   CHECK(saw_int_ops);
@@ -187,7 +191,8 @@ def f(x: bf16[8, 16, 4], y: f64[6, 5], z: i32[7, 3], q: f32[65536, 4], w: bf16[1
     h = prims.sum(x, (0, 2))
     u = prims.sum(q, (0,))
     v = prims.amax(w, (1,))
-    return a, b, c, d, e, g, h, u, v
+    n = prims.sum(x, -1)
+    return a, b, c, d, e, g, h, u, v, n
 )", diags);
   REQUIRE(m);
   auto t = in.trace(*m->globals.at("f").as<interp::FunctionObj>(), {});
@@ -219,7 +224,25 @@ def f(x: bf16[8, 16, 4], y: f64[6, 5], z: i32[7, 3], q: f32[65536, 4], w: bf16[1
     INFO(r.log);
     CHECK(r.ok);
   }
-  CHECK(made == 8);
+  CHECK(made == 9);
+  // Edge cases refused up front (the CPU path reports or handles them), never a crash.
+  auto m2 = in.load("m2.trace", R"(
+def g(e: f32[0, 5], z: f32[3, 0]):
+    return prims.sum(e, (1,)), prims.sum(z, (0,)), prims.amax(z, (1,))
+)", diags);
+  REQUIRE(m2);
+  auto t2 = in.trace(*m2->globals.at("g").as<interp::FunctionObj>(), {});
+  std::vector<std::string> reasons;
+  for (const ir::Stmt& s : t2->stmts) {
+    codegen::SimpleKernel k;
+    std::string no;
+    CHECK_FALSE(codegen::generate_reduction(s, &k, &no));
+    reasons.push_back(no);
+  }
+  REQUIRE(reasons.size() == 3);
+  CHECK(reasons[0] == "the output is empty");
+  CHECK(reasons[1] == "the output is empty");
+  CHECK_THAT(reasons[2], Catch::Contains("empty max or min"));
 }
 
 TEST_CASE("the disk kernel cache detects corrupt and truncated entries", "[codegen][cache]") {
