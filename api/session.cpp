@@ -1,8 +1,6 @@
 // The public Session API over the interpreter, the Trace IR and the CPU runtime.
 #include "tracer/session.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -466,22 +464,11 @@ std::optional<CompileReport> Session::compile(const std::string& entry, const st
     const char* ext = kind == cg::Emit::cuda ? ".cu" : kind == cg::Emit::ptx ? ".ptx" : ".cubin";
     std::string file = (std::filesystem::path(out_dir) / ((res ? k.symbol : k.name) + ext)).string();
     const std::string& data = res ? res->binary : k.source;
-    // Written whole or not at all: a temporary file renamed into place (once per distinct kernel).
-    std::string tmp = file + ".tmp" + std::to_string(::getpid());
-    if (!res || files_done.insert(slot[j]).second) {
-      {
-        std::ofstream f(tmp, std::ios::binary);
-        f.write(data.data(), static_cast<std::streamsize>(data.size()));
-        if (!f) {
-          impl_->error("cannot write '" + tmp + "'");
-          return std::nullopt;
-        }
-      }
-      std::filesystem::rename(tmp, file, ec);
-      if (ec) {
-        impl_->error("cannot write '" + file + "': " + ec.message());
-        return std::nullopt;
-      }
+    // Written whole or not at all (once per distinct kernel).
+    std::string err;
+    if ((!res || files_done.insert(slot[j]).second) && !rt::write_file_atomically(file, data, &err)) {
+      impl_->error(err);
+      return std::nullopt;
     }
     KernelInfo info;
     info.name = k.name;

@@ -578,15 +578,12 @@ std::vector<Kernel> kernels_for(const ir::Trace& t, int sm_count) {
       } else {
         SimpleKernel sk;
         std::string why;
-        const std::string& op = s.op->name;
-        bool ok = op == "broadcast_in_dim" ? generate_broadcast(s, &sk, &why)
-                  : (op == "sum" || op == "prod" || op == "amax" || op == "amin") ? generate_reduction(s, &sk, &why, sm_count)
-                                                                                   : false;
-        if (!ok) continue;
+        if (!generate_simple(s, &sk, &why, sm_count)) continue;
         Kernel k;
         k.name = label(s, at);
         k.source = k.structure = sk.source;
         k.symbol = sk.symbol;
+        k.symbol2 = sk.symbol2;
         k.origin = ir::print_stmt_line(s);
         k.elements = rt::numel(s.outputs[0]->type.shape);
         out.push_back(std::move(k));

@@ -35,6 +35,7 @@ struct Kernel {
   // (the eight blocks of llama_mlp give the same kernels). `symbol` is its kernel's name.
   std::string structure;
   std::string symbol;
+  std::string symbol2;  // a two-stage reduction's second kernel, in the same module; else empty
 };
 
 // Whether s can become one elementwise kernel (and why not, in *why).

@@ -1,8 +1,6 @@
 // The GPU executor; see cuda_exec.h.
 #include "codegen/cuda_exec.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -16,6 +14,7 @@
 #include "codegen/cuda_reduce.h"
 #include "ir/fusion.h"
 #include "ir/verify.h"
+#include "runtime/io.h"
 
 namespace tracer::codegen {
 
@@ -61,19 +60,8 @@ void KernelCache::store(const std::string& key, const std::string& cubin) const 
   uint64_t n = cubin.size();
   data.append(reinterpret_cast<const char*>(&n), 8);
   data += hash_hex(cubin) + cubin;
-  fs::path final_path = fs::path(dir_) / (key + ".cubin");
-  fs::path tmp = final_path;
-  tmp += ".tmp" + std::to_string(::getpid()) + "_" + std::to_string(std::hash<std::thread::id>()(std::this_thread::get_id()));
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    f.write(data.data(), static_cast<std::streamsize>(data.size()));
-    if (!f) {
-      fs::remove(tmp, ec);
-      return;
-    }
-  }
-  fs::rename(tmp, final_path, ec);  // atomic: readers see the old entry or the whole new one
-  if (ec) fs::remove(tmp, ec);
+  std::string err;  // a failed write only costs compile time next run
+  rt::write_file_atomically((fs::path(dir_) / (key + ".cubin")).string(), data, &err);
 }
 
 // ---------------------------------------------------------------- executor
@@ -150,31 +138,18 @@ void GpuExecutor::prepare(const std::vector<const ir::Trace*>& traces) {
     }
     jobs.push_back({source, label, key, std::move(symbols), {}});
   };
-  std::function<void(const std::vector<ir::Stmt>&)> walk = [&](const std::vector<ir::Stmt>& stmts) {
-    for (const ir::Stmt& s : stmts) {
-      if (s.kind == ir::StmtKind::Del) continue;
-      try {
-        if (is_elementwise_group(s)) {
-          Kernel k = generate_elementwise(s, "k");
-          want(k.structure, {k.symbol}, k.origin);
-        } else if (s.kind != ir::StmtKind::Prim) {
-          walk(s.subsymbols);
-        } else {
-          SimpleKernel k;
-          std::string why;
-          const std::string& op = s.op->name;
-          bool ok = op == "broadcast_in_dim" ? generate_broadcast(s, &k, &why)
-                    : (op == "sum" || op == "prod" || op == "amax" || op == "amin") ? generate_reduction(s, &k, &why, dev_.sm_count())
-                                                                                     : false;
-          if (ok) want(k.source, k.symbol2.empty() ? std::vector<std::string>{k.symbol} : std::vector<std::string>{k.symbol, k.symbol2},
-                       "prims." + op);
-        }
-      } catch (const std::exception&) {
-        // run() reports it at the statement
-      }
+  // The kernels run() will launch, found as tracer compile finds them.
+  for (const ir::Trace* t : traces) {
+    std::vector<Kernel> kernels;
+    try {
+      kernels = kernels_for(*t, dev_.sm_count());
+    } catch (const std::exception&) {
+      continue;  // run() reports it at the statement
     }
-  };
-  for (const ir::Trace* t : traces) walk(t->stmts);
+    for (const Kernel& k : kernels)
+      want(k.structure, k.symbol2.empty() ? std::vector<std::string>{k.symbol} : std::vector<std::string>{k.symbol, k.symbol2},
+           k.name);
+  }
   auto t0 = std::chrono::steady_clock::now();
   size_t workers = std::max<size_t>(1, std::min<size_t>(jobs.size(), std::thread::hardware_concurrency()));
   std::atomic<size_t> next{0};
@@ -199,10 +174,8 @@ bool GpuExecutor::run_simple(const ir::Stmt& s, Values& env) {
   const std::string& op = s.op->name;
   SimpleKernel k;
   std::string why;
-  bool ok = (op == "broadcast_in_dim") ? generate_broadcast(s, &k, &why)
-            : (op == "sum" || op == "prod" || op == "amax" || op == "amin") ? generate_reduction(s, &k, &why, dev_.sm_count())
-                                                                             : false;
-  if (!ok || s.args[0].kind != K::Proxy || transposed_.count(s.args[0].proxy.get())) return false;
+  if (!generate_simple(s, &k, &why, dev_.sm_count()) || s.args[0].kind != K::Proxy || transposed_.count(s.args[0].proxy.get()))
+    return false;
   auto it = env.find(s.args[0].proxy.get());
   if (it == env.end()) return false;
   void* fn = compiled(k.source, k.symbol, "prims." + op);

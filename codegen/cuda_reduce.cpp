@@ -153,6 +153,11 @@ bool generate_reduction(const ir::Stmt& s, SimpleKernel* k, std::string* why, in
   return true;
 }
 
+bool generate_simple(const ir::Stmt& s, SimpleKernel* k, std::string* why, int sm_count) {
+  if (s.kind == ir::StmtKind::Prim && s.op && s.op->name == "broadcast_in_dim") return generate_broadcast(s, k, why);
+  return generate_reduction(s, k, why, sm_count);
+}
+
 bool generate_broadcast(const ir::Stmt& s, SimpleKernel* k, std::string* why) {
   if (s.kind != ir::StmtKind::Prim || !s.op || s.op->name != "broadcast_in_dim" || s.args[0].kind != Arg::Kind::Proxy) {
     *why = "not a broadcast_in_dim of a tensor";

@@ -30,4 +30,7 @@ bool generate_reduction(const ir::Stmt& s, SimpleKernel* k, std::string* why, in
 // out = broadcast_in_dim(a, shape, bdims) as a gather kernel.
 bool generate_broadcast(const ir::Stmt& s, SimpleKernel* k, std::string* why);
 
+// The kernel of a reduction or a broadcast_in_dim statement (whichever s is); false otherwise.
+bool generate_simple(const ir::Stmt& s, SimpleKernel* k, std::string* why, int sm_count = 132);
+
 }  // namespace tracer::codegen

@@ -48,26 +48,24 @@ void register_names(ir::Trace& t, const ir::Stmt& s) {
 
 // ---- statements ----
 
-// Whether s can join a fused group: its primitives are elementwise or stateless random draws.
-bool all_fusible(const ir::Stmt& s) {
+// Whether every primitive in s (recursively) satisfies pred; a del or an empty composite does not.
+template <class Pred>
+bool all_prims(const ir::Stmt& s, Pred pred) {
   if (s.kind == ir::StmtKind::Del) return false;
-  if (s.kind == ir::StmtKind::Prim) return ir::fusible_prim(s);
+  if (s.kind == ir::StmtKind::Prim) return pred(s);
   if (s.subsymbols.empty()) return false;
   for (const ir::Stmt& sub : s.subsymbols)
-    if (!all_fusible(sub)) return false;
+    if (!all_prims(sub, pred)) return false;
   return true;
 }
 
-// Whether every primitive in s (recursively) is elementwise: such a statement is cheap to
-// recompute and fuses.
+// Every primitive elementwise: such a statement is cheap to recompute (remat).
 bool all_elementwise(const ir::Stmt& s) {
-  if (s.kind == ir::StmtKind::Del) return false;
-  if (s.kind == ir::StmtKind::Prim) return s.op && s.op->kind == ir::OpKind::Elementwise;
-  if (s.subsymbols.empty()) return false;
-  for (const ir::Stmt& sub : s.subsymbols)
-    if (!all_elementwise(sub)) return false;
-  return true;
+  return all_prims(s, [](const ir::Stmt& p) { return p.op && p.op->kind == ir::OpKind::Elementwise; });
 }
+
+// Every primitive elementwise or a stateless random draw: it can join a fused group (fuse).
+bool all_fusible(const ir::Stmt& s) { return all_prims(s, ir::fusible_prim); }
 
 Value stmt_args(const ir::Stmt& s) {
   std::vector<Value> out;

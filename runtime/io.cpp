@@ -7,10 +7,15 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <functional>
+#include <thread>
 #include <stdexcept>
 
 #include "runtime/kernel_util.h"
+
+#include <unistd.h>
 
 namespace tracer::rt {
 
@@ -368,6 +373,29 @@ void write_safetensors(const std::string& path, const std::map<std::string, Tens
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // keep the data 8-byte aligned, as the format does
   write_all(path, le_bytes(text.size(), 8) + text, order);
+}
+
+bool write_file_atomically(const std::string& path, const std::string& data, std::string* err) {
+  namespace fs = std::filesystem;
+  std::string tmp = path + ".tmp" + std::to_string(::getpid()) + "_" +
+                    std::to_string(std::hash<std::thread::id>()(std::this_thread::get_id()));
+  std::error_code ec;
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f.write(data.data(), static_cast<std::streamsize>(data.size()));
+    if (!f) {
+      fs::remove(tmp, ec);
+      *err = "cannot write '" + tmp + "'";
+      return false;
+    }
+  }
+  fs::rename(tmp, path, ec);  // atomic: readers see the old file or the whole new one
+  if (ec) {
+    *err = "cannot write '" + path + "': " + ec.message();
+    fs::remove(tmp, ec);
+    return false;
+  }
+  return true;
 }
 
 }  // namespace tracer::rt

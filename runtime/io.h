@@ -17,4 +17,9 @@ void write_npy(const std::string& path, const Tensor& t);
 std::map<std::string, Tensor> read_safetensors(const std::string& path, Allocator* al = nullptr);
 void write_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors);
 
+// Writes data to path whole or not at all: to a temporary file beside it (named by process and
+// thread, so concurrent writers do not share one), then renamed into place. False with the
+// reason in *err when it could not; the temporary file is removed then.
+bool write_file_atomically(const std::string& path, const std::string& data, std::string* err);
+
 }  // namespace tracer::rt
