@@ -48,6 +48,7 @@ struct Session::Impl {
   std::unique_ptr<rt::cuda::Device> gpu;
   std::unique_ptr<codegen::GpuExecutor> gexec;
   int bench = 0;
+  bool cuda_graph = false;
 
   explicit Impl(SessionOptions o) : opts(std::move(o)) {
     interp::Options io;
@@ -621,19 +622,28 @@ bool Session::set_device(const std::string& device) {
 
 void Session::set_bench(int runs) { impl_->bench = runs < 0 ? 0 : runs; }
 
+void Session::set_cuda_graph(bool on) { impl_->cuda_graph = on; }
+
 namespace {
+// An output of a GPU run: a device value, or a constant of the trace.
+struct GpuOutput {
+  std::string name;
+  ir::Arg constant;
+  std::optional<rt::cuda::DeviceTensor> value;
+};
+
 // One run of the program on the GPU: the forward, then the backward over the forward's saved
-// values (left on the device) and a cotangent of ones. Returns the outputs to report, on the host.
-std::vector<std::pair<std::string, ir::Arg>> run_program_gpu(codegen::GpuExecutor& g, const interp::Traces& prog,
-                                                             const std::vector<rt::cuda::DeviceTensor>& inputs,
-                                                             ir::ExecContext& ctx, bool download) {
+// values (left on the device) and a cotangent of ones (filled by a kernel, so that the run can
+// be captured as a CUDA graph). Returns the outputs to report, left on the device.
+std::vector<GpuOutput> run_program_gpu(codegen::GpuExecutor& g, const interp::Traces& prog,
+                                       const std::vector<rt::cuda::DeviceTensor>& inputs, ir::ExecContext& ctx) {
   using DT = rt::cuda::DeviceTensor;
   const ir::Trace& fw = *prog.front();
-  std::vector<std::pair<std::string, ir::Arg>> results;
+  std::vector<GpuOutput> results;
   auto fw_out = g.run(fw, inputs, ctx);
-  auto host = [&](const ir::Arg& a, const codegen::GpuExecutor::Values& vals, const std::string& fallback) {
-    if (a.kind != ir::Arg::Kind::Proxy) return std::make_pair(fallback, a);
-    return std::make_pair(a.proxy->name, download ? ir::Arg::of_tensor(g.download(vals.at(a.proxy.get()), ctx.allocator)) : ir::Arg());
+  auto out = [&](const ir::Arg& a, const codegen::GpuExecutor::Values& vals, const std::string& fallback) {
+    if (a.kind != ir::Arg::Kind::Proxy) return GpuOutput{fallback, a, std::nullopt};
+    return GpuOutput{a.proxy->name, ir::Arg(), vals.at(a.proxy.get())};
   };
   if (prog.size() == 1) {
     std::vector<ir::Arg> flat;
@@ -645,29 +655,28 @@ std::vector<std::pair<std::string, ir::Arg>> run_program_gpu(codegen::GpuExecuto
       }
     };
     walk(fw.output);
-    for (size_t i = 0; i < flat.size(); ++i) results.push_back(host(flat[i], fw_out, "out[" + std::to_string(i) + "]"));
+    for (size_t i = 0; i < flat.size(); ++i) results.push_back(out(flat[i], fw_out, "out[" + std::to_string(i) + "]"));
     return results;
   }
   const ir::Trace& bw = *prog[1];
   std::vector<DT> bin;
   for (const auto& p : bw.inputs) {
     auto it = fw_out.find(p.get());
-    if (it != fw_out.end()) {
-      bin.push_back(it->second);
-    } else {
-      bin.push_back(g.upload(rt::full(p->type.shape, rt::Scalar{1.0, 1, false}, p->type.dtype, ctx.allocator)));
-    }
+    bin.push_back(it != fw_out.end() ? it->second : g.full(p->type, 1.0));
   }
   const ir::Arg& loss = fw.output.items[0];
-  results.push_back(host(loss, fw_out, "out"));
-  // Only the loss stays; the saved values move into the backward.
-  codegen::GpuExecutor::Values keep;
-  if (loss.kind == ir::Arg::Kind::Proxy) keep[loss.proxy.get()] = fw_out.at(loss.proxy.get());
-  fw_out.clear();
+  results.push_back(out(loss, fw_out, "out"));
+  fw_out.clear();  // the saved values move into the backward; the loss is held by results
   auto bw_out = g.run(bw, std::move(bin), ctx);
   for (const auto& a : bw.output.items)
-    if (a.kind == ir::Arg::Kind::Proxy) results.push_back(host(a, bw_out, ""));
+    if (a.kind == ir::Arg::Kind::Proxy) results.push_back(out(a, bw_out, ""));
   return results;
+}
+
+std::vector<std::pair<std::string, ir::Arg>> download(codegen::GpuExecutor& g, const std::vector<GpuOutput>& outs, rt::Allocator* al) {
+  std::vector<std::pair<std::string, ir::Arg>> r;
+  for (const GpuOutput& o : outs) r.emplace_back(o.name, o.value ? ir::Arg::of_tensor(g.download(*o.value, al)) : o.constant);
+  return r;
 }
 }  // namespace
 
@@ -701,7 +710,9 @@ std::optional<RunReport> Session::run(const std::string& entry, const std::strin
       g.reset_stats();
       g.new_program();  // these traces are new objects; statement caches must not outlive theirs
       g.prepare(raw(*prog));  // every kernel compiled up front, in parallel
-      results = run_program_gpu(g, *prog, din, impl_->in->exec_context(), true);
+      ir::ExecContext& ctx = impl_->in->exec_context();
+      uint64_t rng_at_start = ctx.rng_offset;
+      results = download(g, run_program_gpu(g, *prog, din, ctx), ctx.allocator);
       dev.synchronize();
       rep.device_peak_bytes = dev.peak_bytes();
       const codegen::GpuStats& st = g.stats();
@@ -713,12 +724,39 @@ std::optional<RunReport> Session::run(const std::string& entry, const std::strin
       rep.compile_ms = st.compile_ms;
       rep.compile_wall_ms = st.compile_wall_ms;
       rep.fallback_ops = st.fallback_ops;
+      // --cuda-graph: the run above was the warm-up (kernels compiled, allocator filled); the
+      // whole program is captured once and the reported outputs come from its first replay,
+      // drawing the same random numbers as that run did.
+      std::unique_ptr<codegen::GpuGraph> graph;
+      std::vector<GpuOutput> graph_outs;
+      if (impl_->cuda_graph) {
+        uint64_t after = ctx.rng_offset;
+        ctx.rng_offset = rng_at_start;
+        try {
+          graph = g.capture([&] { graph_outs = run_program_gpu(g, *prog, din, ctx); }, ctx);
+        } catch (const std::exception& e) {
+          graph_outs.clear();
+          ctx.rng_offset = after;
+          impl_->add(Diagnostic{Severity::warning, {}, std::string("--cuda-graph: the program was not captured (") + e.what() +
+                                                            "); it runs without a graph", {}});
+        }
+        if (graph) {
+          g.replay(*graph, ctx);
+          results = download(g, graph_outs, ctx.allocator);
+          rep.cuda_graph = true;
+          rep.graph_nodes = graph->graph->nodes();
+          rep.graph_bytes = graph->graph->bytes();
+        }
+      }
       if (impl_->bench > 0) {
         if (g.profiling()) g.clear_profile();  // profile the warm runs only
         std::vector<double> ms;
         for (int i = 0; i < impl_->bench; ++i) {
           auto b0 = std::chrono::steady_clock::now();
-          run_program_gpu(g, *prog, din, impl_->in->exec_context(), false);
+          if (graph)
+            g.replay(*graph, ctx);
+          else
+            run_program_gpu(g, *prog, din, ctx);
           dev.synchronize();
           ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - b0).count());
         }

@@ -575,6 +575,13 @@ std::vector<Kernel> kernels_for(const ir::Trace& t, int sm_count) {
         out.push_back(generate_elementwise(s, label(s, at)));
       } else if (s.kind != StmtKind::Prim) {
         walk(s.subsymbols, at + "_");
+      } else if (s.op && s.op->name == "rng_state") {
+        Kernel k;
+        k.name = label(s, at);
+        k.source = k.structure = rng_state_source(&k.symbol);
+        k.origin = ir::print_stmt_line(s);
+        k.elements = 1;
+        out.push_back(std::move(k));
       } else {
         SimpleKernel sk;
         std::string why;

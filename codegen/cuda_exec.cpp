@@ -171,35 +171,88 @@ void GpuExecutor::prepare(const std::vector<const ir::Trace*>& traces) {
 }
 
 bool GpuExecutor::run_simple(const ir::Stmt& s, Values& env) {
-  const std::string& op = s.op->name;
-  SimpleKernel k;
-  std::string why;
-  if (!generate_simple(s, &k, &why, dev_.sm_count()) || s.args[0].kind != K::Proxy || transposed_.count(s.args[0].proxy.get()))
-    return false;
-  auto it = env.find(s.args[0].proxy.get());
-  if (it == env.end()) return false;
-  void* fn = compiled(k.source, k.symbol, "prims." + op);
+  // Generated once per statement (the source, its hash and the function), then only launched.
+  auto sit = simple_.find(&s);
+  if (sit == simple_.end()) {
+    Simple sp;
+    std::string why;
+    sp.ok = generate_simple(s, &sp.kernel, &why, dev_.sm_count());
+    if (sp.ok) {
+      sp.fn = compiled(sp.kernel.source, sp.kernel.symbol, "prims." + s.op->name);
+      if (!sp.kernel.symbol2.empty()) sp.fn2 = compiled(sp.kernel.source, sp.kernel.symbol2, "prims." + s.op->name);
+    }
+    sit = simple_.emplace(&s, std::move(sp)).first;
+  }
+  const Simple& sp = sit->second;
+  if (!sp.ok) return false;
+  const SimpleKernel& k = sp.kernel;
+  // The tensor arguments in order (a cat's list flattened, its empty parts left out as the
+  // generator did), then the output.
+  std::vector<rt::cuda::DevPtr> ptrs;
+  bool usable = true;
+  std::function<void(const ir::Arg&)> collect = [&](const ir::Arg& a) {
+    if (a.kind == K::Proxy) {
+      auto it = env.find(a.proxy.get());
+      if (it == env.end() || transposed_.count(a.proxy.get())) {
+        usable = false;
+        return;
+      }
+      if (s.op->name == "cat" && it->second.nbytes() == 0) return;
+      ptrs.push_back(it->second.ptr());
+    } else if (a.is_seq()) {
+      for (const ir::Arg& x : a.items) collect(x);
+    }
+  };
+  if (k.inputs > 0) collect(s.args[0]);
+  if (!usable || ptrs.size() != k.inputs) return false;
   DeviceTensor out = alloc(s.outputs[0]->type);
   auto grid = [&](long long threads) {
     return static_cast<unsigned>(std::max<long long>(1, std::min<long long>((threads + k.block - 1) / k.block, 65535LL)));
   };
-  rt::cuda::DevPtr x = it->second.ptr(), y = out.ptr();
   if (k.symbol2.empty()) {
-    void* args[] = {&x, &y};
-    dev_.launch(fn, grid(k.threads), k.block, args);
+    ptrs.push_back(out.ptr());
+    std::vector<void*> args;
+    for (auto& p : ptrs) args.push_back(&p);
+    dev_.launch(sp.fn, grid(k.threads), k.block, args.data());
     stats_.launches++;
   } else {
-    void* fn2 = compiled(k.source, k.symbol2, "prims." + op);
     rt::cuda::Buffer partial(&dev_, static_cast<size_t>(k.partials) * 8);
-    rt::cuda::DevPtr p = partial.ptr;
+    rt::cuda::DevPtr x = ptrs[0], p = partial.ptr, y = out.ptr();
     void* args1[] = {&x, &p};
-    dev_.launch(fn, grid(k.threads), k.block, args1);
+    dev_.launch(sp.fn, grid(k.threads), k.block, args1);
     void* args2[] = {&p, &y};
-    dev_.launch(fn2, grid(k.threads2), k.block, args2);
+    dev_.launch(sp.fn2, grid(k.threads2), k.block, args2);
     stats_.launches += 2;
   }
   env[s.outputs[0].get()] = std::move(out);
   return true;
+}
+
+void GpuExecutor::run_rng_state(const ir::Stmt& s, Values& env, ir::ExecContext& ctx) {
+  if (!rng_fn_) {
+    std::string symbol;
+    std::string source = rng_state_source(&symbol);
+    rng_fn_ = compiled(source, symbol, "prims.rng_state");
+  }
+  if (!rng_base_) rng_base_ = std::make_shared<rt::cuda::Buffer>(&dev_, 16);
+  if (!rng_ready_) {
+    // Outside a graph, the base is written here, in stream order, once per run; a graph's
+    // replays write it before each launch (capture() below).
+    rng_host_[0] = static_cast<long long>(ctx.seed);
+    rng_host_[1] = static_cast<long long>(ctx.rng_offset);
+    dev_.copy_to_device_async(rng_base_->ptr, rng_host_, sizeof rng_host_);
+    rng_start_ = ctx.rng_offset;
+    rng_ready_ = true;
+  }
+  long long delta = static_cast<long long>(ctx.rng_offset - rng_start_);
+  DeviceTensor seed = alloc(s.outputs[0]->type), offset = alloc(s.outputs[1]->type);
+  rt::cuda::DevPtr base = rng_base_->ptr, ps = seed.ptr(), po = offset.ptr();
+  void* args[] = {&base, &delta, &ps, &po};
+  dev_.launch(rng_fn_, 1, 32, args);
+  stats_.launches++;
+  ctx.rng_offset += static_cast<uint64_t>(s.args[0].i);
+  env[s.outputs[0].get()] = std::move(seed);
+  env[s.outputs[1].get()] = std::move(offset);
 }
 
 void GpuExecutor::run_kernel(const ir::Stmt& s, Values& env, const std::unordered_set<const ir::Proxy*>& dying) {
@@ -327,6 +380,8 @@ bool GpuExecutor::run_matmul(const ir::Stmt& s, Values& env, const std::unordere
 }
 
 void GpuExecutor::run_on_cpu(const ir::Stmt& s, Values& env, ir::ExecContext& ctx) {
+  if (in_graph_)
+    throw std::runtime_error("prims." + s.op->name + " has no GPU kernel here and runs on the CPU, which a CUDA graph cannot capture");
   std::function<ir::Arg(const ir::Arg&)> host = [&](const ir::Arg& a) -> ir::Arg {
     if (a.kind == K::Proxy) {
       auto it = env.find(a.proxy.get());
@@ -395,6 +450,10 @@ void GpuExecutor::run_stmt(const ir::Stmt& s, Values& env, ir::ExecContext& ctx,
       return;
     }
     if ((op == "matmul" || op == "linear") && run_matmul(s, env, lazy)) return;
+    if (op == "rng_state" && s.args[0].kind == K::Int && s.outputs.size() == 2) {
+      run_rng_state(s, env, ctx);
+      return;
+    }
     if (run_simple(s, env)) return;
     run_on_cpu(s, env, ctx);
   } catch (const ir::ExecError&) {
@@ -409,7 +468,7 @@ void GpuExecutor::run_stmts(const std::vector<ir::Stmt>& stmts, Values& env, ir:
   std::unordered_set<const ir::Proxy*> dying;
   for (size_t i = 0; i < stmts.size(); ++i) {
     ir::dying_after(stmts, i, dying);
-    if (!profile_ || stmts[i].kind == ir::StmtKind::Del) {
+    if (!profile_ || in_graph_ || stmts[i].kind == ir::StmtKind::Del) {
       run_stmt(stmts[i], env, ctx, dying, lazy);
       continue;
     }
@@ -443,6 +502,7 @@ GpuExecutor::Values GpuExecutor::run(const ir::Trace& t, std::vector<DeviceTenso
                         {}, ""};
   Values env;
   transposed_.clear();
+  if (!in_graph_) rng_ready_ = false;  // a new run writes its generator base at its first rng_state
   for (size_t i = 0; i < inputs.size(); ++i) {
     const ir::TensorType& want = t.inputs[i]->type;
     if (inputs[i].dtype != want.dtype || inputs[i].shape != want.shape)
@@ -460,6 +520,70 @@ GpuExecutor::Values GpuExecutor::run(const ir::Trace& t, std::vector<DeviceTenso
     out[p.get()] = it->second;
   });
   return out;
+}
+
+}  // namespace tracer::codegen
+
+namespace tracer::codegen {
+
+DeviceTensor GpuExecutor::full(const ir::TensorType& t, double value) {
+  DeviceTensor out = alloc(t);
+  long long n = rt::numel(t.shape);
+  if (n == 0) return out;
+  SimpleKernel k;
+  std::string why;
+  if (!generate_fill(t, rt::Scalar{value, static_cast<int64_t>(value), false}, &k, &why))
+    throw std::runtime_error("cannot fill a tensor on the GPU: " + why);
+  void* fn = compiled(k.source, k.symbol, "full");
+  rt::cuda::DevPtr y = out.ptr();
+  void* args[] = {&y};
+  dev_.launch(fn, static_cast<unsigned>(std::max<long long>(1, std::min<long long>((n + 255) / 256, 65535LL))), 256, args);
+  stats_.launches++;
+  return out;
+}
+
+std::unique_ptr<GpuGraph> GpuExecutor::capture(const std::function<void()>& work, ir::ExecContext& ctx) {
+  if (!rng_base_) rng_base_ = std::make_shared<rt::cuda::Buffer>(&dev_, 16);
+  dev_.synchronize();
+  uint64_t start = ctx.rng_offset;
+  size_t launches = stats_.launches, gemms = stats_.gemms;
+  in_graph_ = true;
+  rng_ready_ = true;  // rng_state reads the base that replay() writes
+  rng_start_ = start;
+  dev_.begin_capture();
+  std::unique_ptr<rt::cuda::Graph> g;
+  try {
+    work();
+  } catch (...) {
+    in_graph_ = rng_ready_ = false;
+    ctx.rng_offset = start;
+    dev_.end_capture(false);
+    throw;
+  }
+  in_graph_ = rng_ready_ = false;
+  g = dev_.end_capture(true);
+  auto out = std::make_unique<GpuGraph>();
+  out->graph = std::move(g);
+  out->draws = ctx.rng_offset - start;
+  out->launches = stats_.launches - launches;
+  out->gemms = stats_.gemms - gemms;
+  ctx.rng_offset = start;  // nothing ran: the replays draw
+  stats_.launches = launches;
+  stats_.gemms = gemms;
+  return out;
+}
+
+void GpuExecutor::replay(GpuGraph& g, ir::ExecContext& ctx) {
+  if (g.draws) {
+    rng_host_[0] = static_cast<long long>(ctx.seed);
+    rng_host_[1] = static_cast<long long>(ctx.rng_offset);
+    dev_.copy_to_device_async(rng_base_->ptr, rng_host_, sizeof rng_host_);
+  }
+  dev_.launch_graph(*g.graph);
+  ctx.rng_offset += g.draws;
+  stats_.launches += g.launches;
+  stats_.gemms += g.gemms;
+  stats_.graph_launches++;
 }
 
 }  // namespace tracer::codegen

@@ -7,6 +7,7 @@
 // statistics so that it is never silent). Values die at their `del`; an elementwise statement
 // writes over a dying argument's buffer as on the CPU.
 #pragma once
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "codegen/cuda_codegen.h"
+#include "codegen/cuda_reduce.h"
 #include "codegen/nvrtc.h"
 #include "ir/op.h"
 #include "ir/trace.h"
@@ -25,6 +27,7 @@ struct GpuStats {
   size_t launches = 0;       // generated kernels launched
   size_t gemms = 0;          // cuBLASLt calls
   size_t fallbacks = 0;      // statements run on the CPU
+  size_t graph_launches = 0; // CUDA graph replays
   size_t compiled = 0;       // NVRTC compilations (cache misses)
   size_t disk_hits = 0;      // kernels read from the disk cache
   double compile_ms = 0;     // NVRTC time, summed over kernels
@@ -48,6 +51,14 @@ class KernelCache {
   std::string dir_;
 };
 
+// A whole run captured as one CUDA graph (GpuExecutor::capture): replaying it launches every
+// kernel and matrix product of the run at once, over the same device buffers.
+struct GpuGraph {
+  std::unique_ptr<rt::cuda::Graph> graph;
+  uint64_t draws = 0;                  // random offsets one replay consumes
+  size_t launches = 0, gemms = 0;      // per replay
+};
+
 class GpuExecutor {
  public:
   GpuExecutor(rt::cuda::Device& dev, std::shared_ptr<Nvrtc> nvrtc, KernelCache cache = KernelCache());
@@ -58,6 +69,16 @@ class GpuExecutor {
   Values run(const ir::Trace& t, std::vector<rt::cuda::DeviceTensor> inputs, ir::ExecContext& ctx);
 
   rt::cuda::DeviceTensor upload(const rt::Tensor& t);
+  // A tensor of type t filled with value, by a kernel (in stream order; capturable).
+  rt::cuda::DeviceTensor full(const ir::TensorType& t, double value);
+
+  // Captures the device work of `work` (runs of traces through this executor) as one graph.
+  // Nothing runs meanwhile: the values `work` gets back are the buffers the replays will fill.
+  // Throws (and leaves nothing captured) when a statement would need the CPU or a copy to the
+  // host. Random draws: each replay advances ctx's generator as a run does.
+  std::unique_ptr<GpuGraph> capture(const std::function<void()>& work, ir::ExecContext& ctx);
+  // Launches g (asynchronously): the buffers captured as inputs are read as they are now.
+  void replay(GpuGraph& g, ir::ExecContext& ctx);
   rt::Tensor download(const rt::cuda::DeviceTensor& t, rt::Allocator* al);
 
   // Generates every kernel the traces will launch and compiles those missing from the memory and
@@ -70,6 +91,7 @@ class GpuExecutor {
   void new_program() {
     kernels_.clear();
     is_group_.clear();
+    simple_.clear();
   }
 
   const GpuStats& stats() const { return stats_; }
@@ -94,7 +116,8 @@ class GpuExecutor {
   void run_on_cpu(const ir::Stmt& s, Values& env, ir::ExecContext& ctx);
   void* kernel_function(const Kernel& k);
   void* compiled(const std::string& source, const std::string& symbol, const std::string& label);
-  bool run_simple(const ir::Stmt& s, Values& env);  // reductions and broadcasts
+  bool run_simple(const ir::Stmt& s, Values& env);  // reductions, broadcasts, layouts, creations
+  void run_rng_state(const ir::Stmt& s, Values& env, ir::ExecContext& ctx);
   rt::cuda::DeviceTensor alloc(const ir::TensorType& t);
 
   rt::cuda::Device& dev_;
@@ -106,9 +129,23 @@ class GpuExecutor {
   };
   std::unordered_map<const ir::Stmt*, Prepared> kernels_;    // generated and loaded once per statement
   std::unordered_map<const ir::Stmt*, bool> is_group_;       // is_elementwise_group, once per statement
+  struct Simple {
+    bool ok = false;
+    SimpleKernel kernel;
+    void* fn = nullptr;
+    void* fn2 = nullptr;
+  };
+  std::unordered_map<const ir::Stmt*, Simple> simple_;       // generate_simple, once per statement
   std::unordered_map<std::string, Compiled> by_symbol_;      // compiled once per structure
   std::unordered_map<const ir::Proxy*, bool> transposed_;    // lazy transposes in env
   GpuStats stats_;
+  // The generator's device state for rng_state (see run_rng_state).
+  void* rng_fn_ = nullptr;
+  std::shared_ptr<rt::cuda::Buffer> rng_base_;
+  long long rng_host_[2] = {0, 0};
+  uint64_t rng_start_ = 0;
+  bool rng_ready_ = false;
+  bool in_graph_ = false;  // capturing: nothing may synchronize
   bool profile_ = false;
   std::unordered_map<std::string, std::pair<double, int>> profile_table_;
 };

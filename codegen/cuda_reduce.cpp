@@ -2,12 +2,14 @@
 #include "codegen/cuda_reduce.h"
 
 #include <algorithm>
+#include <cstring>
 #include <sstream>
 
 #include "codegen/cuda_codegen.h"
 #include "codegen/cuda_prelude.h"
 #include "ir/op.h"
 #include "ir/op_rules.h"
+#include "runtime/kernels.h"
 
 namespace tracer::codegen {
 namespace {
@@ -154,8 +156,210 @@ bool generate_reduction(const ir::Stmt& s, SimpleKernel* k, std::string* why, in
 }
 
 bool generate_simple(const ir::Stmt& s, SimpleKernel* k, std::string* why, int sm_count) {
-  if (s.kind == ir::StmtKind::Prim && s.op && s.op->name == "broadcast_in_dim") return generate_broadcast(s, k, why);
+  if (s.kind == ir::StmtKind::Prim && s.op) {
+    const std::string& op = s.op->name;
+    if (op == "broadcast_in_dim") return generate_broadcast(s, k, why);
+    if (op == "transpose" || op == "slice" || op == "cat") return generate_layout(s, k, why);
+    if (op == "full" || op == "iota") return generate_creation(s, k, why);
+  }
   return generate_reduction(s, k, why, sm_count);
+}
+
+namespace {
+// The flat output index i as coordinates of `shape`, each times its factor, summed: the element
+// offset of a strided read. Unit dimensions and zero factors are left out. `I` is the index type.
+std::string strided_offset(const rt::Shape& shape, const std::vector<long long>& factor, long long base) {
+  std::string idx = base ? std::to_string(base) + "LL" : "";
+  long long inner = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (shape[d] != 1 && factor[d] != 0) {
+      std::string c = inner == 1 ? "i" : "(i / (I)" + std::to_string(inner) + ")";
+      if (d > 0) c = "(" + c + " % (I)" + std::to_string(shape[d]) + ")";
+      idx += (idx.empty() ? "" : " + ") + std::string("(long long)") + c + " * " + std::to_string(factor[d]) + "LL";
+    }
+    inner *= shape[d];
+  }
+  return idx.empty() ? "0" : idx;
+}
+
+std::vector<long long> contiguous_strides(const rt::Shape& sh) {
+  std::vector<long long> st(sh.size(), 1);
+  for (size_t d = sh.size(); d-- > 1;) st[d - 1] = st[d] * sh[d];
+  return st;
+}
+
+// Index type: 32-bit when every index fits (division by constants is much cheaper).
+const char* index_type(long long n) { return n < (1LL << 31) ? "unsigned int" : "long long"; }
+
+void finish(SimpleKernel* k, std::ostringstream& src, long long n) {
+  std::string text = src.str();
+  k->symbol = name_by_hash(text);
+  k->source = std::move(text);
+  k->threads = n;
+}
+}  // namespace
+
+bool generate_layout(const ir::Stmt& s, SimpleKernel* k, std::string* why) {
+  const std::string& op = s.op->name;
+  const ir::TensorType& out = s.outputs[0]->type;
+  long long n = rt::numel(out.shape);
+  if (n == 0) {
+    *why = "the output is empty";
+    return false;
+  }
+  std::vector<const ir::TensorType*> ins;
+  std::vector<std::string> reads;  // one expression per input
+  std::ostringstream body;
+  if (op == "transpose" || op == "slice") {
+    if (s.args[0].kind != Arg::Kind::Proxy) {
+      *why = "not a tensor";
+      return false;
+    }
+    const ir::TensorType& in = s.args[0].proxy->type;
+    std::vector<long long> ist = contiguous_strides(in.shape), factor(out.shape.size(), 0);
+    long long base = 0;
+    try {
+      if (op == "transpose") {
+        std::vector<int64_t> perm = ir::normalized_perm(s.args[0], s.args[1]);
+        for (size_t d = 0; d < perm.size(); ++d) factor[d] = ist[static_cast<size_t>(perm[d])];
+      } else {
+        ir::SliceSpec sp = ir::slice_spec(s.args[0], s.args[1], s.args[2], s.args.size() > 3 ? s.args[3] : Arg());
+        for (size_t d = 0; d < sp.start.size(); ++d) {
+          base += sp.start[d] * ist[d];
+          factor[d] = sp.step[d] * ist[d];
+        }
+      }
+    } catch (const std::exception& e) {
+      *why = e.what();
+      return false;
+    }
+    ins.push_back(&in);
+    body << "    y[i] = x0[" << strided_offset(out.shape, factor, base) << "];\n";
+  } else {  // cat
+    if (!s.args[0].is_seq() || s.args[0].items.empty()) {
+      *why = "not a list of tensors";
+      return false;
+    }
+    int64_t dim = 0;
+    try {
+      dim = ir::normalize_dim(s.args.size() > 1 && s.args[1].kind == Arg::Kind::Int ? s.args[1].i : 0,
+                              static_cast<int64_t>(out.shape.size()), "dim");
+    } catch (const std::exception& e) {
+      *why = e.what();
+      return false;
+    }
+    long long inner = 1;
+    for (size_t d = static_cast<size_t>(dim) + 1; d < out.shape.size(); ++d) inner *= out.shape[d];
+    long long along = out.shape[static_cast<size_t>(dim)];
+    // Output viewed as [outer, along, inner]; input j covers [start_j, start_j + len_j) of `along`.
+    body << "    const I c = (i / (I)" << inner << ") % (I)" << along << ", o = i / (I)" << inner * along << ", r = i % (I)" << inner << ";\n";
+    long long start = 0;
+    size_t j = 0;
+    for (const Arg& a : s.args[0].items) {
+      if (a.kind != Arg::Kind::Proxy || a.proxy->type.dtype != out.dtype) {
+        *why = "cat of tensors of another dtype";
+        return false;
+      }
+      long long len = a.proxy->type.shape[static_cast<size_t>(dim)];
+      if (len == 0) continue;
+      ins.push_back(&a.proxy->type);
+      body << "    " << (j ? "else if" : "if") << " (c < (I)" << start + len << ") y[i] = x" << j << "[((long long)o * " << len
+           << "LL + (long long)(c - (I)" << start << ")) * " << inner << "LL + r];\n";
+      start += len;
+      ++j;
+    }
+    if (ins.empty()) {
+      *why = "nothing to concatenate";
+      return false;
+    }
+  }
+  std::ostringstream src;
+  src << cuda_prelude() << "\n// prims." << op << " to " << storage_name(out.dtype) << rt::shape_str(out.shape) << "\n";
+  src << "typedef " << index_type(std::max(n, 1LL) + (1LL << 24)) << " I;\n";
+  src << "extern \"C\" __global__ void __launch_bounds__(256) tr_kernel(";
+  for (size_t j = 0; j < ins.size(); ++j) src << "const " << storage_name(ins[j]->dtype) << "* __restrict__ x" << j << ", ";
+  src << storage_name(out.dtype) << "* __restrict__ y) {\n";
+  src << "  for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < (I)" << n << "LL; i += (I)gridDim.x * blockDim.x) {\n";
+  src << body.str() << "  }\n}\n";
+  finish(k, src, n);
+  k->inputs = ins.size();
+  return true;
+}
+
+bool generate_creation(const ir::Stmt& s, SimpleKernel* k, std::string* why) {
+  const std::string& op = s.op->name;
+  const ir::TensorType& out = s.outputs[0]->type;
+  long long n = rt::numel(out.shape);
+  if (n == 0) {
+    *why = "the output is empty";
+    return false;
+  }
+  std::string value;
+  if (op == "full") {
+    rt::Scalar v;
+    try {
+      v = ir::to_scalar(s.args[1]);
+    } catch (const std::exception& e) {
+      *why = e.what();
+      return false;
+    }
+    return generate_fill(out, v, k, why);
+  } else {  // iota: start + i * step, converted as the CPU's convert<T> does (exact for these dtypes)
+    if (out.dtype == DType::bf16 || out.dtype == DType::f16) {
+      *why = "iota in a 16-bit float type";
+      return false;
+    }
+    long long start = s.args[1].kind == Arg::Kind::Int ? s.args[1].i : 0, step = s.args[2].kind == Arg::Kind::Int ? s.args[2].i : 1;
+    std::string v = "(long long)((unsigned long long)" + std::to_string(start) + "LL + (unsigned long long)i * (unsigned long long)" +
+                    std::to_string(step) + "LL)";
+    value = out.dtype == DType::b8 ? "(tr_b8)(" + v + " != 0)" : std::string("(") + storage_name(out.dtype) + ")" + v;
+  }
+  std::ostringstream src;
+  src << cuda_prelude() << "\n// prims." << op << " to " << storage_name(out.dtype) << rt::shape_str(out.shape) << "\n";
+  src << "extern \"C\" __global__ void __launch_bounds__(256) tr_kernel(" << storage_name(out.dtype) << "* __restrict__ y) {\n";
+  src << "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < " << n
+      << "LL; i += (long long)gridDim.x * blockDim.x) y[i] = " << value << ";\n}\n";
+  finish(k, src, n);
+  k->inputs = 0;
+  return true;
+}
+
+bool generate_fill(const ir::TensorType& out, const rt::Scalar& v, SimpleKernel* k, std::string* why) {
+  long long n = rt::numel(out.shape);
+  // The one value, converted on the host exactly as the CPU converts it; the kernel stores its bits.
+  rt::Tensor one;
+  try {
+    one = rt::full({}, v, out.dtype, nullptr);
+  } catch (const std::exception& e) {
+    *why = e.what();
+    return false;
+  }
+  unsigned long long bits = 0;
+  std::memcpy(&bits, one.data(), rt::dtype_size(out.dtype));
+  std::ostringstream src;
+  src << cuda_prelude() << "\n// prims.full to " << storage_name(out.dtype) << rt::shape_str(out.shape) << "\n";
+  src << "extern \"C\" __global__ void __launch_bounds__(256) tr_kernel(" << storage_name(out.dtype) << "* __restrict__ y) {\n";
+  src << "  const unsigned long long bits = " << bits << "ULL;\n  " << storage_name(out.dtype) << " v;\n  memcpy(&v, &bits, sizeof v);\n";
+  src << "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < " << n
+      << "LL; i += (long long)gridDim.x * blockDim.x) y[i] = v;\n}\n";
+  finish(k, src, n);
+  k->inputs = 0;
+  return true;
+}
+
+std::string rng_state_source(std::string* symbol) {
+  std::ostringstream src;
+  src << "// prims.rng_state on the device: seed and offset from the run's base (seed, offset at the\n"
+         "// start of the run), the offset advanced by the draws before this statement.\n"
+         "extern \"C\" __global__ void tr_kernel(const long long* __restrict__ base, long long delta, long long* seed, "
+         "long long* offset) {\n"
+         "  if (blockIdx.x == 0 && threadIdx.x == 0) {\n"
+         "    *seed = base[0];\n"
+         "    *offset = (long long)((unsigned long long)base[1] + (unsigned long long)delta);\n"
+         "  }\n}\n";
+  std::string text = src.str();
+  *symbol = name_by_hash(text);
+  return text;
 }
 
 bool generate_broadcast(const ir::Stmt& s, SimpleKernel* k, std::string* why) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ir/trace.h"
+#include "runtime/kernels.h"
 
 namespace tracer::codegen {
 
@@ -20,6 +21,9 @@ struct SimpleKernel {
   std::string symbol2;
   long long threads2 = 0;
   long long partials = 0;
+  // Tensor inputs, in argument order (a cat's list flattened; empty inputs of a cat left out);
+  // the output follows them. Reductions and broadcasts read one.
+  size_t inputs = 1;
 };
 
 // The input viewed as [A, R, B], reduced over R. Returns false (with why) when the reduced
@@ -30,7 +34,20 @@ bool generate_reduction(const ir::Stmt& s, SimpleKernel* k, std::string* why, in
 // out = broadcast_in_dim(a, shape, bdims) as a gather kernel.
 bool generate_broadcast(const ir::Stmt& s, SimpleKernel* k, std::string* why);
 
-// The kernel of a reduction or a broadcast_in_dim statement (whichever s is); false otherwise.
+// transpose, slice and cat as gather kernels (one thread per output element, coalesced writes).
+bool generate_layout(const ir::Stmt& s, SimpleKernel* k, std::string* why);
+
+// full and iota (iota in 16-bit floats is left to the CPU).
+bool generate_creation(const ir::Stmt& s, SimpleKernel* k, std::string* why);
+
+// A tensor of type out filled with v (converted as the CPU converts it).
+bool generate_fill(const ir::TensorType& out, const rt::Scalar& v, SimpleKernel* k, std::string* why);
+
+// The source of the rng_state kernel (one thread): writes seed = base[0] and
+// offset = base[1] + delta, where base holds the generator's state at the start of the run.
+std::string rng_state_source(std::string* symbol);
+
+// The kernel of a reduction, broadcast, layout or creation statement; false otherwise.
 bool generate_simple(const ir::Stmt& s, SimpleKernel* k, std::string* why, int sm_count = 132);
 
 }  // namespace tracer::codegen

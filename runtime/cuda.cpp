@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <functional>
 
@@ -17,6 +18,8 @@ using CUmodule = void*;
 using CUfunction = void*;
 using CUstream = void*;
 using CUevent = void*;
+using CUgraph = void*;
+using CUgraphExec = void*;
 using LtStatus = int;
 using LtHandle = void*;
 using LtDesc = void*;
@@ -41,6 +44,7 @@ constexpr int kOpN = 0, kOpT = 1;
 constexpr int kCompute32F = 68, kCompute64F = 70;
 constexpr int kR32F = 0, kR64F = 1, kR16F = 2, kR16BF = 14;
 constexpr size_t kWorkspace = 32u << 20;
+constexpr int kCaptureRelaxed = 2;  // CU_STREAM_CAPTURE_MODE_RELAXED
 
 void* open_first(const std::vector<std::string>& names, std::string* tried) {
   for (const auto& n : names) {
@@ -89,6 +93,15 @@ struct Api {
   CUresult (*event_elapsed)(float*, CUevent, CUevent) = nullptr;
   CUresult (*error_string)(CUresult, const char**) = nullptr;
   CUresult (*error_name)(CUresult, const char**) = nullptr;
+  CUresult (*htod_async)(DevPtr, const void*, size_t, CUstream) = nullptr;
+  // CUDA graphs (stream capture).
+  CUresult (*begin_capture)(CUstream, int) = nullptr;
+  CUresult (*end_capture)(CUstream, CUgraph*) = nullptr;
+  CUresult (*graph_instantiate)(CUgraphExec*, CUgraph, unsigned long long) = nullptr;
+  CUresult (*graph_launch)(CUgraphExec, CUstream) = nullptr;
+  CUresult (*graph_exec_destroy)(CUgraphExec) = nullptr;
+  CUresult (*graph_destroy)(CUgraph) = nullptr;
+  CUresult (*graph_node_count)(CUgraph, void*, size_t*) = nullptr;
   // The driver stays loaded for the life of the process (as NVRTC does; unloading a driver
   // while its threads may still run is not safe).
 };
@@ -157,6 +170,14 @@ std::shared_ptr<Api> load_driver(std::string* why) {
   }
   bind(h, a->error_string, "cuGetErrorString", &missing);
   bind(h, a->error_name, "cuGetErrorName", &missing);
+  bind(h, a->htod_async, "cuMemcpyHtoDAsync_v2", &missing);
+  bind(h, a->begin_capture, "cuStreamBeginCapture_v2", &missing);
+  bind(h, a->end_capture, "cuStreamEndCapture", &missing);
+  bind(h, a->graph_instantiate, "cuGraphInstantiateWithFlags", &missing);
+  bind(h, a->graph_launch, "cuGraphLaunch", &missing);
+  bind(h, a->graph_exec_destroy, "cuGraphExecDestroy", &missing);
+  bind(h, a->graph_destroy, "cuGraphDestroy", &missing);
+  bind(h, a->graph_node_count, "cuGraphGetNodes", &missing);
   if (!missing.empty()) {
     *why = "the CUDA driver is too old (missing:" + missing + ")";
     return nullptr;
@@ -297,13 +318,107 @@ DevPtr Device::allocate(size_t bytes) {
   }
   current_ += n;
   if (current_ > peak_) peak_ = current_;
+  if (capturing_) captured_[p] = n;
   return p;
 }
 
 void Device::release(DevPtr p, size_t bytes) {
   size_t n = round_size(bytes ? bytes : 1);
   current_ -= n;
+  if (capturing_) captured_[p] = n;  // a graph may read it when replayed: the graph owns it now
+  auto pin = pinned_.find(p);
+  if (pin != pinned_.end()) {
+    pin->second.live = false;  // owned by a graph: kept for its replays
+    return;
+  }
   free_[n].push_back(p);
+}
+
+void Device::copy_to_device_async(DevPtr dst, const void* src, size_t bytes) {
+  if (bytes) check(api_->htod_async(dst, src, bytes, stream_), "cuMemcpyHtoDAsync");
+}
+
+// ---- graphs ----
+
+void Device::begin_capture() {
+  if (capturing_) throw CudaError("a capture is already running");
+  captured_.clear();
+  check(api_->begin_capture(stream_, kCaptureRelaxed), "cuStreamBeginCapture");
+  capturing_ = true;
+}
+
+std::unique_ptr<Graph> Device::end_capture(bool keep) {
+  if (!capturing_) throw CudaError("no capture is running");
+  capturing_ = false;
+  CUgraph g = nullptr;
+  int rc = api_->end_capture(stream_, &g);
+  auto blocks = std::move(captured_);
+  captured_.clear();
+  // Every block the captured work touched belongs to the graph from now on, reused or not:
+  // out of the free lists, and kept off them when its holder lets go.
+  auto adopt = [&](std::unique_ptr<Graph>& graph) {
+    for (const auto& [p, n] : blocks) {
+      auto pin = pinned_.find(p);
+      if (pin != pinned_.end()) {
+        pin->second.owners++;  // already another graph's (never in the free lists)
+      } else {
+        auto& list = free_[n];
+        auto it = std::find(list.begin(), list.end(), p);
+        bool live = it == list.end();
+        if (!live) list.erase(it);
+        pinned_[p] = Pin{n, live, 1};
+      }
+      if (graph) {
+        graph->blocks_.emplace_back(p, n);
+        graph->bytes_ += n;
+      }
+    }
+  };
+  std::unique_ptr<Graph> none;
+  if (rc != 0 || !g || !keep) {
+    if (g) api_->graph_destroy(g);
+    // A failed capture executed nothing; its blocks stay where they are (free or held).
+    if (rc != 0 && keep) check(rc, "cuStreamEndCapture");
+    return none;
+  }
+  std::unique_ptr<Graph> graph(new Graph());
+  graph->dev_ = this;
+  graph->graph_ = g;
+  size_t nodes = 0;
+  if (api_->graph_node_count(g, nullptr, &nodes) == 0) graph->nodes_ = nodes;
+  int ri = api_->graph_instantiate(&graph->exec_, g, 0);
+  if (ri != 0) {
+    graph->exec_ = nullptr;
+    graph.reset();  // destroys g
+    check(ri, "cuGraphInstantiate");
+  }
+  adopt(graph);
+  return graph;
+}
+
+void Device::launch_graph(Graph& g) { check(api_->graph_launch(g.exec_, stream_), "cuGraphLaunch"); }
+
+void Device::release_graph(Graph& g) {
+  if (g.exec_) api_->graph_exec_destroy(g.exec_);
+  if (g.graph_) api_->graph_destroy(g.graph_);
+  g.exec_ = g.graph_ = nullptr;
+  for (const auto& [p, n] : g.blocks_) {
+    auto it = pinned_.find(p);
+    if (it == pinned_.end()) continue;
+    if (--it->second.owners > 0) continue;
+    bool live = it->second.live;
+    pinned_.erase(it);
+    if (!live) free_[n].push_back(p);  // a live block returns when its holder lets go
+  }
+  g.blocks_.clear();
+}
+
+Graph::~Graph() {
+  if (dev_) {
+    // Replays may still run: wait for them before the memory is reused.
+    dev_->api_->stream_sync(dev_->stream_);
+    dev_->release_graph(*this);
+  }
 }
 
 void Device::empty_cache() {

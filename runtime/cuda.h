@@ -24,6 +24,27 @@ using DevPtr = uint64_t;  // CUdeviceptr
 
 struct Api;      // driver entry points
 struct LtApi;    // cuBLASLt entry points
+class Device;
+
+// A captured CUDA graph, instantiated and ready to replay (Device::end_capture). It owns every
+// device block the captured work used: they stay reserved for its replays until it is destroyed.
+class Graph {
+ public:
+  ~Graph();
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+  size_t bytes() const { return bytes_; }  // device memory reserved for the replays
+  size_t nodes() const { return nodes_; }  // kernels and other operations in the graph
+
+ private:
+  friend class Device;
+  Graph() = default;
+  Device* dev_ = nullptr;
+  void* graph_ = nullptr;
+  void* exec_ = nullptr;
+  std::vector<std::pair<DevPtr, size_t>> blocks_;
+  size_t bytes_ = 0, nodes_ = 0;
+};
 
 // One device: its primary context, a stream, a caching allocator with current and peak bytes,
 // and the modules loaded into it. Not thread-safe: one thread uses a Device at a time.
@@ -53,6 +74,8 @@ class Device {
   void empty_cache();
 
   void copy_to_device(DevPtr dst, const void* src, size_t bytes);
+  // In stream order; src may be reused as soon as this returns (pageable memory is staged).
+  void copy_to_device_async(DevPtr dst, const void* src, size_t bytes);
   void copy_to_host(void* dst, DevPtr src, size_t bytes);
   void copy_device(DevPtr dst, DevPtr src, size_t bytes);
 
@@ -61,6 +84,15 @@ class Device {
   void* function(const std::string& key, const std::string& cubin, const std::string& symbol);
   void launch(void* fn, unsigned grid, unsigned block, void** args);
   void synchronize();
+
+  // ---- graphs ----
+  // Work issued between begin_capture and end_capture is recorded (relaxed capture mode), not
+  // run. Nothing may synchronize meanwhile (no copies to the host). end_capture instantiates
+  // the graph, or with keep = false (after an error) discards the capture and returns null.
+  void begin_capture();
+  std::unique_ptr<Graph> end_capture(bool keep = true);
+  bool capturing() const { return capturing_; }
+  void launch_graph(Graph& g);
 
   // ---- timing ----
   double time_ms(const std::function<void()>& work);  // device time of the work (events)
@@ -88,6 +120,16 @@ class Device {
   std::string name_;
   size_t current_ = 0, peak_ = 0, reserved_ = 0;
   std::unordered_map<size_t, std::vector<DevPtr>> free_;  // cached blocks by rounded size
+  friend class Graph;
+  void release_graph(Graph& g);
+  struct Pin {
+    size_t bytes = 0;
+    bool live = false;  // still held by a tensor (else kept for the graphs alone)
+    int owners = 0;     // graphs that replay over it
+  };
+  std::unordered_map<DevPtr, Pin> pinned_;       // blocks owned by graphs
+  bool capturing_ = false;
+  std::unordered_map<DevPtr, size_t> captured_;  // blocks the running capture touched
   std::unordered_map<std::string, void*> modules_;
   std::unordered_map<std::string, void*> functions_;
 };

@@ -93,7 +93,7 @@ TEST_CASE("NVRTC compiles the kernels of every op on every dtype (tests/gpu/ops.
   REQUIRE(codegen::Nvrtc::load(&why));
   const std::string file = source_dir() + "/tests/gpu/ops.trace";
   for (const char* entry : {"ops_f32", "ops_bf16", "ops_f16", "ops_f64", "ops_i32", "ops_i64", "ops_i8", "ops_u8", "ops_b8",
-                            "ops_reduce_f32", "ops_reduce_lowp", "ops_broadcast", "ops_matmul", "ops_fallback"}) {
+                            "ops_reduce_f32", "ops_reduce_lowp", "ops_broadcast", "ops_matmul", "ops_layout", "ops_fallback"}) {
     DYNAMIC_SECTION(entry) {
       // compile applies fuse itself: the groups the GPU would run.
       Session s;
@@ -103,6 +103,35 @@ TEST_CASE("NVRTC compiles the kernels of every op on every dtype (tests/gpu/ops.
       INFO(s.rendered_diagnostics());
       REQUIRE(r);
       for (const auto& k : r->kernels) CHECK(first_bytes(k.file, 4) == "\x7f" "ELF");
+      fs::remove_all(dir);
+    }
+  }
+}
+
+TEST_CASE("NVRTC compiles attention's kernels, forward and backward (tests/gpu/attention.trace)", "[codegen][nvrtc]") {
+  std::string why;
+  REQUIRE(codegen::Nvrtc::load(&why));
+  const std::string file = source_dir() + "/tests/gpu/attention.trace";
+  for (const char* entry : {"attention_causal", "attention_masked"}) {
+    DYNAMIC_SECTION(entry) {
+      Session s;
+      REQUIRE(s.load_file(file));
+      REQUIRE(s.set_passes({"grad", "philox", "remat", "fuse", "del_last_used"}));
+      fs::path dir = temp_dir("attn");
+      auto r = s.compile(entry, "sm_90", "cuda", dir.string());
+      INFO(s.rendered_diagnostics());
+      REQUIRE(r);
+      // The permutes of the heads and the causal mask's iota are kernels, not CPU work.
+      int transposes = 0, iotas = 0;
+      for (const auto& k : r->kernels) {
+        transposes += k.statement.find("prims.transpose") != std::string::npos;
+        iotas += k.statement.find("prims.iota") != std::string::npos;
+      }
+      CHECK(transposes > 0);
+      if (std::string(entry) == "attention_causal") CHECK(iotas == 2);
+      auto cubins = s.compile(entry, "sm_90", "cubin", (dir / "bin").string());
+      REQUIRE(cubins);
+      for (const auto& k : cubins->kernels) CHECK(first_bytes(k.file, 4) == "\x7f" "ELF");
       fs::remove_all(dir);
     }
   }

@@ -58,6 +58,10 @@ struct RunReport {
   std::vector<std::string> fallback_ops;
   int bench_runs = 0;
   double bench_median_ms = 0, bench_min_ms = 0, bench_max_ms = 0;
+  // With set_cuda_graph(true): whether the program was captured (a warning says why not), the
+  // graph's nodes and the device memory it keeps for its replays.
+  bool cuda_graph = false;
+  size_t graph_nodes = 0, graph_bytes = 0;
 };
 
 struct PassInfo {
@@ -150,6 +154,10 @@ class Session {
   bool set_device(const std::string& device);
   // run() then times `runs` more runs of the whole program (forward and backward) after it.
   void set_bench(int runs);
+  // On a GPU: capture the whole program as one CUDA graph after a warm-up run, then report
+  // the outputs of its first replay and time replays (set_bench). A program that needs the CPU
+  // for some statement is not captured: a warning says why and it runs without a graph.
+  void set_cuda_graph(bool on);
   std::optional<MemoryReport> memory(const std::string& entry);
   // Generates the CUDA kernels of the program (after the session's passes, then `fuse` unless
   // the passes include it) and writes them to out_dir: CUDA C++ (emit "cuda"), PTX ("ptx") or

@@ -28,7 +28,7 @@ for f in examples/*.trace; do
 done
 # Every elementwise primitive on every dtype, reductions, broadcasts, matmuls and fallbacks
 # (tests/gpu/ops.trace), one kernel per op and fused.
-for e in ops_f32 ops_bf16 ops_f16 ops_f64 ops_i32 ops_i64 ops_i8 ops_u8 ops_b8 ops_reduce_f32 ops_reduce_lowp ops_broadcast ops_matmul ops_fallback; do
+for e in ops_f32 ops_bf16 ops_f16 ops_f64 ops_i32 ops_i64 ops_i8 ops_u8 ops_b8 ops_reduce_f32 ops_reduce_lowp ops_broadcast ops_matmul ops_layout ops_fallback; do
   for passes in "" "fuse"; do
     label="ops.trace $e ${passes:-no passes}"
     args=(--entry "$e")
@@ -40,5 +40,33 @@ for e in ops_f32 ops_bf16 ops_f16 ops_f64 ops_i32 ops_i64 ops_i8 ops_u8 ops_b8 o
     python3 tests/gpu/compare.py "$tmp/cpu" "$tmp/gpu" "$label" || fail=1
   done
 done
+# Attention (scaled_dot_product_attention through cuBLASLt and generated kernels), forward and
+# backward; and whole programs captured as CUDA graphs (--cuda-graph): the outputs of the first
+# replay against the CPU, random numbers included.
+check() {  # label, CPU args..., --, GPU extra args...
+  local label=$1; shift
+  local cpu=() extra=()
+  while [ $# -gt 0 ] && [ "$1" != "--" ]; do cpu+=("$1"); shift; done
+  shift; extra=("$@")
+  rm -rf "$tmp/cpu" "$tmp/gpu"
+  "$TRACER" run "${cpu[@]}" --output "$tmp/cpu" >"$tmp/cpu.log" 2>&1 || { echo "FAIL $label: CPU"; cat "$tmp/cpu.log"; fail=1; return; }
+  "$TRACER" run "${cpu[@]}" --device cuda "${extra[@]}" --output "$tmp/gpu" >"$tmp/gpu.log" 2>&1 || { echo "FAIL $label: GPU"; cat "$tmp/gpu.log"; fail=1; return; }
+  grep "^#" "$tmp/gpu.log" | sed "s|^|   $label |" | tail -3
+  python3 tests/gpu/compare.py "$tmp/cpu" "$tmp/gpu" "$label" || fail=1
+  if grep -q "^warning" "$tmp/gpu.log"; then echo "FAIL $label: $(grep '^warning' "$tmp/gpu.log")"; fail=1; fi
+}
+for e in attention_causal attention_masked; do
+  for passes in "" "grad,philox,remat,del_last_used" "grad,philox,remat,fuse,del_last_used"; do
+    args=(tests/gpu/attention.trace --entry "$e")
+    [ -n "$passes" ] && args+=(--passes "$passes")
+    check "attention.trace $e ${passes:-no passes}" "${args[@]}" --
+    check "attention.trace $e ${passes:-no passes} cuda-graph" "${args[@]}" -- --cuda-graph
+  done
+done
+for f in examples/*.trace; do
+  check "$(basename "$f") cuda-graph" "$f" $SMALL --passes grad,philox,remat,fuse,del_last_used -- --cuda-graph --bench 2
+done
+check "examples/chain.trace 2^22 elements cuda-graph" examples/chain.trace --entry chain --passes philox,fuse --set R=1024 --set C=4096 -- --cuda-graph
+check "bench/launch.trace cuda-graph" bench/launch.trace -- --cuda-graph --bench 3
 [ $fail = 0 ] && echo "GPU TESTS PASSED" || echo "GPU TESTS FAILED"
 exit $fail

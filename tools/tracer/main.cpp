@@ -99,6 +99,8 @@ nlohmann::json report_json(const std::string& file, const std::string& entry, co
     j["fallback_ops"] = r.fallback_ops;
     j["compile_ms"] = r.compile_ms;
     j["compile_wall_ms"] = r.compile_wall_ms;
+    j["cuda_graph"] = r.cuda_graph;
+    if (r.cuda_graph) j["graph"] = {{"nodes", r.graph_nodes}, {"bytes", r.graph_bytes}};
   }
   if (r.bench_runs > 0)
     j["bench"] = {{"runs", r.bench_runs}, {"median_ms", r.bench_median_ms}, {"min_ms", r.bench_min_ms}, {"max_ms", r.bench_max_ms}};
@@ -126,12 +128,18 @@ nlohmann::json report_json(const std::string& file, const std::string& entry, co
 struct RunArgs {
   std::string device = "cpu";
   int bench = 0;
+  bool cuda_graph = false;
 };
 
 int cmd_run(const Common& c, const std::string& output_dir, const RunArgs& ra) {
   tracer::Session s(session_options(c));
+  if (ra.cuda_graph && ra.device == "cpu") {
+    std::cerr << "error: --cuda-graph needs a GPU device (--device cuda or cuda:N)\n";
+    return 1;
+  }
   if (!s.set_device(ra.device)) return fail(s);
   s.set_bench(ra.bench);
+  s.set_cuda_graph(ra.cuda_graph);
   if (!prepare(s, c)) return fail(s);
   auto entry = s.entry(c.entry);
   if (!entry || !add_inputs(s, c)) return fail(s);
@@ -153,6 +161,8 @@ int cmd_run(const Common& c, const std::string& output_dir, const RunArgs& ra) {
     std::cerr << fmt::format("# {} kernel launches, {} cuBLASLt matmuls, {} statements on the CPU{}\n", r->kernels_launched,
                              r->gemms, r->cpu_fallbacks,
                              r->fallback_ops.empty() ? "" : " (" + fmt::format("{}", fmt::join(r->fallback_ops, ", ")) + ")");
+    if (r->cuda_graph)
+      std::cerr << fmt::format("# cuda graph: {} nodes, {:.2f} MiB kept for its replays\n", r->graph_nodes, r->graph_bytes / 1048576.0);
   }
   if (r->bench_runs > 0)
     std::cerr << fmt::format("# bench: {} runs, median {:.3f} ms (min {:.3f}, max {:.3f})\n", r->bench_runs, r->bench_median_ms,
@@ -325,6 +335,8 @@ int main(int argc, char** argv) {
   run->add_option("--device", ra.device, "cpu (default), cuda or cuda:N");
   run->add_option("--bench", ra.bench, "After the run, time N more runs and report median and spread")
       ->check(CLI::Range(0, 1000000));
+  run->add_flag("--cuda-graph", ra.cuda_graph,
+                "On a GPU: capture the program as one CUDA graph after a warm-up run and replay it");
   run->add_flag("--json", c.json, "Print a JSON report");
 
   CLI::App* print = app.add_subcommand("print", "Print the trace of a function");
