@@ -265,10 +265,15 @@ void GpuExecutor::run_kernel(const ir::Stmt& s, Values& env, const std::unordere
   }
   const Kernel& k = kit->second.kernel;
   void* fn = kit->second.fn;
-  std::vector<rt::cuda::DevPtr> ptrs;
-  ptrs.reserve(k.params.size());
-  std::vector<DeviceTensor> outs;
-  std::vector<const ir::Proxy*> donors;
+  // Scratch kept across launches: the launch path allocates nothing of its own.
+  std::vector<rt::cuda::DevPtr>& ptrs = scratch_ptrs_;
+  std::vector<DeviceTensor>& outs = scratch_outs_;
+  std::vector<const ir::Proxy*>& donors = scratch_donors_;
+  std::vector<void*>& args = scratch_args_;
+  ptrs.clear();
+  outs.clear();
+  donors.clear();
+  args.clear();
   for (const KernelParam& p : k.params) {
     if (!p.output) {
       auto it = env.find(p.proxy.get());
@@ -303,7 +308,6 @@ void GpuExecutor::run_kernel(const ir::Stmt& s, Values& env, const std::unordere
   long long n = k.elements;
   int vec_ok = 1;
   for (rt::cuda::DevPtr q : ptrs) vec_ok = vec_ok && (q % 16 == 0);
-  std::vector<void*> args;
   for (auto& q : ptrs) args.push_back(&q);
   args.push_back(&n);
   args.push_back(&vec_ok);
@@ -315,6 +319,7 @@ void GpuExecutor::run_kernel(const ir::Stmt& s, Values& env, const std::unordere
   size_t j = 0;
   for (const KernelParam& p : k.params)
     if (p.output) env[p.proxy.get()] = std::move(outs[j++]);
+  outs.clear();
 }
 
 bool GpuExecutor::run_matmul(const ir::Stmt& s, Values& env, const std::unordered_set<const ir::Proxy*>& lazy) {
@@ -501,6 +506,7 @@ GpuExecutor::Values GpuExecutor::run(const ir::Trace& t, std::vector<DeviceTenso
                             " were given",
                         {}, ""};
   Values env;
+  env.reserve(t.stmts.size() + t.inputs.size());
   transposed_.clear();
   if (!in_graph_) rng_ready_ = false;  // a new run writes its generator base at its first rng_state
   for (size_t i = 0; i < inputs.size(); ++i) {

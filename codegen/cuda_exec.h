@@ -139,6 +139,10 @@ class GpuExecutor {
   std::unordered_map<std::string, Compiled> by_symbol_;      // compiled once per structure
   std::unordered_map<const ir::Proxy*, bool> transposed_;    // lazy transposes in env
   GpuStats stats_;
+  std::vector<rt::cuda::DevPtr> scratch_ptrs_;
+  std::vector<rt::cuda::DeviceTensor> scratch_outs_;
+  std::vector<const ir::Proxy*> scratch_donors_;
+  std::vector<void*> scratch_args_;
   // The generator's device state for rng_state (see run_rng_state).
   void* rng_fn_ = nullptr;
   std::shared_ptr<rt::cuda::Buffer> rng_base_;

@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <functional>
 
@@ -457,7 +458,10 @@ void* Device::function(const std::string& key, const std::string& cubin, const s
 }
 
 void Device::launch(void* fn, unsigned grid, unsigned block, void** args) {
-  check(api_->launch(fn, grid, 1, 1, block, 1, 1, 0, stream_, args, nullptr), "cuLaunchKernel");
+  auto t0 = std::chrono::steady_clock::now();
+  int rc = api_->launch(fn, grid, 1, 1, block, 1, 1, 0, stream_, args, nullptr);
+  launch_api_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+  check(rc, "cuLaunchKernel");
 }
 
 void Device::synchronize() {

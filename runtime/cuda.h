@@ -83,6 +83,7 @@ class Device {
   // Loads a cubin (once per key) and returns the function `symbol` in it.
   void* function(const std::string& key, const std::string& cubin, const std::string& symbol);
   void launch(void* fn, unsigned grid, unsigned block, void** args);
+  double launch_api_ms() const { return launch_api_ns_ * 1e-6; }  // time spent in cuLaunchKernel so far
   void synchronize();
 
   // ---- graphs ----
@@ -119,6 +120,7 @@ class Device {
   int dev_ = 0;
   std::string name_;
   size_t current_ = 0, peak_ = 0, reserved_ = 0;
+  long long launch_api_ns_ = 0;
   std::unordered_map<size_t, std::vector<DevPtr>> free_;  // cached blocks by rounded size
   friend class Graph;
   void release_graph(Graph& g);

@@ -102,8 +102,13 @@ nlohmann::json report_json(const std::string& file, const std::string& entry, co
     j["cuda_graph"] = r.cuda_graph;
     if (r.cuda_graph) j["graph"] = {{"nodes", r.graph_nodes}, {"bytes", r.graph_bytes}};
   }
-  if (r.bench_runs > 0)
+  if (r.bench_runs > 0) {
     j["bench"] = {{"runs", r.bench_runs}, {"median_ms", r.bench_median_ms}, {"min_ms", r.bench_min_ms}, {"max_ms", r.bench_max_ms}};
+    if (r.device != "cpu") {
+      j["bench"]["host_median_ms"] = r.bench_host_median_ms;
+      j["bench"]["launch_api_ms"] = r.bench_launch_api_ms;
+    }
+  }
   j["trace_ms"] = r.trace_ms;
   j["run_ms"] = r.run_ms;
   j["peak_bytes"] = r.peak_bytes;
@@ -164,9 +169,13 @@ int cmd_run(const Common& c, const std::string& output_dir, const RunArgs& ra) {
     if (r->cuda_graph)
       std::cerr << fmt::format("# cuda graph: {} nodes, {:.2f} MiB kept for its replays\n", r->graph_nodes, r->graph_bytes / 1048576.0);
   }
-  if (r->bench_runs > 0)
+  if (r->bench_runs > 0) {
     std::cerr << fmt::format("# bench: {} runs, median {:.3f} ms (min {:.3f}, max {:.3f})\n", r->bench_runs, r->bench_median_ms,
                              r->bench_min_ms, r->bench_max_ms);
+    if (r->device != "cpu")
+      std::cerr << fmt::format("# host: {:.3f} ms to issue a run (median), {:.3f} ms of it in the driver's launch calls\n",
+                               r->bench_host_median_ms, r->bench_launch_api_ms);
+  }
   return 0;
 }
 
