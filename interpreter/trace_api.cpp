@@ -9,6 +9,7 @@
 #include "interpreter/mincut.h"
 #include "interpreter/trace_api.h"
 #include "ir/fusion.h"
+#include "ir/memory.h"
 
 namespace tracer::interp {
 
@@ -417,6 +418,27 @@ Value b_last_uses(Interpreter& in, CallArgs& a, SourceLoc loc) {
   return out;
 }
 
+// memory_estimate(traces): the memory estimator (tracer mem) over a program, as the executor
+// will run it: (peak bytes, for each trace a list of the live bytes after each statement).
+Value b_memory_estimate(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  if (a.pos.size() != 1) in.fail(loc, "memory_estimate(traces) takes a list of traces");
+  std::vector<std::shared_ptr<ir::Trace>> held;
+  std::vector<const ir::Trace*> traces;
+  for (const Value& v : in.iterate(a.pos[0], loc)) {
+    held.push_back(want_trace(in, v, "memory_estimate", loc));
+    traces.push_back(held.back().get());
+  }
+  ir::MemReport r = ir::estimate_memory(traces);
+  std::vector<std::vector<Value>> live(traces.size());
+  for (size_t t = 0; t < traces.size(); ++t) live[t].assign(traces[t]->stmts.size(), Value::integer(0));
+  for (const ir::MemPoint& p : r.timeline)
+    if (p.phase >= 0 && static_cast<size_t>(p.phase) < live.size() && p.index < live[p.phase].size())
+      live[p.phase][p.index] = Value::integer(static_cast<int64_t>(p.live_bytes));
+  std::vector<Value> lists;
+  for (auto& l : live) lists.push_back(make<ListObj>(std::move(l)));
+  return make<TupleObj>(std::vector<Value>{Value::integer(static_cast<int64_t>(r.peak_bytes)), make<ListObj>(std::move(lists))});
+}
+
 // name -> index of the top-level statement that defines it.
 Value b_producers(Interpreter& in, CallArgs& a, SourceLoc loc) {
   auto t = want_trace(in, a.pos.at(0), "producers", loc);
@@ -601,6 +623,9 @@ const BuiltinDef kTraceBuiltins[] = {
      "liveness(t): (inputs never read, for each statement the values whose last use it is, then its unread "
      "outputs)."},
     {"last_uses", b_last_uses, "last_uses(t): dict name -> index of the last statement reading it."},
+    {"memory_estimate", b_memory_estimate,
+     "memory_estimate(traces): (peak bytes, per trace the live bytes after each statement), as tracer mem "
+     "estimates them (dels included)."},
     {"producers", b_producers, "producers(t): dict name -> index of the statement defining it."},
     {"consumers", b_consumers, "consumers(t): dict name -> indices of the statements reading it."},
     {"rename", b_rename, "rename(t, proxy, name): gives proxy a free name; returns whether it did."},
