@@ -239,6 +239,48 @@ bool is_compare(const std::string& op) {
          op == "logical_or" || op == "logical_xor";
 }
 
+// The expression of one elementwise primitive (not a random draw) over its operands, named by
+// name_of, converted to the register type of its output's dtype.
+std::string prim_expr(const Stmt& ps, const std::function<std::string(const ir::ProxyPtr&)>& name_of) {
+  const Stmt* p = &ps;
+  const std::string& op = p->op->name;
+  DType od = p->outputs[0]->type.dtype;
+  std::string expr;
+  auto operand = [&](const Arg& a, Reg math) {
+    if (a.kind == K::Proxy) return to_math(name_of(a.proxy), reg_of(a.proxy->type.dtype), math);
+    if (a.is_number()) return literal(a, math);
+    throw std::invalid_argument("codegen: prims." + op + " has an argument that is neither a tensor nor a number");
+  };
+  if (op == "convert_element_type") {
+    const Arg& a = p->args[0];
+    std::string src = a.kind == K::Proxy ? name_of(a.proxy) : literal(a, Reg::f64);
+    Reg from = a.kind == K::Proxy ? reg_of(a.proxy->type.dtype) : Reg::f64;
+    expr = convert(src, from, od);
+  } else if (op == "where") {
+    Reg m = math_of(od);
+    std::string pred = p->args[0].kind == K::Proxy ? to_math(name_of(p->args[0].proxy), reg_of(p->args[0].proxy->type.dtype), Reg::b8)
+                                                   : (p->args[0].number() != 0 ? "true" : "false");
+    expr = convert("(" + pred + " ? " + operand(p->args[1], m) + " : " + operand(p->args[2], m) + ")", m, od);
+  } else if (p->args.size() == 1) {
+    // Unary: float-valued ops on integers compute in the output's float type.
+    const Arg& a = p->args[0];
+    DType in = a.kind == K::Proxy ? a.proxy->type.dtype : od;
+    Reg m = rt::is_float(in) ? math_of(in) : rt::is_float(od) ? math_of(od) : Reg::i64;
+    // On bool, bitwise not is logical not (as on the CPU: ~1 would be nonzero).
+    const std::string& uop = (op == "bitwise_not" && in == DType::b8) ? std::string("logical_not") : op;
+    if (uop == "logical_not" || uop == "isfinite") m = rt::is_float(in) ? math_of(in) : Reg::i64;
+    expr = convert(op_expr(uop, {operand(a, m)}, m), is_compare(uop) || uop == "logical_not" || uop == "isfinite" ? Reg::b8 : m, od);
+  } else {
+    const Arg &a = p->args[0], &b = p->args[1];
+    DType compute = ir::promote_args({&a, &b});
+    if ((op == "div" || op == "atan2") && !rt::is_float(compute)) compute = DType::f32;
+    Reg m = math_of(compute);
+    std::string e = op_expr(op, {operand(a, m), operand(b, m)}, m);
+    expr = convert(e, is_compare(op) ? Reg::b8 : m, od);
+  }
+  return expr;
+}
+
 }  // namespace
 
 bool is_elementwise_group(const Stmt& s, std::string* why) {
@@ -409,15 +451,7 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical) {
     const std::string& op = p->op->name;
     const ir::ProxyPtr& out = p->outputs[0];
     DType od = out->type.dtype;
-    // Operands: (expression, register kind, dtype for promotion)
-    std::vector<std::string> xs;
-    std::vector<Reg> regs;
     std::string expr;
-    auto operand = [&](const Arg& a, Reg math) {
-      if (a.kind == K::Proxy) return to_math(name_of(a.proxy), reg_of(a.proxy->type.dtype), math);
-      if (a.is_number()) return literal(a, math);
-      throw std::invalid_argument("codegen: prims." + op + " has an argument that is neither a tensor nor a number");
-    };
     if (op == "uniform_philox") {
       // Element i of the draw (its shape is the output's: a draw of another shape is not fused).
       if (out->type.shape != shape) throw std::invalid_argument("codegen: a random draw of another shape than the group's output");
@@ -432,32 +466,8 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical) {
       expr = convert(std::string(f64 ? "tr_uniform_word_f64(" : "tr_uniform_word_f32(") + w + ", " + literal(p->args[1], m) + ", " +
                          literal(p->args[2], m) + ")",
                      m, od);
-    } else if (op == "convert_element_type") {
-      const Arg& a = p->args[0];
-      std::string src = a.kind == K::Proxy ? name_of(a.proxy) : literal(a, Reg::f64);
-      Reg from = a.kind == K::Proxy ? reg_of(a.proxy->type.dtype) : Reg::f64;
-      expr = convert(src, from, od);
-    } else if (op == "where") {
-      Reg m = math_of(od);
-      std::string pred = p->args[0].kind == K::Proxy ? to_math(name_of(p->args[0].proxy), reg_of(p->args[0].proxy->type.dtype), Reg::b8)
-                                                     : (p->args[0].number() != 0 ? "true" : "false");
-      expr = convert("(" + pred + " ? " + operand(p->args[1], m) + " : " + operand(p->args[2], m) + ")", m, od);
-    } else if (p->args.size() == 1) {
-      // Unary: float-valued ops on integers compute in the output's float type.
-      const Arg& a = p->args[0];
-      DType in = a.kind == K::Proxy ? a.proxy->type.dtype : od;
-      Reg m = rt::is_float(in) ? math_of(in) : rt::is_float(od) ? math_of(od) : Reg::i64;
-      // On bool, bitwise not is logical not (as on the CPU: ~1 would be nonzero).
-      const std::string& uop = (op == "bitwise_not" && in == DType::b8) ? std::string("logical_not") : op;
-      if (uop == "logical_not" || uop == "isfinite") m = rt::is_float(in) ? math_of(in) : Reg::i64;
-      expr = convert(op_expr(uop, {operand(a, m)}, m), is_compare(uop) || uop == "logical_not" || uop == "isfinite" ? Reg::b8 : m, od);
     } else {
-      const Arg &a = p->args[0], &b = p->args[1];
-      DType compute = ir::promote_args({&a, &b});
-      if ((op == "div" || op == "atan2") && !rt::is_float(compute)) compute = DType::f32;
-      Reg m = math_of(compute);
-      std::string e = op_expr(op, {operand(a, m), operand(b, m)}, m);
-      expr = convert(e, is_compare(op) ? Reg::b8 : m, od);
+      expr = prim_expr(*p, [&](const ir::ProxyPtr& q) { return name_of(q); });
     }
     body << "  const " << reg_name(reg_of(od)) << " " << name_of(out) << " = " << expr << ";  // "
          << (canonical ? name_of(out) : out->name) << " = prims." << op << "\n";
@@ -556,6 +566,192 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical) {
 }
 }  // namespace
 
+bool is_row_group(const Stmt& s, std::string* why) {
+  auto no = [&](const std::string& w) {
+    if (why) *why = w;
+    return false;
+  };
+  if (s.kind != StmtKind::Fusion && s.kind != StmtKind::Composite) return no("not a fusion");
+  if (s.outputs.empty()) return no("no outputs");
+  std::vector<const Stmt*> prims;
+  prims_of(s, prims);
+  ir::Shape shape;
+  bool any = false;
+  for (const Stmt* p : prims) {
+    ir::Shape in;
+    if (ir::row_reduction(*p, &in)) {
+      if (any && in != shape) return no("reductions over rows of different shapes");
+      shape = in;
+      any = true;
+    } else if (!ir::fusible_prim(*p) || p->op->name == "uniform_philox") {
+      return no("prims." + (p->op ? p->op->name : std::string("?")) + " is neither elementwise nor a reduction over rows");
+    }
+  }
+  if (!any) return no("no reduction over rows");
+  ir::Shape row = shape;
+  row.back() = 1;
+  for (const Stmt* p : prims) {
+    for (const auto& o : p->outputs)
+      if (!broadcasts_to(o->type.shape, shape)) return no("a value that does not broadcast to the rows");
+    for (const Arg& a : p->args) {
+      bool ok = true;
+      ir::for_each_proxy(a, [&](const ir::ProxyPtr& q) { ok = ok && broadcasts_to(q->type.shape, shape); });
+      if (!ok) return no("an input that does not broadcast to the rows");
+    }
+  }
+  for (const auto& o : s.outputs)
+    if (o->type.shape != shape && o->type.shape != row) return no("an output neither of the rows' shape nor one per row");
+  return true;
+}
+
+namespace {
+Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonical) {
+  std::string why;
+  if (!is_row_group(s, &why)) throw std::invalid_argument("codegen: '" + ir::print_stmt_line(s) + "' is not a row group: " + why);
+  std::vector<const Stmt*> prims;
+  prims_of(s, prims);
+  ir::Shape shape;
+  for (const Stmt* p : prims) ir::row_reduction(*p, &shape);
+  ir::Shape row = shape;
+  row.back() = 1;
+  const int64_t C = shape.back();
+  Kernel k;
+  k.name = name;
+  k.origin = ir::print_stmt_line(s);
+  k.elements = rt::numel(shape);
+  k.row_length = C;
+  k.rows = C ? k.elements / C : 0;
+
+  std::unordered_set<const ir::Proxy*> defined, seen;
+  std::vector<ir::ProxyPtr> inputs;
+  std::unordered_map<const ir::Proxy*, const Stmt*> producer;
+  for (const Stmt* p : prims) {
+    for (const Arg& a : p->args)
+      ir::for_each_proxy(a, [&](const ir::ProxyPtr& q) {
+        if (!defined.count(q.get()) && seen.insert(q.get()).second) inputs.push_back(q);
+      });
+    for (const auto& o : p->outputs) {
+      defined.insert(o.get());
+      producer[o.get()] = p;
+    }
+  }
+  std::unordered_map<const ir::Proxy*, std::string> names;
+  std::unordered_set<std::string> used_names;
+  auto name_of = [&](const ir::ProxyPtr& p) -> std::string {
+    auto it = names.find(p.get());
+    if (it != names.end()) return it->second;
+    std::string base = canonical ? "v" + std::to_string(names.size()) : c_name(p->name), n = base;
+    for (int j = 2; used_names.count(n); ++j) n = base + "_" + std::to_string(j);
+    used_names.insert(n);
+    names[p.get()] = n;
+    return n;
+  };
+  for (const auto& p : inputs) k.params.push_back({p->name, p->type, false, p});
+  for (const auto& o : s.outputs) k.params.push_back({o->name, o->type, true, o});
+  std::unordered_set<const ir::Proxy*> input_set;
+  for (const auto& p : inputs) input_set.insert(p.get());
+
+  // The lines that compute `targets` for flat index i: loads of the inputs they need, then the
+  // elementwise primitives in order. Reduction results are the row's variables already.
+  auto element_lines = [&](const std::vector<ir::ProxyPtr>& targets, const std::string& indent) {
+    std::unordered_set<const ir::Proxy*> need;
+    for (const auto& t : targets) need.insert(t.get());
+    std::vector<const Stmt*> chosen;
+    for (size_t j = prims.size(); j-- > 0;) {
+      const Stmt* p = prims[j];
+      if (ir::row_reduction(*p)) continue;
+      bool wanted = false;
+      for (const auto& o : p->outputs) wanted = wanted || need.count(o.get());
+      if (!wanted) continue;
+      chosen.push_back(p);
+      for (const Arg& a : p->args) ir::for_each_proxy(a, [&](const ir::ProxyPtr& q) { need.insert(q.get()); });
+    }
+    std::reverse(chosen.begin(), chosen.end());
+    std::ostringstream o;
+    for (const auto& p : inputs)
+      if (need.count(p.get()))
+        o << indent << "const " << reg_name(reg_of(p->type.dtype)) << " " << name_of(p) << " = "
+          << load_expr(p->type.dtype, "p_" + name_of(p) + "[" + offset_expr(p->type.shape, shape, "LL") + "]") << ";\n";
+    for (const Stmt* p : chosen) {
+      const ir::ProxyPtr& out = p->outputs[0];
+      o << indent << "const " << reg_name(reg_of(out->type.dtype)) << " " << name_of(out) << " = "
+        << prim_expr(*p, [&](const ir::ProxyPtr& q) { return name_of(q); }) << ";  // "
+        << (canonical ? name_of(out) : out->name) << " = prims." << p->op->name << "\n";
+    }
+    return o.str();
+  };
+
+  std::vector<const Stmt*> reductions;
+  for (const Stmt* p : prims)
+    if (ir::row_reduction(*p)) reductions.push_back(p);
+  std::unordered_set<const ir::Proxy*> outs;
+  for (const auto& o : s.outputs) outs.insert(o.get());
+
+  std::ostringstream body;
+  if (!canonical) body << "// " << k.origin << "\n";
+  body << "extern \"C\" __global__ void __launch_bounds__(256) " << name << "(";
+  for (const auto& p : inputs) body << "const " << storage_name(p->type.dtype) << "* __restrict__ p_" << name_of(p) << ", ";
+  for (const auto& o : s.outputs) body << storage_name(o->type.dtype) << "* __restrict__ p_" << name_of(o) << ", ";
+  body << "long long rows) {\n";
+  body << "  __shared__ double tr_part[256];\n";
+  body << "  const long long C = " << C << "LL;\n";
+  body << "  for (long long r = blockIdx.x; r < rows; r += gridDim.x) {\n";
+  body << "    const long long base = r * C;\n";
+  for (size_t j = 0; j < reductions.size(); ++j) {
+    const Stmt* red = reductions[j];
+    const std::string& op = red->op->name;
+    const ir::ProxyPtr& x = red->args[0].proxy;
+    const ir::ProxyPtr& y = red->outputs[0];
+    std::string init = op == "sum" ? "0.0" : op == "amax" ? "-__longlong_as_double(0x7ff0000000000000LL)" : "__longlong_as_double(0x7ff0000000000000LL)";
+    std::string step = op == "sum" ? "acc + v" : op == "amax" ? "(acc != acc || acc >= v) ? acc : v" : "(acc != acc || acc <= v) ? acc : v";
+    body << "    // " << (canonical ? name_of(y) : y->name) << " = prims." << op << " over the row\n";
+    body << "    {\n      double acc = " << init << ";\n";
+    body << "      for (long long c = threadIdx.x; c < C; c += blockDim.x) {\n        const long long i = base + c;\n";
+    body << element_lines({x}, "        ");
+    body << "        const double v = (double)" << name_of(x) << ";\n        acc = " << step << ";\n      }\n";
+    body << "      tr_part[threadIdx.x] = acc;\n      __syncthreads();\n";
+    body << "      for (int w = blockDim.x / 2; w > 0; w >>= 1) {\n";
+    body << "        if (threadIdx.x < w) { const double v = tr_part[threadIdx.x + w]; acc = tr_part[threadIdx.x]; tr_part[threadIdx.x] = " << step << "; }\n";
+    body << "        __syncthreads();\n      }\n    }\n";
+    // The result, stored as the CPU stores it (its dtype), as every thread's register.
+    DType od = y->type.dtype;
+    std::string val = od == DType::f64 ? "tr_part[0]" : od == DType::bf16 ? "tr_round_bf16((float)tr_part[0])"
+                      : od == DType::f16 ? "tr_round_f16((float)tr_part[0])" : "(float)tr_part[0]";
+    body << "    const " << reg_name(reg_of(od)) << " " << name_of(y) << " = " << val << ";\n";
+    if (outs.count(y.get())) body << "    if (threadIdx.x == 0) p_" << name_of(y) << "[r] = " << store_expr(od, name_of(y)) << ";\n";
+    body << "    __syncthreads();  // tr_part is reused\n";
+  }
+  std::vector<ir::ProxyPtr> full, per_row;
+  for (const auto& o : s.outputs) {
+    bool is_red = false;
+    for (const Stmt* red : reductions) is_red = is_red || red->outputs[0] == o;
+    if (is_red) continue;
+    (o->type.shape == shape ? full : per_row).push_back(o);
+  }
+  if (!full.empty() || !per_row.empty()) {
+    std::vector<ir::ProxyPtr> targets = full;
+    targets.insert(targets.end(), per_row.begin(), per_row.end());
+    body << "    for (long long c = threadIdx.x; c < C; c += blockDim.x) {\n      const long long i = base + c;\n";
+    body << element_lines(targets, "      ");
+    for (const auto& o : full) body << "      p_" << name_of(o) << "[i] = " << store_expr(o->type.dtype, name_of(o)) << ";\n";
+    for (const auto& o : per_row)
+      body << "      if (c == 0) p_" << name_of(o) << "[r] = " << store_expr(o->type.dtype, name_of(o)) << ";\n";
+    body << "    }\n";
+  }
+  body << "  }\n}\n";
+  k.source = std::string(cuda_prelude()) + "\n" + body.str();
+  return k;
+}
+}  // namespace
+
+Kernel generate_row(const Stmt& s, const std::string& name) {
+  Kernel k = generate_row_kernel(s, name, false);
+  Kernel c = generate_row_kernel(s, "tr_kernel", true);
+  k.symbol = name_by_hash(c.source);
+  k.structure = std::move(c.source);
+  return k;
+}
+
 std::vector<Kernel> kernels_for(const ir::Trace& t, int sm_count) {
   std::vector<Kernel> out;
   auto label = [&](const Stmt& s, const std::string& at) {
@@ -564,15 +760,20 @@ std::vector<Kernel> kernels_for(const ir::Trace& t, int sm_count) {
     if (dot != std::string::npos) what = what.substr(dot + 1);
     return c_name(t.name) + "_" + c_name(what) + "_" + at;
   };
-  // As the GPU executor walks a trace: groups are kernels, other composites run their parts.
+  // As the GPU executor walks a trace: groups are kernels, other composites run their parts;
+  // transposes that only matmuls read are views (no kernel).
+  const std::unordered_set<const ir::Proxy*> lazy = ir::lazy_transposes(t.stmts, &t.output);
   std::function<void(const std::vector<Stmt>&, const std::string&)> walk = [&](const std::vector<Stmt>& stmts,
                                                                                const std::string& prefix) {
     for (size_t i = 0; i < stmts.size(); ++i) {
       const Stmt& s = stmts[i];
       std::string at = prefix + std::to_string(i);
       if (s.kind == StmtKind::Del) continue;
+      if (prefix.empty() && s.outputs.size() == 1 && lazy.count(s.outputs[0].get())) continue;
       if (is_elementwise_group(s)) {
         out.push_back(generate_elementwise(s, label(s, at)));
+      } else if (is_row_group(s)) {
+        out.push_back(generate_row(s, label(s, at)));
       } else if (s.kind != StmtKind::Prim) {
         walk(s.subsymbols, at + "_");
       } else if (s.op && s.op->name == "rng_state") {

@@ -36,6 +36,9 @@ struct Kernel {
   std::string structure;
   std::string symbol;
   std::string symbol2;  // a two-stage reduction's second kernel, in the same module; else empty
+  // A row group's kernel (rows > 0): one block of 256 threads per row of row_length elements;
+  // its parameters are the pointers, then `long long rows`.
+  int64_t rows = 0, row_length = 0;
 };
 
 // Whether s can become one elementwise kernel (and why not, in *why).
@@ -44,6 +47,17 @@ bool is_elementwise_group(const ir::Stmt& s, std::string* why = nullptr);
 // The kernel of an elementwise group; name must be a C identifier. Throws std::invalid_argument
 // when s is not one (is_elementwise_group says why).
 Kernel generate_elementwise(const ir::Stmt& s, const std::string& name);
+
+// Whether s is a row group (and why not): a fusion of elementwise statements and reductions over
+// the last dimension (ir::row_reduction) of one shape [..., C], every value of that shape, of
+// the rows' shape [..., 1], or broadcast to it; outputs of the first two shapes.
+bool is_row_group(const ir::Stmt& s, std::string* why = nullptr);
+
+// The kernel of a row group (rms_norm, layer_norm, softmax and their backward forms): one block
+// per row computes each reduction in turn over the row (recomputing the elementwise values it
+// needs from the inputs; floats accumulate in double as on the CPU), then writes the outputs.
+// Throws std::invalid_argument when s is not a row group.
+Kernel generate_row(const ir::Stmt& s, const std::string& name);
 
 // FNV-1a, 64 bits, as 16 hex digits (kernel cache keys).
 std::string hash_hex(const std::string& text);

@@ -322,6 +322,43 @@ void GpuExecutor::run_kernel(const ir::Stmt& s, Values& env, const std::unordere
   outs.clear();
 }
 
+void GpuExecutor::run_row_kernel(const ir::Stmt& s, Values& env) {
+  auto kit = kernels_.find(&s);
+  if (kit == kernels_.end()) {
+    Prepared prep;
+    prep.kernel = generate_row(s, "k");
+    prep.fn = kernel_function(prep.kernel);
+    kit = kernels_.emplace(&s, std::move(prep)).first;
+  }
+  const Kernel& k = kit->second.kernel;
+  std::vector<rt::cuda::DevPtr>& ptrs = scratch_ptrs_;
+  std::vector<void*>& args = scratch_args_;
+  ptrs.clear();
+  args.clear();
+  std::vector<DeviceTensor> outs;
+  for (const KernelParam& p : k.params) {
+    if (!p.output) {
+      auto it = env.find(p.proxy.get());
+      if (it == env.end()) throw std::runtime_error("'" + p.name + "' has no value (deleted or never defined)");
+      if (transposed_.count(p.proxy.get())) throw std::runtime_error("'" + p.name + "' is a lazy transpose read by a row kernel");
+      ptrs.push_back(it->second.ptr());
+    } else {
+      outs.push_back(alloc(p.type));
+      ptrs.push_back(outs.back().ptr());
+    }
+  }
+  long long rows = k.rows;
+  for (auto& q : ptrs) args.push_back(&q);
+  args.push_back(&rows);
+  if (rows > 0) {
+    dev_.launch(kit->second.fn, static_cast<unsigned>(std::min<long long>(rows, 1LL << 30)), 256, args.data());
+    stats_.launches++;
+  }
+  size_t j = 0;
+  for (const KernelParam& p : k.params)
+    if (p.output) env[p.proxy.get()] = std::move(outs[j++]);
+}
+
 bool GpuExecutor::run_matmul(const ir::Stmt& s, Values& env, const std::unordered_set<const ir::Proxy*>& lazy) {
   (void)lazy;
   const std::string& op = s.op->name;
@@ -427,9 +464,13 @@ void GpuExecutor::run_stmt(const ir::Stmt& s, Values& env, ir::ExecContext& ctx,
     // Whether s is an elementwise group is decided once per statement (the launch path is hot:
     // bench/launch.trace measures it).
     auto pk = is_group_.find(&s);
-    if (pk == is_group_.end()) pk = is_group_.emplace(&s, is_elementwise_group(s)).first;
-    if (pk->second) {
+    if (pk == is_group_.end()) pk = is_group_.emplace(&s, is_elementwise_group(s) ? 1 : is_row_group(s) ? 2 : 0).first;
+    if (pk->second == 1) {
       run_kernel(s, env, dying);
+      return;
+    }
+    if (pk->second == 2) {
+      run_row_kernel(s, env);
       return;
     }
     if (s.kind != ir::StmtKind::Prim) {

@@ -112,6 +112,7 @@ class GpuExecutor {
   void run_stmt(const ir::Stmt& s, Values& env, ir::ExecContext& ctx, const std::unordered_set<const ir::Proxy*>& dying,
                 const std::unordered_set<const ir::Proxy*>& lazy);
   void run_kernel(const ir::Stmt& s, Values& env, const std::unordered_set<const ir::Proxy*>& dying);
+  void run_row_kernel(const ir::Stmt& s, Values& env);
   bool run_matmul(const ir::Stmt& s, Values& env, const std::unordered_set<const ir::Proxy*>& lazy);
   void run_on_cpu(const ir::Stmt& s, Values& env, ir::ExecContext& ctx);
   void* kernel_function(const Kernel& k);
@@ -128,7 +129,7 @@ class GpuExecutor {
     void* fn = nullptr;
   };
   std::unordered_map<const ir::Stmt*, Prepared> kernels_;    // generated and loaded once per statement
-  std::unordered_map<const ir::Stmt*, bool> is_group_;       // is_elementwise_group, once per statement
+  std::unordered_map<const ir::Stmt*, int> is_group_;  // 1: elementwise group, 2: row group, 0: neither; once per statement
   struct Simple {
     bool ok = false;
     SimpleKernel kernel;

@@ -198,6 +198,16 @@ bool trace_attr(Interpreter& in, const Value& obj, const std::string& name, Valu
     else if (name == "region_id") *out = Value::integer(s.region_id);
     else if (name == "elementwise") *out = Value::boolean(all_elementwise(s));
     else if (name == "fusible") *out = Value::boolean(all_fusible(s));
+    else if (name == "row_reduction") {
+      ir::Shape sh;
+      if (ir::row_reduction(s, &sh)) {
+        std::vector<Value> dims;
+        for (int64_t d : sh) dims.push_back(Value::integer(d));
+        *out = make<TupleObj>(std::move(dims));
+      } else {
+        *out = Value();
+      }
+    }
     else if (name == "kwargs") {
       auto* d = new DictObj();
       *out = Value(d);

@@ -1,6 +1,8 @@
 // Which statements run fused on the CPU (see fusion.h).
 #include "ir/fusion.h"
 
+#include "ir/op_rules.h"
+
 namespace tracer::ir {
 
 void flat_prims(const Stmt& s, std::vector<const Stmt*>& out) {
@@ -20,6 +22,28 @@ void dying_after(const std::vector<Stmt>& stmts, size_t i, std::unordered_set<co
 
 bool fusible_prim(const Stmt& p) {
   return p.kind == StmtKind::Prim && p.op && (p.op->kind == OpKind::Elementwise || p.op->name == "uniform_philox");
+}
+
+bool row_reduction(const Stmt& s, Shape* in_shape) {
+  if (s.kind != StmtKind::Prim || !s.op || s.args.size() < 2 || s.outputs.size() != 1) return false;
+  const std::string& op = s.op->name;
+  if (op != "sum" && op != "amax" && op != "amin") return false;
+  if (s.args[0].kind != Arg::Kind::Proxy) return false;
+  const TensorType& in = s.args[0].proxy->type;
+  const TensorType& out = s.outputs[0]->type;
+  if (in.shape.empty() || in.shape.back() == 0 || !rt::is_float(in.dtype) || !rt::is_float(out.dtype)) return false;
+  Shape want = in.shape;
+  want.back() = 1;
+  if (out.shape != want) return false;
+  std::vector<int64_t> dims;
+  try {
+    dims = reduce_dims(s.args[0], s.args[1]);
+  } catch (const std::exception&) {
+    return false;
+  }
+  if (dims.size() != 1 || dims[0] != static_cast<int64_t>(in.shape.size()) - 1) return false;
+  if (in_shape) *in_shape = in.shape;
+  return true;
 }
 
 bool swaps_last_two(const Stmt& s) {

@@ -19,6 +19,11 @@ bool runs_fused(const Stmt& s);
 // (uniform_philox, a pure function of the element's index).
 bool fusible_prim(const Stmt& p);
 
+// A sum, amax or amin over the last dimension only, keeping it (output [..., 1]), of a float
+// tensor: it can run inside a row group (a fusion with elementwise statements over rows of the
+// same shape; one GPU block per row). *in_shape gets the reduced tensor's shape.
+bool row_reduction(const Stmt& s, Shape* in_shape = nullptr);
+
 // The primitives of s in execution order (composites inside expanded).
 void flat_prims(const Stmt& s, std::vector<const Stmt*>& out);
 

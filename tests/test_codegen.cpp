@@ -137,6 +137,35 @@ TEST_CASE("NVRTC compiles attention's kernels, forward and backward (tests/gpu/a
   }
 }
 
+TEST_CASE("softmax and rms_norm become row groups: one kernel, one block per row", "[codegen]") {
+  // `big` leaves room under the program's peak, so fuse makes the row groups.
+  auto ks = kernels_of(R"(
+def f(x: f32[64, 32], w: f32[32], big: f32[4096, 64]):
+    s = ltorch.softmax(x, -1)
+    n = ltorch.rms_norm(x, (32,), w)
+    return s, n, big * 2.0
+)",
+                       "f");
+  std::vector<const codegen::Kernel*> rows;
+  for (const auto& k : ks)
+    if (k.rows > 0) rows.push_back(&k);
+  REQUIRE(rows.size() == 2);
+  for (const codegen::Kernel* k : rows) {
+    INFO(k->source);
+    CHECK(k->rows == 64);
+    CHECK(k->row_length == 32);
+    CHECK_THAT(k->source, Catch::Contains("for (long long r = blockIdx.x; r < rows; r += gridDim.x)"));
+    CHECK_THAT(k->source, Catch::Contains("double acc"));
+  }
+  CHECK_THAT(rows[0]->source, Catch::Contains("prims.amax over the row"));
+  CHECK_THAT(rows[0]->source, Catch::Contains("prims.sum over the row"));
+  CHECK_THAT(rows[1]->source, Catch::Contains("prims.sum over the row"));
+  // The rows' outputs only: no intermediate is written.
+  size_t outputs = 0;
+  for (const auto& p : rows[0]->params) outputs += p.output;
+  CHECK(outputs == 1);
+}
+
 TEST_CASE("generated kernels are named after the trace, vectorized and round bf16 intermediates", "[codegen]") {
   auto ks = kernels_of(R"(
 def f(x: bf16[64, 32], b: bf16[32], r: f32[64, 1]):
