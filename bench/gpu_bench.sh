@@ -17,7 +17,7 @@ import json, sys
 j = json.load(open(sys.argv[1]))
 b = j.get("bench", {})
 g = j.get("graph", {})
-print(f"{sys.argv[2]} graph={j.get('cuda_graph', False)} nodes={g.get('nodes', 0)} graph_bytes={g.get('bytes', 0)}")
+print(f"{sys.argv[2]} graph={j.get('cuda_graph', False)} nodes={g.get('nodes', 0)} graph_bytes={g.get('bytes', 0)} host_ms={b.get('host_median_ms', 0):.3f} launch_api_ms={b.get('launch_api_ms', 0):.3f}")
 print(f"{sys.argv[2]} median_ms={b.get('median_ms', j['run_ms']):.3f} min={b.get('min_ms', 0):.3f} max={b.get('max_ms', 0):.3f} peak_bytes={j.get('device_peak_bytes', 0)} launches={j.get('kernels_launched')} gemms={j.get('gemms')} compiled={j.get('kernels_compiled')} compile_ms={j.get('compile_ms', 0):.0f} compile_wall_ms={j.get('compile_wall_ms', 0):.0f} disk_hits={j.get('kernel_disk_hits')} cpu={j.get('cpu_fallbacks')} {','.join(j.get('fallback_ops', []))}")
 PY
   else
@@ -40,13 +40,13 @@ for w in $WHAT; do
       tr_json chain_tracer_warm 180 examples/chain.trace --entry chain --passes philox,fuse --device cuda --bench 20
       pt_json 120 chain eager; pt_json 240 chain compile ;;
     llama)
-      tr_json llama_tracer_fuse 240 examples/llama_mlp.trace --passes grad,philox,remat,fuse,del_last_used --device cuda --bench 3
-      tr_json llama_tracer_reorder 240 examples/llama_mlp.trace --passes grad,philox,remat,fuse_reorder,del_last_used --device cuda --bench 3
-      tr_json llama_tracer_reorder_graph 240 examples/llama_mlp.trace --passes grad,philox,remat,fuse_reorder,del_last_used --device cuda --bench 3 --cuda-graph
+      tr_json llama_tracer_fuse 240 examples/llama_mlp.trace --passes grad,philox,remat,fuse,del_last_used --device cuda --bench 7
+      tr_json llama_tracer_reorder 240 examples/llama_mlp.trace --passes grad,philox,remat,fuse_reorder,del_last_used --device cuda --bench 7
+      tr_json llama_tracer_reorder_graph 240 examples/llama_mlp.trace --passes grad,philox,remat,fuse_reorder,del_last_used --device cuda --bench 7 --cuda-graph
       pt_json 120 llama eager; pt_json 300 llama compile ;;
     llama_ckpt)
-      tr_json llama_ckpt_tracer 240 examples/llama_mlp_checkpoint.trace --passes grad,checkpoint,philox,remat,fuse,del_last_used --device cuda --bench 3
-      tr_json llama_ckpt_tracer_reorder_graph 240 examples/llama_mlp_checkpoint.trace --passes grad,checkpoint,philox,remat,fuse_reorder,del_last_used --device cuda --bench 3 --cuda-graph
+      tr_json llama_ckpt_tracer 240 examples/llama_mlp_checkpoint.trace --passes grad,checkpoint,philox,remat,fuse,del_last_used --device cuda --bench 7
+      tr_json llama_ckpt_tracer_reorder_graph 240 examples/llama_mlp_checkpoint.trace --passes grad,checkpoint,philox,remat,fuse_reorder,del_last_used --device cuda --bench 7 --cuda-graph
       pt_json 120 llama eager --checkpoint; pt_json 300 llama compile --checkpoint ;;
   esac
 done
