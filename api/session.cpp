@@ -768,6 +768,7 @@ std::optional<RunReport> Session::run(const std::string& entry, const std::strin
           return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
         };
         rep.bench_runs = impl_->bench;
+        rep.bench_runs_ms = ms;
         rep.bench_median_ms = median(ms);
         rep.bench_min_ms = *std::min_element(ms.begin(), ms.end());
         rep.bench_max_ms = *std::max_element(ms.begin(), ms.end());
@@ -783,6 +784,8 @@ std::optional<RunReport> Session::run(const std::string& entry, const std::strin
       return std::nullopt;
     }
   }
+  double first_run_ms = -1;
+  size_t first_peak = 0;
   if (!impl_->gexec) try {
     ir::Arg out = ir::execute(fw, std::move(inputs), impl_->in->exec_context());
     if (prog->size() == 1) {
@@ -801,12 +804,32 @@ std::optional<RunReport> Session::run(const std::string& entry, const std::strin
         if (bw.output.items[i].kind == ir::Arg::Kind::Proxy)
           results.emplace_back(bw.output.items[i].proxy->name, grads.items[i]);
     }
+    first_run_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
+    first_peak = al.peak_bytes();  // of the one reported run
+    if (impl_->bench > 0) {  // N more whole-program runs on the CPU, timed
+      auto run_once = [&] {
+        ir::Arg o = ir::execute(fw, held, impl_->in->exec_context());
+        if (prog->size() > 1) run_backward(fw, *(*prog)[1], o, impl_->in->exec_context());
+      };
+      std::vector<double> ms;
+      for (int i = 0; i < impl_->bench; ++i) {
+        auto b0 = std::chrono::steady_clock::now();
+        run_once();
+        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - b0).count());
+      }
+      rep.bench_runs = impl_->bench;
+      rep.bench_runs_ms = ms;
+      std::sort(ms.begin(), ms.end());
+      rep.bench_median_ms = ms.size() % 2 ? ms[ms.size() / 2] : (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]) / 2;
+      rep.bench_min_ms = ms.front();
+      rep.bench_max_ms = ms.back();
+    }
   } catch (const ir::ExecError& e) {
     impl_->add(Diagnostic{Severity::error, e.loc, e.message + (e.stmt.empty() ? "" : " (in: " + e.stmt + ")"), {}});
     return std::nullopt;
   }
-  rep.run_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
-  rep.peak_bytes = al.peak_bytes();
+  rep.run_ms = first_run_ms >= 0 ? first_run_ms : std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
+  rep.peak_bytes = first_peak ? first_peak : al.peak_bytes();
   rep.estimated_peak_bytes = ir::estimate_memory(raw(*prog)).peak_bytes;
   for (const auto& [name, a] : results) {
     OutputInfo o;

@@ -61,6 +61,7 @@ struct RunReport {
   // On a GPU, per timed run: the host's time to issue the run's work (before waiting for the
   // device; the median), and how much of it was spent inside the driver's launch calls.
   double bench_host_median_ms = 0, bench_launch_api_ms = 0;
+  std::vector<double> bench_runs_ms;  // every timed run, in order
   // With set_cuda_graph(true): whether the program was captured (a warning says why not), the
   // graph's nodes and the device memory it keeps for its replays.
   bool cuda_graph = false;

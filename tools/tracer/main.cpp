@@ -104,6 +104,7 @@ nlohmann::json report_json(const std::string& file, const std::string& entry, co
   }
   if (r.bench_runs > 0) {
     j["bench"] = {{"runs", r.bench_runs}, {"median_ms", r.bench_median_ms}, {"min_ms", r.bench_min_ms}, {"max_ms", r.bench_max_ms}};
+    if (!r.bench_runs_ms.empty()) j["bench"]["runs_ms"] = r.bench_runs_ms;
     if (r.device != "cpu") {
       j["bench"]["host_median_ms"] = r.bench_host_median_ms;
       j["bench"]["launch_api_ms"] = r.bench_launch_api_ms;
