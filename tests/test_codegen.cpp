@@ -166,6 +166,31 @@ def f(x: f32[64, 32], w: f32[32], big: f32[4096, 64]):
   CHECK(outputs == 1);
 }
 
+TEST_CASE("the training pipeline's norms become row kernels (llama_mlp_checkpoint)", "[codegen]") {
+  // The program test_grad.cpp checks bit for bit against the unfused one on the CPU.
+  Session s;
+  for (const auto& [k, v] : std::vector<std::pair<std::string, std::string>>{{"T", "16"}, {"L", "3"}, {"D", "32"}, {"H", "48"}})
+    s.set(k, v);
+  REQUIRE(s.load_file(source_dir() + "/examples/llama_mlp_checkpoint.trace"));
+  REQUIRE(s.set_passes({"grad", "checkpoint", "philox", "remat", "fuse", "del_last_used"}));
+  fs::path dir = temp_dir("rows");
+  auto r = s.compile(*s.entry(""), "sm_90", "cuda", dir.string());
+  INFO(s.rendered_diagnostics());
+  REQUIRE(r);
+  int rows = 0, forward = 0, backward = 0;
+  for (const auto& k : r->kernels) {
+    std::ifstream f(k.file);
+    std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    if (text.find("over the row") == std::string::npos) continue;
+    ++rows;
+    (k.trace == "backward" ? backward : forward)++;
+  }
+  CHECK(forward > 0);
+  CHECK(backward > 0);
+  CHECK(rows == forward + backward);
+  fs::remove_all(dir);
+}
+
 TEST_CASE("generated kernels are named after the trace, vectorized and round bf16 intermediates", "[codegen]") {
   auto ks = kernels_of(R"(
 def f(x: bf16[64, 32], b: bf16[32], r: f32[64, 1]):
