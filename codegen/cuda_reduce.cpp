@@ -41,6 +41,81 @@ std::string store(DType d, const std::string& acc, bool acc_float) {
 }
 }  // namespace
 
+namespace {
+// init and step of a reduction in its accumulator type (double for floats, long long else).
+void reduction_ops(const std::string& op, bool fl, std::string* init, std::string* step) {
+  if (op == "sum") *init = "0", *step = fl ? "acc + v" : "(long long)((unsigned long long)acc + (unsigned long long)v)";
+  if (op == "prod") *init = "1", *step = fl ? "acc * v" : "(long long)((unsigned long long)acc * (unsigned long long)v)";
+  if (op == "amax") *init = fl ? "-__longlong_as_double(0x7ff0000000000000LL)" : "(-9223372036854775807LL - 1)",
+                 *step = fl ? "(acc != acc || acc >= v) ? acc : v" : "(acc >= v ? acc : v)";
+  if (op == "amin") *init = fl ? "__longlong_as_double(0x7ff0000000000000LL)" : "9223372036854775807LL",
+                 *step = fl ? "(acc != acc || acc <= v) ? acc : v" : "(acc <= v ? acc : v)";
+}
+
+// The element offset of coordinate number `var` of the dimensions `ds` of a tensor with strides
+// `st` (the last of ds varies fastest).
+std::string strided(const std::string& var, const std::vector<int64_t>& ds, const rt::Shape& shape, const std::vector<long long>& st) {
+  std::string e;
+  long long inner = 1;
+  for (size_t j = ds.size(); j-- > 0;) {
+    size_t d = static_cast<size_t>(ds[j]);
+    if (shape[d] != 1) {
+      std::string c = inner == 1 ? var : "(" + var + " / " + std::to_string(inner) + "LL)";
+      if (j > 0) c = "(" + c + " % " + std::to_string(shape[d]) + "LL)";
+      e += (e.empty() ? "" : " + ") + c + " * " + std::to_string(st[d]) + "LL";
+    }
+    inner *= shape[d];
+  }
+  return e.empty() ? "0LL" : e;
+}
+}  // namespace
+
+// Reductions over dimensions that are not contiguous (sum over (0, 2) of [N, C, HW]): one
+// thread per output, looping over the reduced elements in order through their strides.
+bool generate_strided_reduction(const ir::Stmt& s, const std::vector<int64_t>& dims, SimpleKernel* k, std::string* why) {
+  const std::string& op = s.op->name;
+  const ir::TensorType& in = s.args[0].proxy->type;
+  const ir::TensorType& out = s.outputs[0]->type;
+  std::vector<int64_t> kept;
+  for (int64_t d = 0; d < static_cast<int64_t>(in.shape.size()); ++d)
+    if (std::find(dims.begin(), dims.end(), d) == dims.end()) kept.push_back(d);
+  long long n_out = 1, R = 1;
+  for (int64_t d : kept) n_out *= in.shape[static_cast<size_t>(d)];
+  for (int64_t d : dims) R *= in.shape[static_cast<size_t>(d)];
+  if (n_out == 0) {
+    *why = "the output is empty";
+    return false;
+  }
+  if (R == 0 && (op == "amax" || op == "amin")) {
+    *why = "an empty max or min (the CPU reports the error)";
+    return false;
+  }
+  std::vector<long long> st(in.shape.size(), 1);
+  for (size_t d = in.shape.size(); d-- > 1;) st[d - 1] = st[d] * in.shape[d];
+  bool fl = rt::is_float(in.dtype);
+  std::string acc_t = fl ? "double" : "long long", init, step;
+  reduction_ops(op, fl, &init, &step);
+  std::ostringstream src;
+  src << cuda_prelude() << "\n// prims." << op << " of " << storage_name(in.dtype) << rt::shape_str(in.shape) << " over dimensions";
+  for (int64_t d : dims) src << " " << d;
+  src << " (not contiguous): one thread per output\n";
+  src << "__device__ __forceinline__ " << acc_t << " tr_step(" << acc_t << " acc, " << acc_t << " v) { return " << step << "; }\n";
+  src << "extern \"C\" __global__ void __launch_bounds__(256) tr_kernel(const " << storage_name(in.dtype) << "* __restrict__ x, "
+      << storage_name(out.dtype) << "* __restrict__ y) {\n";
+  src << "  for (long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x; o < " << n_out
+      << "LL; o += (long long)gridDim.x * blockDim.x) {\n";
+  src << "    const long long base = " << strided("o", kept, in.shape, st) << ";\n";
+  src << "    " << acc_t << " acc = " << init << ";\n";
+  src << "    for (long long r = 0; r < " << R << "LL; ++r) acc = tr_step(acc, "
+      << load(in.dtype, "x[base + " + strided("r", dims, in.shape, st) + "]") << ");\n";
+  src << "    y[o] = " << store(out.dtype, "acc", fl) << ";\n  }\n}\n";
+  std::string text = src.str();
+  k->symbol = name_by_hash(text);
+  k->source = std::move(text);
+  k->threads = n_out;
+  return true;
+}
+
 bool generate_reduction(const ir::Stmt& s, SimpleKernel* k, std::string* why, int sm_count) {
   if (s.kind != ir::StmtKind::Prim || !s.op || s.args.empty() || s.args[0].kind != Arg::Kind::Proxy) {
     *why = "not a primitive reduction over a tensor";
@@ -64,11 +139,9 @@ bool generate_reduction(const ir::Stmt& s, SimpleKernel* k, std::string* why, in
     *why = "no dimensions to reduce";
     return false;
   }
-  for (size_t j = 1; j < dims.size(); ++j)
-    if (dims[j] != dims[j - 1] + 1) {
-      *why = "the reduced dimensions are not contiguous";
-      return false;
-    }
+  bool contiguous = true;
+  for (size_t j = 1; j < dims.size(); ++j) contiguous = contiguous && dims[j] == dims[j - 1] + 1;
+  if (!contiguous) return generate_strided_reduction(s, dims, k, why);
   long long A = 1, R = 1, B = 1;
   for (int64_t d = 0; d < static_cast<int64_t>(in.shape.size()); ++d)
     (d < dims.front() ? A : d > dims.back() ? B : R) *= in.shape[static_cast<size_t>(d)];
@@ -84,12 +157,7 @@ bool generate_reduction(const ir::Stmt& s, SimpleKernel* k, std::string* why, in
   bool fl = rt::is_float(in.dtype);
   std::string acc_t = fl ? "double" : "long long";
   std::string init, step;
-  if (op == "sum") init = "0", step = fl ? "acc + v" : "(long long)((unsigned long long)acc + (unsigned long long)v)";
-  if (op == "prod") init = "1", step = fl ? "acc * v" : "(long long)((unsigned long long)acc * (unsigned long long)v)";
-  if (op == "amax") init = fl ? "-__longlong_as_double(0x7ff0000000000000LL)" : "(-9223372036854775807LL - 1)",
-                step = fl ? "(acc != acc || acc >= v) ? acc : v" : "(acc >= v ? acc : v)";
-  if (op == "amin") init = fl ? "__longlong_as_double(0x7ff0000000000000LL)" : "9223372036854775807LL",
-                step = fl ? "(acc != acc || acc <= v) ? acc : v" : "(acc <= v ? acc : v)";
+  reduction_ops(op, fl, &init, &step);
   // Split R into S chunks when the outputs alone would leave the device mostly idle: S partial
   // results per output, then a second kernel combines them (in chunk order: deterministic).
   long long S = 1;

@@ -26,13 +26,18 @@ struct SimpleKernel {
   size_t inputs = 1;
 };
 
-// The input viewed as [A, R, B], reduced over R. Returns false (with why) when the reduced
-// dimensions are not contiguous or the op is not a reduction this supports.
+// The input viewed as [A, R, B], reduced over R (dimensions that are not contiguous go to
+// generate_strided_reduction). Returns false (with why) when the op is not a reduction this
+// supports or the output is empty.
 // sm_count sizes the split of long reductions over the device.
 bool generate_reduction(const ir::Stmt& s, SimpleKernel* k, std::string* why, int sm_count = 132);
 
 // out = broadcast_in_dim(a, shape, bdims) as a gather kernel.
 bool generate_broadcast(const ir::Stmt& s, SimpleKernel* k, std::string* why);
+
+// A reduction over dimensions that are not contiguous (dims normalised and sorted): one thread
+// per output, the reduced elements in order through their strides.
+bool generate_strided_reduction(const ir::Stmt& s, const std::vector<int64_t>& dims, SimpleKernel* k, std::string* why);
 
 // transpose, slice and cat as gather kernels (one thread per output element, coalesced writes).
 bool generate_layout(const ir::Stmt& s, SimpleKernel* k, std::string* why);
