@@ -742,6 +742,7 @@ std::optional<RunReport> Session::run(const std::string& entry, const std::strin
         }
         if (graph) {
           g.replay(*graph, ctx);
+          g.check_index_errors();
           results = download(g, graph_outs, ctx.allocator);
           rep.cuda_graph = true;
           rep.graph_nodes = graph->graph->nodes();
@@ -760,6 +761,7 @@ std::optional<RunReport> Session::run(const std::string& entry, const std::strin
             run_program_gpu(g, *prog, din, ctx);
           auto b1 = std::chrono::steady_clock::now();  // all work issued: the host's share ends here
           dev.synchronize();
+          if (graph) g.check_index_errors();
           ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - b0).count());
           host_ms.push_back(std::chrono::duration<double, std::milli>(b1 - b0).count());
         }

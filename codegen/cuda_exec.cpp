@@ -189,6 +189,7 @@ bool GpuExecutor::run_simple(const ir::Stmt& s, Values& env) {
   // The tensor arguments in order (a cat's list flattened, its empty parts left out as the
   // generator did), then the output.
   std::vector<rt::cuda::DevPtr> ptrs;
+  ptrs.reserve(k.inputs + 2);
   bool usable = true;
   std::function<void(const ir::Arg&)> collect = [&](const ir::Arg& a) {
     if (a.kind == K::Proxy) {
@@ -203,14 +204,26 @@ bool GpuExecutor::run_simple(const ir::Stmt& s, Values& env) {
       for (const ir::Arg& x : a.items) collect(x);
     }
   };
-  if (k.inputs > 0) collect(s.args[0]);
+  for (const ir::Arg& a : s.args)
+    if (ptrs.size() < k.inputs) collect(a);
   if (!usable || ptrs.size() != k.inputs) return false;
   DeviceTensor out = alloc(s.outputs[0]->type);
   auto grid = [&](long long threads) {
     return static_cast<unsigned>(std::max<long long>(1, std::min<long long>((threads + k.block - 1) / k.block, 65535LL)));
   };
-  if (k.symbol2.empty()) {
+  if (k.checks_index) index_check_pending_ = true;
+  if (k.checks_index && !k.symbol2.empty()) {
+    // take_backward into a narrower dtype: accumulate in the math type, then convert.
+    rt::cuda::Buffer acc(&dev_, static_cast<size_t>(k.partials) * k.accumulator_bytes);
+    rt::cuda::DevPtr g = ptrs[0], ix = ptrs[1], a = acc.ptr, err = index_errors(), y = out.ptr();
+    void* args1[] = {&g, &ix, &a, &err};
+    dev_.launch(sp.fn, grid(k.threads), k.block, args1);
+    void* args2[] = {&a, &y};
+    dev_.launch(sp.fn2, grid(k.threads2), k.block, args2);
+    stats_.launches += 2;
+  } else if (k.symbol2.empty()) {
     ptrs.push_back(out.ptr());
+    if (k.checks_index) ptrs.push_back(index_errors());
     std::vector<void*> args;
     for (auto& p : ptrs) args.push_back(&p);
     dev_.launch(sp.fn, grid(k.threads), k.block, args.data());
@@ -226,6 +239,28 @@ bool GpuExecutor::run_simple(const ir::Stmt& s, Values& env) {
   }
   env[s.outputs[0].get()] = std::move(out);
   return true;
+}
+
+rt::cuda::DevPtr GpuExecutor::index_errors() {
+  if (!index_err_) {
+    index_err_ = std::make_shared<rt::cuda::Buffer>(&dev_, sizeof index_err_host_);
+    std::fill(std::begin(index_err_host_), std::end(index_err_host_), 0ULL);
+    dev_.copy_to_device_async(index_err_->ptr, index_err_host_, sizeof index_err_host_);
+  }
+  return index_err_->ptr;
+}
+
+void GpuExecutor::check_index_errors() {
+  if (!index_check_pending_ || in_graph_) return;
+  index_check_pending_ = false;
+  dev_.synchronize();
+  unsigned long long e[3] = {0, 0, 0};
+  dev_.copy_to_host(e, index_err_->ptr, sizeof e);
+  if (!e[0]) return;
+  std::fill(std::begin(index_err_host_), std::end(index_err_host_), 0ULL);
+  dev_.copy_to_device(index_err_->ptr, index_err_host_, sizeof index_err_host_);
+  throw std::runtime_error("prims.take: index " + std::to_string(static_cast<long long>(e[1])) + " is out of range for " +
+                           std::to_string(static_cast<long long>(e[2])) + " rows");
 }
 
 void GpuExecutor::run_rng_state(const ir::Stmt& s, Values& env, ir::ExecContext& ctx) {
@@ -560,6 +595,7 @@ GpuExecutor::Values GpuExecutor::run(const ir::Trace& t, std::vector<DeviceTenso
   }
   inputs.clear();
   run_stmts(t.stmts, env, ctx, ir::lazy_transposes(t.stmts, &t.output));
+  check_index_errors();  // a gather or scatter with a bad index fails the run here
   Values out;
   ir::for_each_proxy(t.output, [&](const ir::ProxyPtr& p) {
     auto it = env.find(p.get());
@@ -603,6 +639,7 @@ std::unique_ptr<GpuGraph> GpuExecutor::capture(const std::function<void()>& work
     work();
   } catch (...) {
     in_graph_ = rng_ready_ = false;
+    index_check_pending_ = false;
     ctx.rng_offset = start;
     dev_.end_capture(false);
     throw;
@@ -611,6 +648,8 @@ std::unique_ptr<GpuGraph> GpuExecutor::capture(const std::function<void()>& work
   g = dev_.end_capture(true);
   auto out = std::make_unique<GpuGraph>();
   out->graph = std::move(g);
+  out->checks_index = index_check_pending_;
+  index_check_pending_ = false;
   out->draws = ctx.rng_offset - start;
   out->launches = stats_.launches - launches;
   out->gemms = stats_.gemms - gemms;
@@ -627,6 +666,7 @@ void GpuExecutor::replay(GpuGraph& g, ir::ExecContext& ctx) {
     dev_.copy_to_device_async(rng_base_->ptr, rng_host_, sizeof rng_host_);
   }
   dev_.launch_graph(*g.graph);
+  if (g.checks_index) index_check_pending_ = true;  // read by check_index_errors()
   ctx.rng_offset += g.draws;
   stats_.launches += g.launches;
   stats_.gemms += g.gemms;

@@ -57,6 +57,7 @@ struct GpuGraph {
   std::unique_ptr<rt::cuda::Graph> graph;
   uint64_t draws = 0;                  // random offsets one replay consumes
   size_t launches = 0, gemms = 0;      // per replay
+  bool checks_index = false;           // it gathers or scatters: check_index_errors() after it
 };
 
 class GpuExecutor {
@@ -79,6 +80,9 @@ class GpuExecutor {
   std::unique_ptr<GpuGraph> capture(const std::function<void()>& work, ir::ExecContext& ctx);
   // Launches g (asynchronously): the buffers captured as inputs are read as they are now.
   void replay(GpuGraph& g, ir::ExecContext& ctx);
+  // After replays (run() does it itself): waits for the device and throws when a take or
+  // take_backward met an index out of range.
+  void check_index_errors();
   rt::Tensor download(const rt::cuda::DeviceTensor& t, rt::Allocator* al);
 
   // Generates every kernel the traces will launch and compiles those missing from the memory and
@@ -151,6 +155,11 @@ class GpuExecutor {
   uint64_t rng_start_ = 0;
   bool rng_ready_ = false;
   bool in_graph_ = false;  // capturing: nothing may synchronize
+  // take and take_backward report a bad index here (flag, index, rows); read after the run.
+  rt::cuda::DevPtr index_errors();
+  std::shared_ptr<rt::cuda::Buffer> index_err_;
+  unsigned long long index_err_host_[3] = {0, 0, 0};
+  bool index_check_pending_ = false;
   bool profile_ = false;
   std::unordered_map<std::string, std::pair<double, int>> profile_table_;
 };

@@ -229,6 +229,8 @@ bool generate_simple(const ir::Stmt& s, SimpleKernel* k, std::string* why, int s
     if (op == "broadcast_in_dim") return generate_broadcast(s, k, why);
     if (op == "transpose" || op == "slice" || op == "cat") return generate_layout(s, k, why);
     if (op == "full" || op == "iota") return generate_creation(s, k, why);
+    if (op == "take") return generate_take(s, k, why);
+    if (op == "take_backward") return generate_take_backward(s, k, why);
   }
   return generate_reduction(s, k, why, sm_count);
 }
@@ -389,6 +391,130 @@ bool generate_creation(const ir::Stmt& s, SimpleKernel* k, std::string* why) {
       << "LL; i += (long long)gridDim.x * blockDim.x) y[i] = " << value << ";\n}\n";
   finish(k, src, n);
   k->inputs = 0;
+  return true;
+}
+
+namespace {
+// Records the first bad index of a gather or scatter: err[0] = 1, err[1] = the index,
+// err[2] = the rows it had to fall in. The executor reads it after the run.
+const char* kIndexError =
+    "__device__ __forceinline__ void tr_index_error(unsigned long long* err, long long ix, long long rows) {\n"
+    "  if (atomicCAS(err, 0ULL, 1ULL) == 0ULL) {\n"
+    "    err[1] = (unsigned long long)ix;\n"
+    "    err[2] = (unsigned long long)rows;\n"
+    "  }\n"
+    "}\n";
+
+// The type the CPU accumulates a scatter in (runtime/kernel_util.h math_of), and conversions.
+const char* math_name(DType d) { return d == DType::f64 ? "double" : rt::is_float(d) ? "float" : "long long"; }
+std::string to_math_value(DType d, const std::string& ref) {
+  switch (d) {
+    case DType::bf16: return "tr_from_bf16(" + ref + ")";
+    case DType::f16: return "tr_from_f16(" + ref + ")";
+    case DType::f32:
+    case DType::f64: return ref;
+    default: return "(long long)" + ref;
+  }
+}
+std::string from_math_value(DType d, const std::string& v) {
+  switch (d) {
+    case DType::bf16: return "tr_to_bf16(" + v + ")";
+    case DType::f16: return "tr_to_f16(" + v + ")";
+    case DType::f32:
+    case DType::f64: return v;
+    default: return std::string("(") + storage_name(d) + ")(" + v + ")";
+  }
+}
+}  // namespace
+
+bool generate_take(const ir::Stmt& s, SimpleKernel* k, std::string* why) {
+  if (s.args.size() < 2 || s.args[0].kind != Arg::Kind::Proxy || s.args[1].kind != Arg::Kind::Proxy) {
+    *why = "take of something that is not a tensor";
+    return false;
+  }
+  const ir::TensorType& a = s.args[0].proxy->type;
+  const ir::TensorType& idx = s.args[1].proxy->type;
+  const ir::TensorType& out = s.outputs[0]->type;
+  long long n = rt::numel(out.shape), rows = a.shape.empty() ? 0 : a.shape[0];
+  long long cols = rows ? rt::numel(a.shape) / rows : 0;
+  if (n == 0 || cols == 0) {
+    *why = "the output is empty";
+    return false;
+  }
+  std::ostringstream src;
+  src << cuda_prelude() << "\n// prims.take: rows of " << storage_name(a.dtype) << rt::shape_str(a.shape) << " at "
+      << storage_name(idx.dtype) << rt::shape_str(idx.shape) << "\n" << kIndexError;
+  src << "extern \"C\" __global__ void __launch_bounds__(256) tr_kernel(const " << storage_name(a.dtype) << "* __restrict__ a, const "
+      << storage_name(idx.dtype) << "* __restrict__ index, " << storage_name(out.dtype) << "* __restrict__ y, unsigned long long* err) {\n";
+  src << "  const long long C = " << cols << "LL, ROWS = " << rows << "LL;\n";
+  src << "  for (long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x; o < " << n << "LL; o += (long long)gridDim.x * blockDim.x) {\n";
+  src << "    const long long ix = (long long)index[o / C];\n";
+  src << "    if (ix < 0 || ix >= ROWS) {\n      tr_index_error(err, ix, ROWS);\n      y[o] = 0;\n      continue;\n    }\n";
+  src << "    y[o] = a[ix * C + o % C];\n  }\n}\n";
+  std::string text = src.str();
+  k->symbol = name_by_hash(text);
+  k->source = std::move(text);
+  k->threads = n;
+  k->inputs = 2;
+  k->checks_index = true;
+  return true;
+}
+
+bool generate_take_backward(const ir::Stmt& s, SimpleKernel* k, std::string* why) {
+  if (s.args.size() < 3 || s.args[0].kind != Arg::Kind::Proxy || s.args[1].kind != Arg::Kind::Proxy) {
+    *why = "take_backward of something that is not a tensor";
+    return false;
+  }
+  const ir::TensorType& g = s.args[0].proxy->type;
+  const ir::TensorType& idx = s.args[1].proxy->type;
+  const ir::TensorType& out = s.outputs[0]->type;
+  if (g.dtype == DType::b8) {
+    *why = "a bool gradient (the CPU reports the error)";
+    return false;
+  }
+  long long rows = out.shape.empty() ? 0 : out.shape[0], n_idx = rt::numel(idx.shape);
+  long long cols = rows ? rt::numel(out.shape) / rows : 0;
+  if (rows == 0 || cols == 0) {
+    *why = "the output is empty";
+    return false;
+  }
+  // As the CPU does it: every column's additions in index order, in the math type (one thread
+  // per column: deterministic and race-free), then one conversion to the gradient's dtype.
+  const bool direct = std::string(math_name(g.dtype)) == storage_name(out.dtype);
+  const std::string acc_t = math_name(g.dtype);
+  std::ostringstream src;
+  src << cuda_prelude() << "\n// prims.take_backward: " << n_idx << " rows of " << storage_name(g.dtype) << " added into "
+      << rt::shape_str(out.shape) << " at " << storage_name(idx.dtype) << " indices, in index order\n" << kIndexError;
+  src << "extern \"C\" __global__ void __launch_bounds__(256) tr_kernel(const " << storage_name(g.dtype) << "* __restrict__ grad, const "
+      << storage_name(idx.dtype) << "* __restrict__ index, " << acc_t << "* __restrict__ acc, unsigned long long* err) {\n";
+  src << "  const long long C = " << cols << "LL, ROWS = " << rows << "LL, N = " << n_idx << "LL;\n";
+  src << "  for (long long c = (long long)blockIdx.x * blockDim.x + threadIdx.x; c < C; c += (long long)gridDim.x * blockDim.x) {\n";
+  src << "    for (long long r = 0; r < ROWS; ++r) acc[r * C + c] = 0;\n";
+  src << "    for (long long i = 0; i < N; ++i) {\n";
+  src << "      const long long ix = (long long)index[i];\n";
+  src << "      if (ix < 0 || ix >= ROWS) {\n        tr_index_error(err, ix, ROWS);\n        continue;\n      }\n";
+  std::string add = rt::is_float(g.dtype) ? "acc[ix * C + c] + " + to_math_value(g.dtype, "grad[i * C + c]")
+                                           : "(long long)((unsigned long long)acc[ix * C + c] + (unsigned long long)" +
+                                                 to_math_value(g.dtype, "grad[i * C + c]") + ")";
+  src << "      acc[ix * C + c] = " << add << ";\n    }\n  }\n}\n";
+  if (!direct) {
+    src << "extern \"C\" __global__ void __launch_bounds__(256) tr_kernel_2(const " << acc_t << "* __restrict__ acc, "
+        << storage_name(out.dtype) << "* __restrict__ y) {\n";
+    src << "  for (long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x; o < " << rows * cols
+        << "LL; o += (long long)gridDim.x * blockDim.x) y[o] = " << from_math_value(out.dtype, "acc[o]") << ";\n}\n";
+  }
+  std::string text = src.str();
+  k->symbol = name_by_hash(text);
+  if (!direct) {
+    k->symbol2 = k->symbol + "_2";
+    k->threads2 = rows * cols;
+    k->partials = rows * cols;  // elements of the accumulator (math type)
+  }
+  k->source = std::move(text);
+  k->threads = cols;
+  k->inputs = 2;
+  k->checks_index = true;
+  k->accumulator_bytes = std::string(acc_t) == "float" ? 4 : 8;
   return true;
 }
 

@@ -24,6 +24,10 @@ struct SimpleKernel {
   // Tensor inputs, in argument order (a cat's list flattened; empty inputs of a cat left out);
   // the output follows them. Reductions and broadcasts read one.
   size_t inputs = 1;
+  // take and take_backward: the kernel's last parameter is the executor's index-error buffer
+  // (unsigned long long[3]), checked after the run.
+  bool checks_index = false;
+  size_t accumulator_bytes = 8;  // bytes per partial (two-stage kernels)
 };
 
 // The input viewed as [A, R, B], reduced over R (dimensions that are not contiguous go to
@@ -44,6 +48,15 @@ bool generate_layout(const ir::Stmt& s, SimpleKernel* k, std::string* why);
 
 // full and iota (iota in 16-bit floats is left to the CPU).
 bool generate_creation(const ir::Stmt& s, SimpleKernel* k, std::string* why);
+
+// take (rows of a table at an index tensor) as a gather; out-of-range indices are reported
+// through the error buffer.
+bool generate_take(const ir::Stmt& s, SimpleKernel* k, std::string* why);
+
+// take_backward as the CPU computes it: one thread per column adds the rows in index order in
+// the math type (deterministic, race-free), then a second kernel converts when the gradient's
+// dtype is narrower.
+bool generate_take_backward(const ir::Stmt& s, SimpleKernel* k, std::string* why);
 
 // A tensor of type out filled with v (converted as the CPU converts it).
 bool generate_fill(const ir::TensorType& out, const rt::Scalar& v, SimpleKernel* k, std::string* why);

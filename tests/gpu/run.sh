@@ -28,7 +28,7 @@ for f in examples/*.trace; do
 done
 # Every elementwise primitive on every dtype, reductions, broadcasts, matmuls and fallbacks
 # (tests/gpu/ops.trace), one kernel per op and fused.
-for e in ops_f32 ops_bf16 ops_f16 ops_f64 ops_i32 ops_i64 ops_i8 ops_u8 ops_b8 ops_reduce_f32 ops_reduce_lowp ops_broadcast ops_matmul ops_layout ops_fallback; do
+for e in ops_f32 ops_bf16 ops_f16 ops_f64 ops_i32 ops_i64 ops_i8 ops_u8 ops_b8 ops_reduce_f32 ops_reduce_lowp ops_broadcast ops_matmul ops_layout ops_fallback ops_gather; do
   for passes in "" "fuse"; do
     label="ops.trace $e ${passes:-no passes}"
     args=(--entry "$e")
@@ -68,5 +68,17 @@ for f in examples/*.trace; do
 done
 check "examples/chain.trace 2^22 elements cuda-graph" examples/chain.trace --entry chain --passes philox,fuse --set R=1024 --set C=4096 -- --cuda-graph
 check "bench/launch.trace cuda-graph" bench/launch.trace -- --cuda-graph --bench 3
+# A gather with indices out of range fails the run with a clear message (random indices lie
+# in [0, 16), the table has 8 rows), eagerly and under --cuda-graph.
+printf 'def f(t: f32[8, 4], i: i64[64]):\n    return prims.take(t, i, 0)\n' >"$tmp/bad_index.trace"
+for extra in "" "--cuda-graph"; do
+  if "$TRACER" run "$tmp/bad_index.trace" --device cuda $extra >"$tmp/bad.log" 2>&1; then
+    echo "FAIL bad index $extra: the run succeeded"; fail=1
+  elif ! grep -q "is out of range for 8 rows" "$tmp/bad.log"; then
+    echo "FAIL bad index $extra: no clear message"; cat "$tmp/bad.log"; fail=1
+  else
+    echo "ok   bad index $extra: $(grep -o 'index -*[0-9]* is out of range for 8 rows' "$tmp/bad.log")"
+  fi
+done
 [ $fail = 0 ] && echo "GPU TESTS PASSED" || echo "GPU TESTS FAILED"
 exit $fail
