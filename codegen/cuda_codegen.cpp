@@ -94,28 +94,6 @@ std::string to_math(const std::string& e, Reg from, Reg to) {
   return e;
 }
 
-std::string load_expr(DType d, const std::string& ref) {
-  switch (d) {
-    case DType::bf16: return "tr_from_bf16(" + ref + ")";
-    case DType::f16: return "tr_from_f16(" + ref + ")";
-    case DType::b8: return "(" + ref + " != 0)";
-    case DType::f32:
-    case DType::f64: return ref;
-    default: return "(long long)" + ref;
-  }
-}
-
-std::string store_expr(DType d, const std::string& v) {
-  switch (d) {
-    case DType::bf16: return "tr_to_bf16(" + v + ")";
-    case DType::f16: return "tr_to_f16(" + v + ")";
-    case DType::b8: return "(tr_b8)(" + v + ")";
-    case DType::f32:
-    case DType::f64: return v;
-    default: return std::string("(") + storage_name(d) + ")(" + v + ")";
-  }
-}
-
 std::string literal(const Arg& a, Reg math) {
   char buf[64];
   double v = a.number();
@@ -281,7 +259,66 @@ std::string prim_expr(const Stmt& ps, const std::function<std::string(const ir::
   return expr;
 }
 
+// A group's inputs: the proxies its primitives read before the group defines them, in order of
+// first use.
+std::vector<ir::ProxyPtr> group_inputs(const std::vector<const Stmt*>& prims) {
+  std::unordered_set<const ir::Proxy*> defined, seen;
+  std::vector<ir::ProxyPtr> inputs;
+  for (const Stmt* p : prims) {
+    for (const Arg& a : p->args)
+      ir::for_each_proxy(a, [&](const ir::ProxyPtr& q) {
+        if (!defined.count(q.get()) && seen.insert(q.get()).second) inputs.push_back(q);
+      });
+    for (const auto& o : p->outputs) defined.insert(o.get());
+  }
+  return inputs;
+}
+
+// C names of a kernel's values: the trace's names made valid and unique, or canonical ones
+// ("v0", "v1", ...) for the structure that keys the caches.
+class Namer {
+ public:
+  explicit Namer(bool canonical) : canonical_(canonical) {}
+  std::string operator()(const ir::ProxyPtr& p) {
+    auto it = names_.find(p.get());
+    if (it != names_.end()) return it->second;
+    std::string base = canonical_ ? "v" + std::to_string(names_.size()) : c_name(p->name), n = base;
+    for (int j = 2; used_.count(n); ++j) n = base + "_" + std::to_string(j);
+    used_.insert(n);
+    names_[p.get()] = n;
+    return n;
+  }
+
+ private:
+  bool canonical_;
+  std::unordered_map<const ir::Proxy*, std::string> names_;
+  std::unordered_set<std::string> used_;
+};
+
 }  // namespace
+
+std::string load_expr(DType d, const std::string& ref) {
+  switch (d) {
+    case DType::bf16: return "tr_from_bf16(" + ref + ")";
+    case DType::f16: return "tr_from_f16(" + ref + ")";
+    case DType::b8: return "(" + ref + " != 0)";
+    case DType::f32:
+    case DType::f64: return ref;
+    default: return "(long long)" + ref;
+  }
+}
+
+std::string store_expr(DType d, const std::string& v) {
+  switch (d) {
+    case DType::bf16: return "tr_to_bf16(" + v + ")";
+    case DType::f16: return "tr_to_f16(" + v + ")";
+    case DType::b8: return "(tr_b8)(" + v + ")";
+    case DType::f32:
+    case DType::f64: return v;
+    default: return std::string("(") + storage_name(d) + ")(" + v + ")";
+  }
+}
+
 
 bool is_elementwise_group(const Stmt& s, std::string* why) {
   auto no = [&](const std::string& w) {
@@ -370,27 +407,8 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical) {
   k.elements = rt::numel(shape);
   k.origin = ir::print_stmt_line(s);
 
-  // Inputs: proxies read before the group defines them, in order of first use.
-  std::unordered_set<const ir::Proxy*> defined, seen;
-  std::vector<ir::ProxyPtr> inputs;
-  for (const Stmt* p : prims) {
-    for (const Arg& a : p->args)
-      ir::for_each_proxy(a, [&](const ir::ProxyPtr& q) {
-        if (!defined.count(q.get()) && seen.insert(q.get()).second) inputs.push_back(q);
-      });
-    for (const auto& o : p->outputs) defined.insert(o.get());
-  }
-  std::unordered_map<const ir::Proxy*, std::string> names;
-  std::unordered_set<std::string> used_names;
-  auto name_of = [&](const ir::ProxyPtr& p) -> std::string {
-    auto it = names.find(p.get());
-    if (it != names.end()) return it->second;
-    std::string base = canonical ? "v" + std::to_string(names.size()) : c_name(p->name), n = base;
-    for (int j = 2; used_names.count(n); ++j) n = base + "_" + std::to_string(j);
-    used_names.insert(n);
-    names[p.get()] = n;
-    return n;
-  };
+  const std::vector<ir::ProxyPtr> inputs = group_inputs(prims);
+  Namer name_of(canonical);
   std::vector<ir::ProxyPtr> full_in, bcast_in;
   for (const auto& p : inputs) (p->type.shape == shape ? full_in : bcast_in).push_back(p);
   for (const auto& p : inputs) k.params.push_back({p->name, p->type, false, p});
@@ -622,34 +640,10 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
   k.row_length = C;
   k.rows = C ? k.elements / C : 0;
 
-  std::unordered_set<const ir::Proxy*> defined, seen;
-  std::vector<ir::ProxyPtr> inputs;
-  std::unordered_map<const ir::Proxy*, const Stmt*> producer;
-  for (const Stmt* p : prims) {
-    for (const Arg& a : p->args)
-      ir::for_each_proxy(a, [&](const ir::ProxyPtr& q) {
-        if (!defined.count(q.get()) && seen.insert(q.get()).second) inputs.push_back(q);
-      });
-    for (const auto& o : p->outputs) {
-      defined.insert(o.get());
-      producer[o.get()] = p;
-    }
-  }
-  std::unordered_map<const ir::Proxy*, std::string> names;
-  std::unordered_set<std::string> used_names;
-  auto name_of = [&](const ir::ProxyPtr& p) -> std::string {
-    auto it = names.find(p.get());
-    if (it != names.end()) return it->second;
-    std::string base = canonical ? "v" + std::to_string(names.size()) : c_name(p->name), n = base;
-    for (int j = 2; used_names.count(n); ++j) n = base + "_" + std::to_string(j);
-    used_names.insert(n);
-    names[p.get()] = n;
-    return n;
-  };
+  const std::vector<ir::ProxyPtr> inputs = group_inputs(prims);
+  Namer name_of(canonical);
   for (const auto& p : inputs) k.params.push_back({p->name, p->type, false, p});
   for (const auto& o : s.outputs) k.params.push_back({o->name, o->type, true, o});
-  std::unordered_set<const ir::Proxy*> input_set;
-  for (const auto& p : inputs) input_set.insert(p.get());
 
   // The lines that compute `targets` for flat index i: loads of the inputs they need, then the
   // elementwise primitives in order. Reduction results are the row's variables already.

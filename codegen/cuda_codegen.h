@@ -65,6 +65,11 @@ std::string hash_hex(const std::string& text);
 // The C type that stores a dtype's elements in generated code ("tr_bf16", "float", ...).
 const char* storage_name(rt::DType d);
 
+// A stored element `ref` as the register value it is computed in (bf16/f16 to float, bool to
+// bool, integers to long long), and a register value back to its storage type.
+std::string load_expr(rt::DType d, const std::string& ref);
+std::string store_expr(rt::DType d, const std::string& v);
+
 // Names a generated kernel by its text: every "tr_kernel" in source becomes "tr_<hash of the
 // text>", which is returned (kernels that differ only in names then share one name).
 std::string name_by_hash(std::string& source);

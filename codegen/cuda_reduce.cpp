@@ -405,26 +405,8 @@ const char* kIndexError =
     "  }\n"
     "}\n";
 
-// The type the CPU accumulates a scatter in (runtime/kernel_util.h math_of), and conversions.
+// The type the CPU accumulates a scatter in (runtime/kernel_util.h math_of).
 const char* math_name(DType d) { return d == DType::f64 ? "double" : rt::is_float(d) ? "float" : "long long"; }
-std::string to_math_value(DType d, const std::string& ref) {
-  switch (d) {
-    case DType::bf16: return "tr_from_bf16(" + ref + ")";
-    case DType::f16: return "tr_from_f16(" + ref + ")";
-    case DType::f32:
-    case DType::f64: return ref;
-    default: return "(long long)" + ref;
-  }
-}
-std::string from_math_value(DType d, const std::string& v) {
-  switch (d) {
-    case DType::bf16: return "tr_to_bf16(" + v + ")";
-    case DType::f16: return "tr_to_f16(" + v + ")";
-    case DType::f32:
-    case DType::f64: return v;
-    default: return std::string("(") + storage_name(d) + ")(" + v + ")";
-  }
-}
 }  // namespace
 
 bool generate_take(const ir::Stmt& s, SimpleKernel* k, std::string* why) {
@@ -493,15 +475,15 @@ bool generate_take_backward(const ir::Stmt& s, SimpleKernel* k, std::string* why
   src << "    for (long long i = 0; i < N; ++i) {\n";
   src << "      const long long ix = (long long)index[i];\n";
   src << "      if (ix < 0 || ix >= ROWS) {\n        tr_index_error(err, ix, ROWS);\n        continue;\n      }\n";
-  std::string add = rt::is_float(g.dtype) ? "acc[ix * C + c] + " + to_math_value(g.dtype, "grad[i * C + c]")
+  std::string add = rt::is_float(g.dtype) ? "acc[ix * C + c] + " + load_expr(g.dtype, "grad[i * C + c]")
                                            : "(long long)((unsigned long long)acc[ix * C + c] + (unsigned long long)" +
-                                                 to_math_value(g.dtype, "grad[i * C + c]") + ")";
+                                                 load_expr(g.dtype, "grad[i * C + c]") + ")";
   src << "      acc[ix * C + c] = " << add << ";\n    }\n  }\n}\n";
   if (!direct) {
     src << "extern \"C\" __global__ void __launch_bounds__(256) tr_kernel_2(const " << acc_t << "* __restrict__ acc, "
         << storage_name(out.dtype) << "* __restrict__ y) {\n";
     src << "  for (long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x; o < " << rows * cols
-        << "LL; o += (long long)gridDim.x * blockDim.x) y[o] = " << from_math_value(out.dtype, "acc[o]") << ";\n}\n";
+        << "LL; o += (long long)gridDim.x * blockDim.x) y[o] = " << store_expr(out.dtype, "acc[o]") << ";\n}\n";
   }
   std::string text = src.str();
   k->symbol = name_by_hash(text);
