@@ -647,7 +647,21 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
 
   // The lines that compute `targets` for flat index i: loads of the inputs they need, then the
   // elementwise primitives in order. Reduction results are the row's variables already.
-  auto element_lines = [&](const std::vector<ir::ProxyPtr>& targets, const std::string& indent) {
+  // Vector width: 16 bytes of the narrowest row-shaped tensor per access, when it divides C.
+  size_t narrow = 16;
+  for (const auto& p : inputs)
+    if (p->type.shape == shape) narrow = std::min(narrow, rt::dtype_size(p->type.dtype));
+  for (const auto& o : s.outputs)
+    if (o->type.shape == shape) narrow = std::min(narrow, rt::dtype_size(o->type.dtype));
+  const int V = C % static_cast<int64_t>(std::min<size_t>(8, 16 / narrow)) == 0 ? static_cast<int>(std::min<size_t>(8, 16 / narrow)) : 1;
+  k.vector_width = V;
+
+  // The lines that compute `targets` for element i = base + c: loads of the inputs they need
+  // (row-shaped ones from the vector `NAME_v[k]` when vec), then the elementwise primitives in
+  // order. Reduction results are the row's variables already. *row_inputs gets the row-shaped
+  // inputs read.
+  auto element_lines = [&](const std::vector<ir::ProxyPtr>& targets, const std::string& indent, bool vec,
+                           std::vector<ir::ProxyPtr>* row_inputs) {
     std::unordered_set<const ir::Proxy*> need;
     for (const auto& t : targets) need.insert(t.get());
     std::vector<const Stmt*> chosen;
@@ -662,16 +676,61 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
     }
     std::reverse(chosen.begin(), chosen.end());
     std::ostringstream o;
-    for (const auto& p : inputs)
-      if (need.count(p.get()))
-        o << indent << "const " << reg_name(reg_of(p->type.dtype)) << " " << name_of(p) << " = "
-          << load_expr(p->type.dtype, "p_" + name_of(p) + "[" + offset_expr(p->type.shape, shape, "LL") + "]") << ";\n";
+    for (const auto& p : inputs) {
+      if (!need.count(p.get())) continue;
+      bool row_shaped = p->type.shape == shape;
+      if (row_shaped) row_inputs->push_back(p);
+      std::string ref = vec && row_shaped ? name_of(p) + "_v[k]" : "p_" + name_of(p) + "[" + offset_expr(p->type.shape, shape, "LL") + "]";
+      o << indent << "const " << reg_name(reg_of(p->type.dtype)) << " " << name_of(p) << " = " << load_expr(p->type.dtype, ref) << ";\n";
+    }
     for (const Stmt* p : chosen) {
       const ir::ProxyPtr& out = p->outputs[0];
       o << indent << "const " << reg_name(reg_of(out->type.dtype)) << " " << name_of(out) << " = "
         << prim_expr(*p, [&](const ir::ProxyPtr& q) { return name_of(q); }) << ";  // "
         << (canonical ? name_of(out) : out->name) << " = prims." << p->op->name << "\n";
     }
+    return o.str();
+  };
+
+  // A loop over the row's columns computing `targets`, then `tail` per element: with vector
+  // accesses when the launcher says the pointers allow (vec_ok), else one element at a time.
+  // full_outs are stored from the element's variables (vectors of V in the vector loop).
+  auto column_loop = [&](const std::vector<ir::ProxyPtr>& targets, const std::vector<ir::ProxyPtr>& full_outs,
+                         const std::vector<std::string>& tail_lines, const std::string& indent) {
+    auto tail = [&](const std::string& ind) {
+      std::string t;
+      for (const auto& l : tail_lines) t += ind + l + "\n";
+      return t;
+    };
+    std::ostringstream o;
+    std::string in2 = indent + "  ", in3 = indent + "    ", in4 = indent + "      ";
+    if (V > 1) {
+      std::vector<ir::ProxyPtr> row_in;
+      std::string lines = element_lines(targets, in4, true, &row_in);
+      o << indent << "if (vec_ok) {\n";
+      o << in2 << "for (long long c0 = (long long)threadIdx.x * " << V << "; c0 < C; c0 += (long long)blockDim.x * " << V << ") {\n";
+      for (const auto& p : row_in)
+        o << in3 << "__align__(16) " << storage_name(p->type.dtype) << " " << name_of(p) << "_v[" << V << "];\n"
+          << in3 << "tr_copy<" << V << " * sizeof(" << storage_name(p->type.dtype) << ")>(" << name_of(p) << "_v, p_" << name_of(p)
+          << " + base + c0);\n";
+      for (const auto& p : full_outs)
+        o << in3 << "__align__(16) " << storage_name(p->type.dtype) << " " << name_of(p) << "_o[" << V << "];\n";
+      o << in3 << "#pragma unroll\n" << in3 << "for (int k = 0; k < " << V << "; ++k) {\n";
+      o << in4 << "const long long c = c0 + k, i = base + c;\n" << lines;
+      for (const auto& p : full_outs) o << in4 << name_of(p) << "_o[k] = " << store_expr(p->type.dtype, name_of(p)) << ";\n";
+      o << tail(in4) << in3 << "}\n";
+      for (const auto& p : full_outs)
+        o << in3 << "tr_copy<" << V << " * sizeof(" << storage_name(p->type.dtype) << ")>(p_" << name_of(p) << " + base + c0, "
+          << name_of(p) << "_o);\n";
+      o << in2 << "}\n" << indent << "} else {\n";
+    }
+    std::vector<ir::ProxyPtr> unused;
+    std::string ind = V > 1 ? in2 : indent;
+    o << ind << "for (long long c = threadIdx.x; c < C; c += blockDim.x) {\n" << ind << "  const long long i = base + c;\n";
+    o << element_lines(targets, ind + "  ", false, &unused);
+    for (const auto& p : full_outs) o << ind << "  p_" << name_of(p) << "[i] = " << store_expr(p->type.dtype, name_of(p)) << ";\n";
+    o << tail(ind + "  ") << ind << "}\n";
+    if (V > 1) o << indent << "}\n";
     return o.str();
   };
 
@@ -686,7 +745,7 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
   body << "extern \"C\" __global__ void __launch_bounds__(256) " << name << "(";
   for (const auto& p : inputs) body << "const " << storage_name(p->type.dtype) << "* __restrict__ p_" << name_of(p) << ", ";
   for (const auto& o : s.outputs) body << storage_name(o->type.dtype) << "* __restrict__ p_" << name_of(o) << ", ";
-  body << "long long rows) {\n";
+  body << "long long rows, int vec_ok) {\n";
   body << "  __shared__ double tr_part[256];\n";
   body << "  const long long C = " << C << "LL;\n";
   body << "  for (long long r = blockIdx.x; r < rows; r += gridDim.x) {\n";
@@ -700,9 +759,7 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
     std::string step = op == "sum" ? "acc + v" : op == "amax" ? "(acc != acc || acc >= v) ? acc : v" : "(acc != acc || acc <= v) ? acc : v";
     body << "    // " << (canonical ? name_of(y) : y->name) << " = prims." << op << " over the row\n";
     body << "    {\n      double acc = " << init << ";\n";
-    body << "      for (long long c = threadIdx.x; c < C; c += blockDim.x) {\n        const long long i = base + c;\n";
-    body << element_lines({x}, "        ");
-    body << "        const double v = (double)" << name_of(x) << ";\n        acc = " << step << ";\n      }\n";
+    body << column_loop({x}, {}, {"{ const double v = (double)" + name_of(x) + "; acc = " + step + "; }"}, "      ");
     body << "      tr_part[threadIdx.x] = acc;\n      __syncthreads();\n";
     body << "      for (int w = blockDim.x / 2; w > 0; w >>= 1) {\n";
     body << "        if (threadIdx.x < w) { const double v = tr_part[threadIdx.x + w]; acc = tr_part[threadIdx.x]; tr_part[threadIdx.x] = " << step << "; }\n";
@@ -725,12 +782,9 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
   if (!full.empty() || !per_row.empty()) {
     std::vector<ir::ProxyPtr> targets = full;
     targets.insert(targets.end(), per_row.begin(), per_row.end());
-    body << "    for (long long c = threadIdx.x; c < C; c += blockDim.x) {\n      const long long i = base + c;\n";
-    body << element_lines(targets, "      ");
-    for (const auto& o : full) body << "      p_" << name_of(o) << "[i] = " << store_expr(o->type.dtype, name_of(o)) << ";\n";
-    for (const auto& o : per_row)
-      body << "      if (c == 0) p_" << name_of(o) << "[r] = " << store_expr(o->type.dtype, name_of(o)) << ";\n";
-    body << "    }\n";
+    std::vector<std::string> tail;
+    for (const auto& o : per_row) tail.push_back("if (c == 0) p_" + name_of(o) + "[r] = " + store_expr(o->type.dtype, name_of(o)) + ";");
+    body << column_loop(targets, full, tail, "    ");
   }
   body << "  }\n}\n";
   k.source = std::string(cuda_prelude()) + "\n" + body.str();

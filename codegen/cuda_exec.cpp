@@ -383,8 +383,14 @@ void GpuExecutor::run_row_kernel(const ir::Stmt& s, Values& env) {
     }
   }
   long long rows = k.rows;
+  // Vector accesses need every row-shaped tensor 16-byte aligned (rows then are too: the
+  // generator vectorizes only when the vector width divides the row).
+  int vec_ok = 1;
+  for (size_t j = 0; j < k.params.size(); ++j)
+    if (rt::numel(k.params[j].type.shape) == k.elements && ptrs[j] % 16 != 0) vec_ok = 0;
   for (auto& q : ptrs) args.push_back(&q);
   args.push_back(&rows);
+  args.push_back(&vec_ok);
   if (rows > 0) {
     dev_.launch(kit->second.fn, static_cast<unsigned>(std::min<long long>(rows, 1LL << 30)), 256, args.data());
     stats_.launches++;

@@ -156,6 +156,11 @@ def f(x: f32[64, 32], w: f32[32], big: f32[4096, 64]):
     CHECK(k->row_length == 32);
     CHECK_THAT(k->source, Catch::Contains("for (long long r = blockIdx.x; r < rows; r += gridDim.x)"));
     CHECK_THAT(k->source, Catch::Contains("double acc"));
+    // f32 rows of 32: 16-byte accesses of 4 elements when the launcher finds the pointers
+    // aligned, one element at a time otherwise.
+    CHECK(k->vector_width == 4);
+    CHECK_THAT(k->source, Catch::Contains("if (vec_ok) {"));
+    CHECK_THAT(k->source, Catch::Contains("tr_copy<4 * sizeof(float)>("));
   }
   CHECK_THAT(rows[0]->source, Catch::Contains("prims.amax over the row"));
   CHECK_THAT(rows[0]->source, Catch::Contains("prims.sum over the row"));
