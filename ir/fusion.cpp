@@ -100,8 +100,11 @@ bool runs_fused(const Stmt& s) {
     if (must_split) return false;
     return t.shape.size() < rank || t.shape[0] == 1;
   };
+  bool reduces = false;
   for (const Stmt* p : prims) {
-    if (!fusible_prim(*p)) return false;
+    bool row = row_reduction(*p);
+    reduces = reduces || row;
+    if (!fusible_prim(*p) && !row) return false;
     for (const auto& o : p->outputs)
       if (!fits(o->type, false)) return false;
     for (const Arg& a : p->args) {
@@ -112,6 +115,8 @@ bool runs_fused(const Stmt& s) {
   }
   for (const auto& o : s.outputs)
     if (!fits(o->type, true)) return false;
+  // A row group splits by rows only when the reduced (last) dimension is not the row dimension.
+  if (reduces && rank < 2) return false;
   return true;
 }
 

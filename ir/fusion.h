@@ -1,6 +1,7 @@
-// Fused execution of elementwise groups on the CPU: a composite or fusion statement made only of
-// elementwise primitives runs in blocks of rows, so its intermediates never exist at full size.
-// The executor and the memory estimator both use runs_fused() to decide.
+// Fused execution of elementwise and row groups on the CPU: a composite or fusion statement made
+// of elementwise primitives (and reductions over the last dimension) runs in blocks of rows, so
+// its intermediates never exist at full size. The executor and the memory estimator both use
+// runs_fused() to decide.
 #pragma once
 #include <unordered_set>
 #include <vector>
@@ -10,9 +11,12 @@
 
 namespace tracer::ir {
 
-// Whether s runs fused: every primitive in it (recursively) is elementwise, and every value
-// it computes either has the full row count of its first output (split into blocks) or
-// broadcasts along the rows (kept whole).
+// Whether s runs fused: every primitive in it (recursively) is elementwise or a reduction over
+// the last dimension (row_reduction; then the rank is at least 2, so rows are never reduced),
+// and every value it computes either has the full row count of its first output (split into
+// blocks) or broadcasts along the rows (kept whole). A block's reductions see whole rows, and
+// the CPU reduces each row in the same order whatever the block: results are bit for bit those
+// of the unfused statements.
 bool runs_fused(const Stmt& s);
 
 // Whether a primitive can be part of a fused group: elementwise, or a stateless random draw
