@@ -697,6 +697,8 @@ std::optional<RunReport> Session::run(const std::string& entry, const std::strin
   std::vector<rt::Tensor> held = inputs;  // the caller keeps its inputs (parameters) for the whole run
   al.reset_peak();
   std::vector<std::pair<std::string, ir::Arg>> results;
+  double first_run_ms = -1;  // the reported run's time and peak (not the bench runs')
+  size_t first_peak = 0;
   if (impl_->gexec) {
     codegen::GpuExecutor& g = *impl_->gexec;
     rt::cuda::Device& dev = g.device();
@@ -714,6 +716,7 @@ std::optional<RunReport> Session::run(const std::string& entry, const std::strin
       uint64_t rng_at_start = ctx.rng_offset;
       results = download(g, run_program_gpu(g, *prog, din, ctx), ctx.allocator);
       dev.synchronize();
+      first_run_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
       rep.device_peak_bytes = dev.peak_bytes();
       const codegen::GpuStats& st = g.stats();
       rep.kernels_launched = st.launches;
@@ -732,13 +735,18 @@ std::optional<RunReport> Session::run(const std::string& entry, const std::strin
       if (impl_->cuda_graph) {
         uint64_t after = ctx.rng_offset;
         ctx.rng_offset = rng_at_start;
-        try {
-          graph = g.capture([&] { graph_outs = run_program_gpu(g, *prog, din, ctx); }, ctx);
-        } catch (const std::exception& e) {
+        // A statement's failure arrives as ir::ExecError (which is no std::exception).
+        auto not_captured = [&](const std::string& why) {
           graph_outs.clear();
           ctx.rng_offset = after;
-          impl_->add(Diagnostic{Severity::warning, {}, std::string("--cuda-graph: the program was not captured (") + e.what() +
-                                                            "); it runs without a graph", {}});
+          impl_->add(Diagnostic{Severity::warning, {}, "--cuda-graph: the program was not captured (" + why + "); it runs without a graph", {}});
+        };
+        try {
+          graph = g.capture([&] { graph_outs = run_program_gpu(g, *prog, din, ctx); }, ctx);
+        } catch (const ir::ExecError& e) {
+          not_captured(e.message + (e.stmt.empty() ? "" : " in: " + e.stmt));
+        } catch (const std::exception& e) {
+          not_captured(e.what());
         }
         if (graph) {
           g.replay(*graph, ctx);
@@ -786,8 +794,6 @@ std::optional<RunReport> Session::run(const std::string& entry, const std::strin
       return std::nullopt;
     }
   }
-  double first_run_ms = -1;
-  size_t first_peak = 0;
   if (!impl_->gexec) try {
     ir::Arg out = ir::execute(fw, std::move(inputs), impl_->in->exec_context());
     if (prog->size() == 1) {

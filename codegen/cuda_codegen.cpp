@@ -708,25 +708,25 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
       std::vector<ir::ProxyPtr> row_in;
       std::string lines = element_lines(targets, in4, true, &row_in);
       o << indent << "if (vec_ok) {\n";
-      o << in2 << "for (long long c0 = (long long)threadIdx.x * " << V << "; c0 < C; c0 += (long long)blockDim.x * " << V << ") {\n";
+      o << in2 << "for (long long tr_c0 = (long long)threadIdx.x * " << V << "; tr_c0 < tr_C; tr_c0 += (long long)blockDim.x * " << V << ") {\n";
       for (const auto& p : row_in)
         o << in3 << "__align__(16) " << storage_name(p->type.dtype) << " " << name_of(p) << "_v[" << V << "];\n"
           << in3 << "tr_copy<" << V << " * sizeof(" << storage_name(p->type.dtype) << ")>(" << name_of(p) << "_v, p_" << name_of(p)
-          << " + base + c0);\n";
+          << " + tr_base + tr_c0);\n";
       for (const auto& p : full_outs)
         o << in3 << "__align__(16) " << storage_name(p->type.dtype) << " " << name_of(p) << "_o[" << V << "];\n";
       o << in3 << "#pragma unroll\n" << in3 << "for (int k = 0; k < " << V << "; ++k) {\n";
-      o << in4 << "const long long c = c0 + k, i = base + c;\n" << lines;
+      o << in4 << "const long long tr_c = tr_c0 + k, i = tr_base + tr_c;\n" << lines;
       for (const auto& p : full_outs) o << in4 << name_of(p) << "_o[k] = " << store_expr(p->type.dtype, name_of(p)) << ";\n";
       o << tail(in4) << in3 << "}\n";
       for (const auto& p : full_outs)
-        o << in3 << "tr_copy<" << V << " * sizeof(" << storage_name(p->type.dtype) << ")>(p_" << name_of(p) << " + base + c0, "
+        o << in3 << "tr_copy<" << V << " * sizeof(" << storage_name(p->type.dtype) << ")>(p_" << name_of(p) << " + tr_base + tr_c0, "
           << name_of(p) << "_o);\n";
       o << in2 << "}\n" << indent << "} else {\n";
     }
     std::vector<ir::ProxyPtr> unused;
     std::string ind = V > 1 ? in2 : indent;
-    o << ind << "for (long long c = threadIdx.x; c < C; c += blockDim.x) {\n" << ind << "  const long long i = base + c;\n";
+    o << ind << "for (long long tr_c = threadIdx.x; tr_c < tr_C; tr_c += blockDim.x) {\n" << ind << "  const long long i = tr_base + tr_c;\n";
     o << element_lines(targets, ind + "  ", false, &unused);
     for (const auto& p : full_outs) o << ind << "  p_" << name_of(p) << "[i] = " << store_expr(p->type.dtype, name_of(p)) << ";\n";
     o << tail(ind + "  ") << ind << "}\n";
@@ -745,31 +745,31 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
   body << "extern \"C\" __global__ void __launch_bounds__(256) " << name << "(";
   for (const auto& p : inputs) body << "const " << storage_name(p->type.dtype) << "* __restrict__ p_" << name_of(p) << ", ";
   for (const auto& o : s.outputs) body << storage_name(o->type.dtype) << "* __restrict__ p_" << name_of(o) << ", ";
-  body << "long long rows, int vec_ok) {\n";
+  body << "long long tr_rows, int vec_ok) {\n";
   body << "  __shared__ double tr_part[256];\n";
-  body << "  const long long C = " << C << "LL;\n";
-  body << "  for (long long r = blockIdx.x; r < rows; r += gridDim.x) {\n";
-  body << "    const long long base = r * C;\n";
+  body << "  const long long tr_C = " << C << "LL;\n";
+  body << "  for (long long tr_r = blockIdx.x; tr_r < tr_rows; tr_r += gridDim.x) {\n";
+  body << "    const long long tr_base = tr_r * tr_C;\n";
   for (size_t j = 0; j < reductions.size(); ++j) {
     const Stmt* red = reductions[j];
     const std::string& op = red->op->name;
     const ir::ProxyPtr& x = red->args[0].proxy;
     const ir::ProxyPtr& y = red->outputs[0];
     std::string init = op == "sum" ? "0.0" : op == "amax" ? "-__longlong_as_double(0x7ff0000000000000LL)" : "__longlong_as_double(0x7ff0000000000000LL)";
-    std::string step = op == "sum" ? "acc + v" : op == "amax" ? "(acc != acc || acc >= v) ? acc : v" : "(acc != acc || acc <= v) ? acc : v";
+    std::string step = op == "sum" ? "tr_acc + v" : op == "amax" ? "(tr_acc != tr_acc || tr_acc >= v) ? tr_acc : v" : "(tr_acc != tr_acc || tr_acc <= v) ? tr_acc : v";
     body << "    // " << (canonical ? name_of(y) : y->name) << " = prims." << op << " over the row\n";
-    body << "    {\n      double acc = " << init << ";\n";
-    body << column_loop({x}, {}, {"{ const double v = (double)" + name_of(x) + "; acc = " + step + "; }"}, "      ");
-    body << "      tr_part[threadIdx.x] = acc;\n      __syncthreads();\n";
-    body << "      for (int w = blockDim.x / 2; w > 0; w >>= 1) {\n";
-    body << "        if (threadIdx.x < w) { const double v = tr_part[threadIdx.x + w]; acc = tr_part[threadIdx.x]; tr_part[threadIdx.x] = " << step << "; }\n";
+    body << "    {\n      double tr_acc = " << init << ";\n";
+    body << column_loop({x}, {}, {"{ const double v = (double)" + name_of(x) + "; tr_acc = " + step + "; }"}, "      ");
+    body << "      tr_part[threadIdx.x] = tr_acc;\n      __syncthreads();\n";
+    body << "      for (int tr_w = blockDim.x / 2; tr_w > 0; tr_w >>= 1) {\n";
+    body << "        if (threadIdx.x < tr_w) { const double v = tr_part[threadIdx.x + tr_w]; tr_acc = tr_part[threadIdx.x]; tr_part[threadIdx.x] = " << step << "; }\n";
     body << "        __syncthreads();\n      }\n    }\n";
     // The result, stored as the CPU stores it (its dtype), as every thread's register.
     DType od = y->type.dtype;
     std::string val = od == DType::f64 ? "tr_part[0]" : od == DType::bf16 ? "tr_round_bf16((float)tr_part[0])"
                       : od == DType::f16 ? "tr_round_f16((float)tr_part[0])" : "(float)tr_part[0]";
     body << "    const " << reg_name(reg_of(od)) << " " << name_of(y) << " = " << val << ";\n";
-    if (outs.count(y.get())) body << "    if (threadIdx.x == 0) p_" << name_of(y) << "[r] = " << store_expr(od, name_of(y)) << ";\n";
+    if (outs.count(y.get())) body << "    if (threadIdx.x == 0) p_" << name_of(y) << "[tr_r] = " << store_expr(od, name_of(y)) << ";\n";
     body << "    __syncthreads();  // tr_part is reused\n";
   }
   std::vector<ir::ProxyPtr> full, per_row;
@@ -783,7 +783,7 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
     std::vector<ir::ProxyPtr> targets = full;
     targets.insert(targets.end(), per_row.begin(), per_row.end());
     std::vector<std::string> tail;
-    for (const auto& o : per_row) tail.push_back("if (c == 0) p_" + name_of(o) + "[r] = " + store_expr(o->type.dtype, name_of(o)) + ";");
+    for (const auto& o : per_row) tail.push_back("if (tr_c == 0) p_" + name_of(o) + "[tr_r] = " + store_expr(o->type.dtype, name_of(o)) + ";");
     body << column_loop(targets, full, tail, "    ");
   }
   body << "  }\n}\n";

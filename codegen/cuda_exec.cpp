@@ -259,7 +259,8 @@ void GpuExecutor::check_index_errors() {
   if (!e[0]) return;
   std::fill(std::begin(index_err_host_), std::end(index_err_host_), 0ULL);
   dev_.copy_to_device(index_err_->ptr, index_err_host_, sizeof index_err_host_);
-  throw std::runtime_error("prims.take: index " + std::to_string(static_cast<long long>(e[1])) + " is out of range for " +
+  throw std::runtime_error(std::string(e[0] == 2 ? "prims.take_backward" : "prims.take") + ": index " +
+                           std::to_string(static_cast<long long>(e[1])) + " is out of range for " +
                            std::to_string(static_cast<long long>(e[2])) + " rows");
 }
 
@@ -632,36 +633,45 @@ DeviceTensor GpuExecutor::full(const ir::TensorType& t, double value) {
 }
 
 std::unique_ptr<GpuGraph> GpuExecutor::capture(const std::function<void()>& work, ir::ExecContext& ctx) {
+  // Device state the captured work uses is made before the capture (allocations inside it
+  // would come from, and go back to, the graph's own blocks).
   if (!rng_base_) rng_base_ = std::make_shared<rt::cuda::Buffer>(&dev_, 16);
+  index_errors();
+  check_index_errors();
   dev_.synchronize();
   uint64_t start = ctx.rng_offset;
   size_t launches = stats_.launches, gemms = stats_.gemms;
+  dev_.begin_capture();
   in_graph_ = true;
   rng_ready_ = true;  // rng_state reads the base that replay() writes
   rng_start_ = start;
-  dev_.begin_capture();
+  auto leave = [&] {
+    in_graph_ = rng_ready_ = false;
+    ctx.rng_offset = start;  // nothing ran: the replays draw
+    stats_.launches = launches;
+    stats_.gemms = gemms;
+  };
   std::unique_ptr<rt::cuda::Graph> g;
   try {
     work();
   } catch (...) {
-    in_graph_ = rng_ready_ = false;
     index_check_pending_ = false;
-    ctx.rng_offset = start;
+    leave();
     dev_.end_capture(false);
     throw;
   }
-  in_graph_ = rng_ready_ = false;
+  uint64_t draws = ctx.rng_offset - start;
+  size_t captured_launches = stats_.launches - launches, captured_gemms = stats_.gemms - gemms;
+  bool checks = index_check_pending_;
+  index_check_pending_ = false;
+  leave();
   g = dev_.end_capture(true);
   auto out = std::make_unique<GpuGraph>();
   out->graph = std::move(g);
-  out->checks_index = index_check_pending_;
-  index_check_pending_ = false;
-  out->draws = ctx.rng_offset - start;
-  out->launches = stats_.launches - launches;
-  out->gemms = stats_.gemms - gemms;
-  ctx.rng_offset = start;  // nothing ran: the replays draw
-  stats_.launches = launches;
-  stats_.gemms = gemms;
+  out->checks_index = checks;
+  out->draws = draws;
+  out->launches = captured_launches;
+  out->gemms = captured_gemms;
   return out;
 }
 

@@ -79,6 +79,9 @@ class GpuExecutor {
   // host. Random draws: each replay advances ctx's generator as a run does.
   std::unique_ptr<GpuGraph> capture(const std::function<void()>& work, ir::ExecContext& ctx);
   // Launches g (asynchronously): the buffers captured as inputs are read as they are now.
+  // The caller keeps the tensors it passed to the captured runs alive, and unchanged in
+  // place unless on purpose, for as long as it replays g: the graph owns only what the capture
+  // allocated or released.
   void replay(GpuGraph& g, ir::ExecContext& ctx);
   // After replays (run() does it itself): waits for the device and throws when a take or
   // take_backward met an index out of range.

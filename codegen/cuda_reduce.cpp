@@ -397,9 +397,10 @@ bool generate_creation(const ir::Stmt& s, SimpleKernel* k, std::string* why) {
 namespace {
 // Records the first bad index of a gather or scatter: err[0] = 1, err[1] = the index,
 // err[2] = the rows it had to fall in. The executor reads it after the run.
+// err[0] says which op: 1 take, 2 take_backward.
 const char* kIndexError =
-    "__device__ __forceinline__ void tr_index_error(unsigned long long* err, long long ix, long long rows) {\n"
-    "  if (atomicCAS(err, 0ULL, 1ULL) == 0ULL) {\n"
+    "__device__ __forceinline__ void tr_index_error(unsigned long long* err, long long ix, long long rows, unsigned long long op) {\n"
+    "  if (atomicCAS(err, 0ULL, op) == 0ULL) {\n"
     "    err[1] = (unsigned long long)ix;\n"
     "    err[2] = (unsigned long long)rows;\n"
     "  }\n"
@@ -431,7 +432,7 @@ bool generate_take(const ir::Stmt& s, SimpleKernel* k, std::string* why) {
   src << "  const long long C = " << cols << "LL, ROWS = " << rows << "LL;\n";
   src << "  for (long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x; o < " << n << "LL; o += (long long)gridDim.x * blockDim.x) {\n";
   src << "    const long long ix = (long long)index[o / C];\n";
-  src << "    if (ix < 0 || ix >= ROWS) {\n      tr_index_error(err, ix, ROWS);\n      y[o] = 0;\n      continue;\n    }\n";
+  src << "    if (ix < 0 || ix >= ROWS) {\n      tr_index_error(err, ix, ROWS, 1ULL);\n      y[o] = 0;\n      continue;\n    }\n";
   src << "    y[o] = a[ix * C + o % C];\n  }\n}\n";
   std::string text = src.str();
   k->symbol = name_by_hash(text);
@@ -474,7 +475,7 @@ bool generate_take_backward(const ir::Stmt& s, SimpleKernel* k, std::string* why
   src << "    for (long long r = 0; r < ROWS; ++r) acc[r * C + c] = 0;\n";
   src << "    for (long long i = 0; i < N; ++i) {\n";
   src << "      const long long ix = (long long)index[i];\n";
-  src << "      if (ix < 0 || ix >= ROWS) {\n        tr_index_error(err, ix, ROWS);\n        continue;\n      }\n";
+  src << "      if (ix < 0 || ix >= ROWS) {\n        tr_index_error(err, ix, ROWS, 2ULL);\n        continue;\n      }\n";
   std::string add = rt::is_float(g.dtype) ? "acc[ix * C + c] + " + load_expr(g.dtype, "grad[i * C + c]")
                                            : "(long long)((unsigned long long)acc[ix * C + c] + (unsigned long long)" +
                                                  load_expr(g.dtype, "grad[i * C + c]") + ")";

@@ -449,6 +449,23 @@ Value b_memory_estimate(Interpreter& in, CallArgs& a, SourceLoc loc) {
   return make<TupleObj>(std::vector<Value>{Value::integer(static_cast<int64_t>(r.peak_bytes)), make<ListObj>(std::move(lists))});
 }
 
+// runs_fused(stmts, outputs): whether a fusion of these statements with these outputs would run
+// block by block on the CPU (ir::runs_fused), holding only its inputs and outputs.
+Value b_runs_fused(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  if (a.pos.size() != 2) in.fail(loc, "runs_fused(stmts, outputs) takes a list of statements and a list of proxies");
+  ir::Stmt f;
+  f.kind = ir::StmtKind::Fusion;
+  for (const Value& v : in.iterate(a.pos[0], loc)) {
+    if (!v.is(VT::Stmt)) in.fail(loc, std::string("runs_fused(): expected statements, got ") + type_name(v.type()));
+    f.subsymbols.push_back(*v.as<StmtObj>()->stmt);
+  }
+  for (const Value& v : in.iterate(a.pos[1], loc)) {
+    if (!v.is(VT::Proxy)) in.fail(loc, std::string("runs_fused(): expected proxies as outputs, got ") + type_name(v.type()));
+    f.outputs.push_back(v.as<ProxyObj>()->p);
+  }
+  return Value::boolean(ir::runs_fused(f));
+}
+
 // name -> index of the top-level statement that defines it.
 Value b_producers(Interpreter& in, CallArgs& a, SourceLoc loc) {
   auto t = want_trace(in, a.pos.at(0), "producers", loc);
@@ -633,6 +650,9 @@ const BuiltinDef kTraceBuiltins[] = {
      "liveness(t): (inputs never read, for each statement the values whose last use it is, then its unread "
      "outputs)."},
     {"last_uses", b_last_uses, "last_uses(t): dict name -> index of the last statement reading it."},
+    {"runs_fused", b_runs_fused,
+     "runs_fused(stmts, outputs): whether their fusion would run block by block on the CPU (only inputs and "
+     "outputs at full size)."},
     {"memory_estimate", b_memory_estimate,
      "memory_estimate(traces): (peak bytes, per trace the live bytes after each statement), as tracer mem "
      "estimates them (dels included)."},

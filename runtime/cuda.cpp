@@ -308,7 +308,7 @@ DevPtr Device::allocate(size_t bytes) {
     cached.pop_back();
   } else {
     int rc = api_->mem_alloc(&p, n);
-    if (rc != 0) {
+    if (rc != 0 && !capturing_) {  // (emptying the cache synchronizes: not inside a capture)
       empty_cache();  // give cached blocks back to the driver and try once more
       rc = api_->mem_alloc(&p, n);
     }

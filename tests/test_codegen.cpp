@@ -154,8 +154,8 @@ def f(x: f32[64, 32], w: f32[32], big: f32[4096, 64]):
     INFO(k->source);
     CHECK(k->rows == 64);
     CHECK(k->row_length == 32);
-    CHECK_THAT(k->source, Catch::Contains("for (long long r = blockIdx.x; r < rows; r += gridDim.x)"));
-    CHECK_THAT(k->source, Catch::Contains("double acc"));
+    CHECK_THAT(k->source, Catch::Contains("for (long long tr_r = blockIdx.x; tr_r < tr_rows; tr_r += gridDim.x)"));
+    CHECK_THAT(k->source, Catch::Contains("double tr_acc"));
     // f32 rows of 32: 16-byte accesses of 4 elements when the launcher finds the pointers
     // aligned, one element at a time otherwise.
     CHECK(k->vector_width == 4);

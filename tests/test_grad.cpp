@@ -282,3 +282,43 @@ TEST_CASE("the standard pipeline never raises the estimated peak over the untran
 }
 
 }  // namespace tracer::test
+
+namespace tracer::test {
+
+TEST_CASE("fuse never raises the peak: norms on one-row batches, fused or not on the CPU", "[fuse][memory]") {
+  // [1, T, C] has one row in dim 0: its fusions cannot run block by block on the CPU, so the
+  // local test must not admit them (their values would all exist at once).
+  const char* src = R"(
+def f(x: f32[1, 64, 32], y: f32[64, 32], w: f32[32], b: f32[32]):
+    u = ltorch.layer_norm(x, (32,), w, b)
+    v = ltorch.layer_norm(y, (32,), w, b)
+    s = ltorch.softmax(x, -1)
+    return sum(u * u) + sum(v * v) + sum(s * s)
+)";
+  auto run = [&](const std::vector<std::string>& passes) {
+    Session s;
+    REQUIRE(s.load_string("f.trace", src));
+    REQUIRE(s.set_passes(passes));
+    auto m = s.memory("f");
+    auto r = s.run("f");
+    INFO(s.rendered_diagnostics());
+    REQUIRE(m);
+    REQUIRE(r);
+    CHECK(r->peak_bytes == m->peak_bytes);  // the estimate is the CPU's measured peak
+    return std::make_pair(m->peak_bytes, r->outputs);
+  };
+  for (const std::vector<std::string>& pre : {std::vector<std::string>{}, std::vector<std::string>{"grad"}}) {
+    std::vector<std::string> plain = pre, fused = pre;
+    plain.push_back("del_last_used");
+    fused.push_back("fuse");
+    fused.push_back("del_last_used");
+    auto [p0, o0] = run(plain);
+    auto [p1, o1] = run(fused);
+    INFO(pre.size());
+    CHECK(p1 <= p0);
+    REQUIRE(o0.size() == o1.size());
+    for (size_t i = 0; i < o0.size(); ++i) CHECK(o0[i].summary == o1[i].summary);
+  }
+}
+
+}  // namespace tracer::test
