@@ -438,7 +438,7 @@ Value b_memory_estimate(Interpreter& in, CallArgs& a, SourceLoc loc) {
     held.push_back(want_trace(in, v, "memory_estimate", loc));
     traces.push_back(held.back().get());
   }
-  ir::MemReport r = ir::estimate_memory(traces);
+  ir::MemReport r = ir::estimate_memory(traces, false);
   std::vector<std::vector<Value>> live(traces.size());
   for (size_t t = 0; t < traces.size(); ++t) live[t].assign(traces[t]->stmts.size(), Value::integer(0));
   for (const ir::MemPoint& p : r.timeline)

@@ -45,15 +45,24 @@ class Sim {
   }
   size_t bytes(int s) const { return bytes_[s]; }
 
+  // Called after every statement (and inside composites): the peak's bytes and place. What is
+  // live there is described only at call number describe_at (a second walk), so that a peak
+  // that keeps rising (a forward's saved values) costs no list per statement.
   void note_peak(int phase, size_t index, const Stmt* s) {
+    ++calls_;
     if (live_ > rep.peak_bytes) {
       rep.peak_bytes = live_;
       rep.peak_phase = phase;
       rep.peak_index = index;
+      peak_call_ = calls_;
+    }
+    if (calls_ == describe_at_) {
       rep.peak_stmt = s ? print_stmt_line(*s) : "inputs";
       rep.peak_live = live_set();
     }
   }
+  long long peak_call() const { return peak_call_; }
+  void describe_at(long long call) { describe_at_ = call; }
 
   std::vector<std::pair<std::string, size_t>> live_set() const {
     std::vector<std::string> name(bytes_.size());
@@ -162,13 +171,14 @@ class Sim {
   std::unordered_map<const Proxy*, int> env_;
   size_t live_ = 0;
   const std::unordered_set<const Proxy*>* lazy_ = nullptr;  // this trace's lazy transposes
+  long long calls_ = 0, peak_call_ = 0, describe_at_ = -1;
 };
 
 }  // namespace
 
-MemReport estimate_memory(const std::vector<const Trace*>& traces) {
-  Sim sim;
-  if (traces.empty()) return sim.rep;
+namespace {
+void walk(Sim& sim, const std::vector<const Trace*>& traces) {
+  if (traces.empty()) return;
   const Trace& fw = *traces[0];
   for (const auto& p : fw.inputs) {
     int s = sim.new_storage(p->type.nbytes());
@@ -182,7 +192,7 @@ MemReport estimate_memory(const std::vector<const Trace*>& traces) {
   sim.note_peak(0, 0, nullptr);
   sim.run_trace(fw, 0);
   auto held = sim.finish(fw);
-  if (traces.size() < 2) return sim.rep;
+  if (traces.size() < 2) return;
 
   // The forward returns (output, (saved...)): the caller keeps the output and moves the saved
   // tensors into the backward; any other backward input (a cotangent) the caller allocates.
@@ -209,6 +219,19 @@ MemReport estimate_memory(const std::vector<const Trace*>& traces) {
   sim.note_peak(1, 0, nullptr);
   sim.run_trace(bw, 1);
   sim.finish(bw);
+}
+}  // namespace
+
+MemReport estimate_memory(const std::vector<const Trace*>& traces, bool describe_peak) {
+  Sim sim;
+  walk(sim, traces);
+  if (describe_peak && sim.peak_call() > 0) {
+    Sim again;  // the same walk, describing what is live at the peak
+    again.describe_at(sim.peak_call());
+    walk(again, traces);
+    sim.rep.peak_stmt = again.rep.peak_stmt;
+    sim.rep.peak_live = again.rep.peak_live;
+  }
   return sim.rep;
 }
 

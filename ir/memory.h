@@ -35,6 +35,7 @@ struct MemReport {
 // - "del" frees a value unless something else still holds its storage;
 // - at the end of a trace everything but its outputs is freed; the second trace's extra inputs
 //   (cotangents) are allocated by the caller before it starts.
-MemReport estimate_memory(const std::vector<const Trace*>& traces);
+// describe_peak = false leaves peak_stmt and peak_live empty (one walk instead of two).
+MemReport estimate_memory(const std::vector<const Trace*>& traces, bool describe_peak = true);
 
 }  // namespace tracer::ir
