@@ -241,11 +241,20 @@ bool GpuExecutor::run_simple(const ir::Stmt& s, Values& env) {
   return true;
 }
 
+namespace {
+const unsigned long long kNoIndexError[3] = {0, 0, 0};  // flag, index, rows
+}
+
+void GpuExecutor::write_rng_base(const ir::ExecContext& ctx) {
+  rng_host_[0] = static_cast<long long>(ctx.seed);
+  rng_host_[1] = static_cast<long long>(ctx.rng_offset);
+  dev_.copy_to_device_async(rng_base_->ptr, rng_host_, sizeof rng_host_);
+}
+
 rt::cuda::DevPtr GpuExecutor::index_errors() {
   if (!index_err_) {
-    index_err_ = std::make_shared<rt::cuda::Buffer>(&dev_, sizeof index_err_host_);
-    std::fill(std::begin(index_err_host_), std::end(index_err_host_), 0ULL);
-    dev_.copy_to_device_async(index_err_->ptr, index_err_host_, sizeof index_err_host_);
+    index_err_ = std::make_shared<rt::cuda::Buffer>(&dev_, sizeof kNoIndexError);
+    dev_.copy_to_device_async(index_err_->ptr, kNoIndexError, sizeof kNoIndexError);
   }
   return index_err_->ptr;
 }
@@ -257,8 +266,7 @@ void GpuExecutor::check_index_errors() {
   unsigned long long e[3] = {0, 0, 0};
   dev_.copy_to_host(e, index_err_->ptr, sizeof e);
   if (!e[0]) return;
-  std::fill(std::begin(index_err_host_), std::end(index_err_host_), 0ULL);
-  dev_.copy_to_device(index_err_->ptr, index_err_host_, sizeof index_err_host_);
+  dev_.copy_to_device(index_err_->ptr, kNoIndexError, sizeof kNoIndexError);
   throw std::runtime_error(std::string(e[0] == 2 ? "prims.take_backward" : "prims.take") + ": index " +
                            std::to_string(static_cast<long long>(e[1])) + " is out of range for " +
                            std::to_string(static_cast<long long>(e[2])) + " rows");
@@ -274,9 +282,7 @@ void GpuExecutor::run_rng_state(const ir::Stmt& s, Values& env, ir::ExecContext&
   if (!rng_ready_) {
     // Outside a graph, the base is written here, in stream order, once per run; a graph's
     // replays write it before each launch (capture() below).
-    rng_host_[0] = static_cast<long long>(ctx.seed);
-    rng_host_[1] = static_cast<long long>(ctx.rng_offset);
-    dev_.copy_to_device_async(rng_base_->ptr, rng_host_, sizeof rng_host_);
+    write_rng_base(ctx);
     rng_start_ = ctx.rng_offset;
     rng_ready_ = true;
   }
@@ -677,9 +683,7 @@ std::unique_ptr<GpuGraph> GpuExecutor::capture(const std::function<void()>& work
 
 void GpuExecutor::replay(GpuGraph& g, ir::ExecContext& ctx) {
   if (g.draws) {
-    rng_host_[0] = static_cast<long long>(ctx.seed);
-    rng_host_[1] = static_cast<long long>(ctx.rng_offset);
-    dev_.copy_to_device_async(rng_base_->ptr, rng_host_, sizeof rng_host_);
+    write_rng_base(ctx);
   }
   dev_.launch_graph(*g.graph);
   if (g.checks_index) index_check_pending_ = true;  // read by check_index_errors()

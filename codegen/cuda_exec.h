@@ -155,13 +155,13 @@ class GpuExecutor {
   void* rng_fn_ = nullptr;
   std::shared_ptr<rt::cuda::Buffer> rng_base_;
   long long rng_host_[2] = {0, 0};
+  void write_rng_base(const ir::ExecContext& ctx);  // (seed, offset now) to rng_base_, in stream order
   uint64_t rng_start_ = 0;
   bool rng_ready_ = false;
   bool in_graph_ = false;  // capturing: nothing may synchronize
   // take and take_backward report a bad index here (flag, index, rows); read after the run.
   rt::cuda::DevPtr index_errors();
   std::shared_ptr<rt::cuda::Buffer> index_err_;
-  unsigned long long index_err_host_[3] = {0, 0, 0};
   bool index_check_pending_ = false;
   bool profile_ = false;
   std::unordered_map<std::string, std::pair<double, int>> profile_table_;

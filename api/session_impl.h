@@ -1,0 +1,192 @@
+// Session's state (Session::Impl) and helpers shared by the files of the API: api/session.cpp
+// (loading, passes, printing, memory, CPU runs) and api/session_gpu.cpp (GPU runs, compile).
+// Internal to the library.
+#pragma once
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tracer/session.h"
+#include "codegen/cuda_exec.h"
+#include "interpreter/builtins.h"
+#include "interpreter/interp.h"
+#include "interpreter/passes.h"
+#include "ir/verify.h"
+#include "runtime/cuda.h"
+
+namespace tracer {
+
+using interp::Interpreter;
+using interp::Value;
+using interp::VT;
+
+struct Session::Impl {
+  SessionOptions opts;
+  SourceManager sm;
+  std::unique_ptr<Interpreter> in;
+  std::shared_ptr<interp::Module> module;
+  std::map<std::string, Value> pinned;
+  std::map<std::string, rt::Tensor> inputs;
+  std::map<std::string, std::string> input_sources;
+  std::vector<std::string> passes;
+  interp::PassOptions pass_opts;
+  std::vector<PassInfo> timings;
+  std::vector<DiagnosticInfo> diags;
+  std::unique_ptr<rt::cuda::Device> gpu;
+  std::unique_ptr<codegen::GpuExecutor> gexec;
+  int bench = 0;
+  bool cuda_graph = false;
+
+  // api/session_gpu.cpp
+  bool run_gpu(const interp::Traces& prog, std::vector<rt::Tensor>& inputs, RunReport& rep,
+               std::vector<std::pair<std::string, ir::Arg>>& results, std::chrono::steady_clock::time_point t1,
+               double& first_run_ms);
+
+  explicit Impl(SessionOptions o) : opts(std::move(o)) {
+    interp::Options io;
+    io.seed = opts.seed;
+    io.step_limit = opts.step_limit;
+    in = std::make_unique<Interpreter>(sm, io);
+    in->on_print = opts.print ? opts.print : [](const std::string& s) { std::cout << s << std::flush; };
+    pass_opts.on_print_after = [this](const std::string& pass, const interp::Traces& ts) {
+      in->on_print("# after " + pass + "\n" + interp::print_traces(ts));
+    };
+  }
+
+  // The entry traced, then transformed by the session's passes.
+  std::optional<interp::Traces> program(const std::string& entry) {
+    auto t = trace(entry);
+    if (!t) return std::nullopt;
+    if (passes.empty()) return interp::Traces{t};
+    timings.clear();
+    std::vector<interp::PassTiming> ts;
+    try {
+      interp::Traces out = interp::run_passes(*in, {t}, passes, pass_opts, &ts);
+      for (const auto& x : ts) timings.push_back({x.name, x.ms});
+      return out;
+    } catch (const interp::PassError& e) {
+      add(e.diag);
+      return std::nullopt;
+    }
+  }
+
+  void add(const Diagnostic& d) {
+    auto info = [&](const Diagnostic& x) {
+      DiagnosticInfo i;
+      i.severity = x.severity == Severity::error ? "error" : x.severity == Severity::warning ? "warning" : "note";
+      if (x.loc.valid()) {
+        i.file = sm.name(x.loc.file);
+        LineCol lc = sm.line_col(x.loc);
+        i.line = lc.line;
+        i.column = lc.col;
+      }
+      i.message = x.message;
+      i.rendered = render(sm, x);
+      return i;
+    };
+    DiagnosticInfo main = info(d);
+    main.rendered = render(sm, d);  // with its notes
+    diags.push_back(std::move(main));
+  }
+  void add_all(const DiagnosticList& l) {
+    for (const auto& d : l.items()) add(d);
+  }
+  void error(const std::string& msg) { add(Diagnostic{Severity::error, {}, msg, {}}); }
+  std::vector<rt::Tensor> make_inputs(const ir::Trace& t, const std::string& entry, RunReport& rep, bool* ok);
+  void script_error(const interp::ScriptError& e) { add(in->diagnose(e)); }
+
+  static bool read_file(const std::string& path, std::string* out, std::string* why) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) {
+      *why = "is a directory";
+      return false;
+    }
+    std::ifstream f(path, std::ios::binary);
+    if (!f) {
+      *why = std::strerror(errno);
+      return false;
+    }
+    std::ostringstream ss;
+    ss << f.rdbuf();
+    *out = ss.str();
+    return true;
+  }
+
+  // Thunder separates the traces of one printout by a line of asterisks: read it as a comment.
+  static void comment_separators(std::string& text) {
+    size_t pos = 0;
+    while (pos < text.size()) {
+      size_t end = text.find('\n', pos);
+      if (end == std::string::npos) end = text.size();
+      size_t n = end - pos;
+      if (n >= 8 && text.find_first_not_of("*\r", pos) >= end) text[pos] = '#';
+      pos = end + 1;
+    }
+  }
+
+  const interp::FunctionObj* function(const std::string& name) {
+    if (!module) return nullptr;
+    auto it = module->globals.find(name);
+    if (it == module->globals.end() || !it->second.is(VT::Function)) return nullptr;
+    return it->second.as<interp::FunctionObj>();
+  }
+
+  std::map<std::string, ir::TensorType> given_types() const {
+    std::map<std::string, ir::TensorType> out;
+    for (const auto& [name, t] : inputs) out[name] = ir::TensorType{t.dtype(), t.shape(), "cpu"};
+    return out;
+  }
+
+  std::shared_ptr<ir::Trace> trace(const std::string& entry) {
+    const interp::FunctionObj* fn = function(entry);
+    if (!fn) {
+      error("no function named '" + entry + "' in the module");
+      return nullptr;
+    }
+    try {
+      auto t = in->trace(*fn, given_types());
+      if (!verify_trace(*t, "tracing")) return nullptr;
+      return t;
+    } catch (const interp::ScriptError& e) {
+      script_error(e);
+      return nullptr;
+    }
+  }
+
+  bool verify_trace(const ir::Trace& t, const std::string& stage) {
+    auto errs = ir::verify(t);
+    for (const auto& e : errs)
+      add(Diagnostic{Severity::error, e.loc, "internal error: the trace after " + stage + " is invalid: " + e.message +
+                                                 (e.stmt.empty() ? "" : " (in: " + e.stmt + ")") +
+                                                 "; please report this with the input file",
+                     {}});
+    return errs.empty();
+  }
+
+  void undefined_names(const interp::Module& m) {
+    std::set<std::pair<uint32_t, std::string>> seen;
+    for (const ast::Expr* e : m.global_refs) {
+      if (m.module_defs.count(e->name) || in->builtins().lookup(e->name) || pinned.count(e->name)) continue;
+      if (!seen.insert({e->loc.offset, e->name}).second) continue;
+      add(Diagnostic{Severity::error, e->loc, "name '" + e->name + "' is not defined", {}});
+    }
+  }
+};
+
+namespace detail {
+std::vector<const ir::Trace*> raw(const interp::Traces& ts);
+double median(std::vector<double> v);
+// The timed runs (in order) and their median, min and max.
+void set_bench_times(RunReport& rep, const std::vector<double>& ms);
+}  // namespace detail
+
+}  // namespace tracer

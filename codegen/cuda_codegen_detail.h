@@ -1,0 +1,60 @@
+// Helpers shared by the kernel generators (cuda_codegen.cpp, cuda_rows.cpp): register types,
+// index maps, one primitive's expression, a group's inputs and its values' C names. Internal to
+// codegen/.
+#pragma once
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "ir/trace.h"
+
+namespace tracer::codegen::detail {
+
+// How a value lives in registers: float for f32/f16/bf16 (as the CPU computes), double, 64-bit
+// integers, bool.
+enum class Reg { f32, f64, i64, b8 };
+Reg reg_of(rt::DType d);
+const char* reg_name(Reg r);
+
+// A trace's value name as a valid C identifier that cannot clash with generated code.
+std::string c_name(const std::string& s);
+
+// The element offset into a tensor of shape `in` broadcast to `out`, for flat output index i.
+std::string offset_expr(const ir::Shape& in, const ir::Shape& out, const char* suffix);
+bool broadcasts_to(const ir::Shape& in, const ir::Shape& out);
+
+// The primitives of s (s itself, or its flattened subsymbols).
+void prims_of(const ir::Stmt& s, std::vector<const ir::Stmt*>& out);
+
+// The expression of one elementwise primitive (not a random draw) over its operands, named by
+// name_of, converted to the register type of its output's dtype.
+std::string prim_expr(const ir::Stmt& p, const std::function<std::string(const ir::ProxyPtr&)>& name_of);
+
+// A group's inputs: the proxies its primitives read before the group defines them, in order of
+// first use.
+std::vector<ir::ProxyPtr> group_inputs(const std::vector<const ir::Stmt*>& prims);
+
+// C names of a kernel's values: the trace's names made valid and unique, or canonical ones
+// ("v0", "v1", ...) for the structure that keys the caches.
+class Namer {
+ public:
+  explicit Namer(bool canonical) : canonical_(canonical) {}
+  std::string operator()(const ir::ProxyPtr& p) {
+    auto it = names_.find(p.get());
+    if (it != names_.end()) return it->second;
+    std::string base = canonical_ ? "v" + std::to_string(names_.size()) : c_name(p->name), n = base;
+    for (int j = 2; used_.count(n); ++j) n = base + "_" + std::to_string(j);
+    used_.insert(n);
+    names_[p.get()] = n;
+    return n;
+  }
+
+ private:
+  bool canonical_;
+  std::unordered_map<const ir::Proxy*, std::string> names_;
+  std::unordered_set<std::string> used_;
+};
+
+}  // namespace tracer::codegen::detail

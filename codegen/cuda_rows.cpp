@@ -1,0 +1,238 @@
+// Row groups to CUDA kernels: one block per row (see cuda_codegen.h, generate_row, and
+// docs/codegen.md, "Row groups").
+#include <algorithm>
+#include <sstream>
+#include <stdexcept>
+#include <unordered_set>
+
+#include "codegen/cuda_codegen.h"
+#include "codegen/cuda_codegen_detail.h"
+#include "codegen/cuda_prelude.h"
+#include "ir/fusion.h"
+#include "ir/op.h"
+
+namespace tracer::codegen {
+
+using namespace detail;
+using ir::Arg;
+using ir::DType;
+using ir::Stmt;
+using ir::StmtKind;
+
+bool is_row_group(const Stmt& s, std::string* why) {
+  auto no = [&](const std::string& w) {
+    if (why) *why = w;
+    return false;
+  };
+  if (s.kind != StmtKind::Fusion && s.kind != StmtKind::Composite) return no("not a fusion");
+  if (s.outputs.empty()) return no("no outputs");
+  std::vector<const Stmt*> prims;
+  prims_of(s, prims);
+  ir::Shape shape;
+  bool any = false;
+  for (const Stmt* p : prims) {
+    ir::Shape in;
+    if (ir::row_reduction(*p, &in)) {
+      if (any && in != shape) return no("reductions over rows of different shapes");
+      shape = in;
+      any = true;
+    } else if (!ir::fusible_prim(*p) || p->op->name == "uniform_philox") {
+      return no("prims." + (p->op ? p->op->name : std::string("?")) + " is neither elementwise nor a reduction over rows");
+    }
+  }
+  if (!any) return no("no reduction over rows");
+  ir::Shape row = shape;
+  row.back() = 1;
+  for (const Stmt* p : prims) {
+    for (const auto& o : p->outputs)
+      if (!broadcasts_to(o->type.shape, shape)) return no("a value that does not broadcast to the rows");
+    for (const Arg& a : p->args) {
+      bool ok = true;
+      ir::for_each_proxy(a, [&](const ir::ProxyPtr& q) { ok = ok && broadcasts_to(q->type.shape, shape); });
+      if (!ok) return no("an input that does not broadcast to the rows");
+    }
+  }
+  for (const auto& o : s.outputs)
+    if (o->type.shape != shape && o->type.shape != row) return no("an output neither of the rows' shape nor one per row");
+  return true;
+}
+
+namespace {
+Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonical) {
+  std::string why;
+  if (!is_row_group(s, &why)) throw std::invalid_argument("codegen: '" + ir::print_stmt_line(s) + "' is not a row group: " + why);
+  std::vector<const Stmt*> prims;
+  prims_of(s, prims);
+  ir::Shape shape;
+  for (const Stmt* p : prims) ir::row_reduction(*p, &shape);
+  ir::Shape row = shape;
+  row.back() = 1;
+  const int64_t C = shape.back();
+  Kernel k;
+  k.name = name;
+  k.origin = ir::print_stmt_line(s);
+  k.elements = rt::numel(shape);
+  k.row_length = C;
+  k.rows = C ? k.elements / C : 0;
+
+  const std::vector<ir::ProxyPtr> inputs = group_inputs(prims);
+  Namer name_of(canonical);
+  for (const auto& p : inputs) k.params.push_back({p->name, p->type, false, p});
+  for (const auto& o : s.outputs) k.params.push_back({o->name, o->type, true, o});
+
+  // The lines that compute `targets` for flat index i: loads of the inputs they need, then the
+  // elementwise primitives in order. Reduction results are the row's variables already.
+  // Vector width: 16 bytes of the narrowest row-shaped tensor per access, when it divides C.
+  size_t narrow = 16;
+  for (const auto& p : inputs)
+    if (p->type.shape == shape) narrow = std::min(narrow, rt::dtype_size(p->type.dtype));
+  for (const auto& o : s.outputs)
+    if (o->type.shape == shape) narrow = std::min(narrow, rt::dtype_size(o->type.dtype));
+  const int V = C % static_cast<int64_t>(std::min<size_t>(8, 16 / narrow)) == 0 ? static_cast<int>(std::min<size_t>(8, 16 / narrow)) : 1;
+  k.vector_width = V;
+
+  // The lines that compute `targets` for element i = base + c: loads of the inputs they need
+  // (row-shaped ones from the vector `NAME_v[k]` when vec), then the elementwise primitives in
+  // order. Reduction results are the row's variables already. *row_inputs gets the row-shaped
+  // inputs read.
+  auto element_lines = [&](const std::vector<ir::ProxyPtr>& targets, const std::string& indent, bool vec,
+                           std::vector<ir::ProxyPtr>* row_inputs) {
+    std::unordered_set<const ir::Proxy*> need;
+    for (const auto& t : targets) need.insert(t.get());
+    std::vector<const Stmt*> chosen;
+    for (size_t j = prims.size(); j-- > 0;) {
+      const Stmt* p = prims[j];
+      if (ir::row_reduction(*p)) continue;
+      bool wanted = false;
+      for (const auto& o : p->outputs) wanted = wanted || need.count(o.get());
+      if (!wanted) continue;
+      chosen.push_back(p);
+      for (const Arg& a : p->args) ir::for_each_proxy(a, [&](const ir::ProxyPtr& q) { need.insert(q.get()); });
+    }
+    std::reverse(chosen.begin(), chosen.end());
+    std::ostringstream o;
+    for (const auto& p : inputs) {
+      if (!need.count(p.get())) continue;
+      bool row_shaped = p->type.shape == shape;
+      if (row_shaped) row_inputs->push_back(p);
+      std::string ref = vec && row_shaped ? name_of(p) + "_v[k]" : "p_" + name_of(p) + "[" + offset_expr(p->type.shape, shape, "LL") + "]";
+      o << indent << "const " << reg_name(reg_of(p->type.dtype)) << " " << name_of(p) << " = " << load_expr(p->type.dtype, ref) << ";\n";
+    }
+    for (const Stmt* p : chosen) {
+      const ir::ProxyPtr& out = p->outputs[0];
+      o << indent << "const " << reg_name(reg_of(out->type.dtype)) << " " << name_of(out) << " = "
+        << prim_expr(*p, [&](const ir::ProxyPtr& q) { return name_of(q); }) << ";  // "
+        << (canonical ? name_of(out) : out->name) << " = prims." << p->op->name << "\n";
+    }
+    return o.str();
+  };
+
+  // A loop over the row's columns computing `targets`, then `tail` per element: with vector
+  // accesses when the launcher says the pointers allow (vec_ok), else one element at a time.
+  // full_outs are stored from the element's variables (vectors of V in the vector loop).
+  auto column_loop = [&](const std::vector<ir::ProxyPtr>& targets, const std::vector<ir::ProxyPtr>& full_outs,
+                         const std::vector<std::string>& tail_lines, const std::string& indent) {
+    auto tail = [&](const std::string& ind) {
+      std::string t;
+      for (const auto& l : tail_lines) t += ind + l + "\n";
+      return t;
+    };
+    std::ostringstream o;
+    std::string in2 = indent + "  ", in3 = indent + "    ", in4 = indent + "      ";
+    if (V > 1) {
+      std::vector<ir::ProxyPtr> row_in;
+      std::string lines = element_lines(targets, in4, true, &row_in);
+      o << indent << "if (vec_ok) {\n";
+      o << in2 << "for (long long tr_c0 = (long long)threadIdx.x * " << V << "; tr_c0 < tr_C; tr_c0 += (long long)blockDim.x * " << V << ") {\n";
+      for (const auto& p : row_in)
+        o << in3 << "__align__(16) " << storage_name(p->type.dtype) << " " << name_of(p) << "_v[" << V << "];\n"
+          << in3 << "tr_copy<" << V << " * sizeof(" << storage_name(p->type.dtype) << ")>(" << name_of(p) << "_v, p_" << name_of(p)
+          << " + tr_base + tr_c0);\n";
+      for (const auto& p : full_outs)
+        o << in3 << "__align__(16) " << storage_name(p->type.dtype) << " " << name_of(p) << "_o[" << V << "];\n";
+      o << in3 << "#pragma unroll\n" << in3 << "for (int k = 0; k < " << V << "; ++k) {\n";
+      o << in4 << "const long long tr_c = tr_c0 + k, i = tr_base + tr_c;\n" << lines;
+      for (const auto& p : full_outs) o << in4 << name_of(p) << "_o[k] = " << store_expr(p->type.dtype, name_of(p)) << ";\n";
+      o << tail(in4) << in3 << "}\n";
+      for (const auto& p : full_outs)
+        o << in3 << "tr_copy<" << V << " * sizeof(" << storage_name(p->type.dtype) << ")>(p_" << name_of(p) << " + tr_base + tr_c0, "
+          << name_of(p) << "_o);\n";
+      o << in2 << "}\n" << indent << "} else {\n";
+    }
+    std::vector<ir::ProxyPtr> unused;
+    std::string ind = V > 1 ? in2 : indent;
+    o << ind << "for (long long tr_c = threadIdx.x; tr_c < tr_C; tr_c += blockDim.x) {\n" << ind << "  const long long i = tr_base + tr_c;\n";
+    o << element_lines(targets, ind + "  ", false, &unused);
+    for (const auto& p : full_outs) o << ind << "  p_" << name_of(p) << "[i] = " << store_expr(p->type.dtype, name_of(p)) << ";\n";
+    o << tail(ind + "  ") << ind << "}\n";
+    if (V > 1) o << indent << "}\n";
+    return o.str();
+  };
+
+  std::vector<const Stmt*> reductions;
+  for (const Stmt* p : prims)
+    if (ir::row_reduction(*p)) reductions.push_back(p);
+  std::unordered_set<const ir::Proxy*> outs;
+  for (const auto& o : s.outputs) outs.insert(o.get());
+
+  std::ostringstream body;
+  if (!canonical) body << "// " << k.origin << "\n";
+  body << "extern \"C\" __global__ void __launch_bounds__(256) " << name << "(";
+  for (const auto& p : inputs) body << "const " << storage_name(p->type.dtype) << "* __restrict__ p_" << name_of(p) << ", ";
+  for (const auto& o : s.outputs) body << storage_name(o->type.dtype) << "* __restrict__ p_" << name_of(o) << ", ";
+  body << "long long tr_rows, int vec_ok) {\n";
+  body << "  __shared__ double tr_part[256];\n";
+  body << "  const long long tr_C = " << C << "LL;\n";
+  body << "  for (long long tr_r = blockIdx.x; tr_r < tr_rows; tr_r += gridDim.x) {\n";
+  body << "    const long long tr_base = tr_r * tr_C;\n";
+  for (size_t j = 0; j < reductions.size(); ++j) {
+    const Stmt* red = reductions[j];
+    const std::string& op = red->op->name;
+    const ir::ProxyPtr& x = red->args[0].proxy;
+    const ir::ProxyPtr& y = red->outputs[0];
+    std::string init = op == "sum" ? "0.0" : op == "amax" ? "-__longlong_as_double(0x7ff0000000000000LL)" : "__longlong_as_double(0x7ff0000000000000LL)";
+    std::string step = op == "sum" ? "tr_acc + v" : op == "amax" ? "(tr_acc != tr_acc || tr_acc >= v) ? tr_acc : v" : "(tr_acc != tr_acc || tr_acc <= v) ? tr_acc : v";
+    body << "    // " << (canonical ? name_of(y) : y->name) << " = prims." << op << " over the row\n";
+    body << "    {\n      double tr_acc = " << init << ";\n";
+    body << column_loop({x}, {}, {"{ const double v = (double)" + name_of(x) + "; tr_acc = " + step + "; }"}, "      ");
+    body << "      tr_part[threadIdx.x] = tr_acc;\n      __syncthreads();\n";
+    body << "      for (int tr_w = blockDim.x / 2; tr_w > 0; tr_w >>= 1) {\n";
+    body << "        if (threadIdx.x < tr_w) { const double v = tr_part[threadIdx.x + tr_w]; tr_acc = tr_part[threadIdx.x]; tr_part[threadIdx.x] = " << step << "; }\n";
+    body << "        __syncthreads();\n      }\n    }\n";
+    // The result, stored as the CPU stores it (its dtype), as every thread's register.
+    DType od = y->type.dtype;
+    std::string val = od == DType::f64 ? "tr_part[0]" : od == DType::bf16 ? "tr_round_bf16((float)tr_part[0])"
+                      : od == DType::f16 ? "tr_round_f16((float)tr_part[0])" : "(float)tr_part[0]";
+    body << "    const " << reg_name(reg_of(od)) << " " << name_of(y) << " = " << val << ";\n";
+    if (outs.count(y.get())) body << "    if (threadIdx.x == 0) p_" << name_of(y) << "[tr_r] = " << store_expr(od, name_of(y)) << ";\n";
+    body << "    __syncthreads();  // tr_part is reused\n";
+  }
+  std::vector<ir::ProxyPtr> full, per_row;
+  for (const auto& o : s.outputs) {
+    bool is_red = false;
+    for (const Stmt* red : reductions) is_red = is_red || red->outputs[0] == o;
+    if (is_red) continue;
+    (o->type.shape == shape ? full : per_row).push_back(o);
+  }
+  if (!full.empty() || !per_row.empty()) {
+    std::vector<ir::ProxyPtr> targets = full;
+    targets.insert(targets.end(), per_row.begin(), per_row.end());
+    std::vector<std::string> tail;
+    for (const auto& o : per_row) tail.push_back("if (tr_c == 0) p_" + name_of(o) + "[tr_r] = " + store_expr(o->type.dtype, name_of(o)) + ";");
+    body << column_loop(targets, full, tail, "    ");
+  }
+  body << "  }\n}\n";
+  k.source = std::string(cuda_prelude()) + "\n" + body.str();
+  return k;
+}
+}  // namespace
+
+Kernel generate_row(const Stmt& s, const std::string& name) {
+  Kernel k = generate_row_kernel(s, name, false);
+  Kernel c = generate_row_kernel(s, "tr_kernel", true);
+  k.symbol = name_by_hash(c.source);
+  k.structure = std::move(c.source);
+  return k;
+}
+
+}  // namespace tracer::codegen
