@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <unordered_map>
@@ -210,6 +211,36 @@ std::string op_expr(const std::string& op, const std::vector<std::string>& x, Re
   throw std::invalid_argument("codegen: no CUDA form for prims." + op);
 }
 
+bool rounds_exactly(double v, DType d) {
+  if (std::isnan(v)) return false;
+  float f = static_cast<float>(v);
+  if (static_cast<double>(f) != v) return false;
+  if (d == DType::bf16) return rt::bf16_to_float(rt::float_to_bf16(f)) == f || std::isinf(f);
+  if (d == DType::f16) return rt::half_to_float(rt::float_to_half(f)) == f || std::isinf(f);
+  return false;
+}
+
+// A comparison of a uniform [0, 1) f32 draw with a number (dropout's mask, u < 1 - p), as an
+// integer comparison of the draw's word: u = (word >> 8) * 2^-24 exactly, so u < c holds exactly
+// when (word >> 8) < ceil(c * 2^24) (c * 2^24 is exact in double). Saves the conversion and
+// the multiply per element; the result is the same bit for bit.
+std::optional<std::string> unit_compare(const Stmt& p, const std::unordered_map<const ir::Proxy*, std::string>& words) {
+  const std::string& op = p.op->name;
+  if (op != "lt" && op != "le" && op != "gt" && op != "ge") return std::nullopt;
+  if (p.args.size() != 2 || p.args[0].kind != K::Proxy || !p.args[1].is_number() || p.args[1].kind == K::Bool) return std::nullopt;
+  auto w = words.find(p.args[0].proxy.get());
+  if (w == words.end()) return std::nullopt;
+  if (ir::promote_args({&p.args[0], &p.args[1]}) != DType::f32 || p.outputs[0]->type.dtype != DType::b8) return std::nullopt;
+  double c = static_cast<double>(static_cast<float>(p.args[1].number()));  // the literal as the f32 math sees it
+  if (std::isnan(c)) return std::string("false");
+  double x = std::ldexp(c, 24);
+  // m = word >> 8 in [0, 2^24): m < x  <=>  m < ceil(x);  m <= x  <=>  m < floor(x) + 1.
+  double bound = (op == "lt" || op == "ge") ? std::ceil(x) : std::floor(x) + 1;
+  bound = std::min(std::max(bound, 0.0), 16777216.0 + 1);
+  std::string below = "((long long)(" + w->second + " >> 8) < " + std::to_string(static_cast<long long>(bound)) + "LL)";
+  return (op == "lt" || op == "le") ? below : "(!" + below + ")";
+}
+
 bool is_compare(const std::string& op) {
   return op == "eq" || op == "ne" || op == "lt" || op == "le" || op == "gt" || op == "ge" || op == "logical_and" ||
          op == "logical_or" || op == "logical_xor";
@@ -236,7 +267,16 @@ std::string prim_expr(const Stmt& ps, const std::function<std::string(const ir::
     Reg m = math_of(od);
     std::string pred = p->args[0].kind == K::Proxy ? to_math(name_of(p->args[0].proxy), reg_of(p->args[0].proxy->type.dtype), Reg::b8)
                                                    : (p->args[0].number() != 0 ? "true" : "false");
-    expr = convert("(" + pred + " ? " + operand(p->args[1], m) + " : " + operand(p->args[2], m) + ")", m, od);
+    std::string pick = "(" + pred + " ? " + operand(p->args[1], m) + " : " + operand(p->args[2], m) + ")";
+    // Choosing between values the output dtype already holds exactly needs no rounding: a 16-bit
+    // float register of the group always holds a rounded value (dropout's where(mask, y, 0)).
+    bool exact = (od == DType::bf16 || od == DType::f16) && m == Reg::f32;
+    for (int j = 1; j <= 2 && exact; ++j) {
+      const Arg& a = p->args[j];
+      if (a.kind == K::Proxy) exact = a.proxy->type.dtype == od;
+      else exact = a.is_number() && a.kind != K::Bool && rounds_exactly(a.number(), od);
+    }
+    expr = exact ? pick : convert(pick, m, od);
   } else if (p->args.size() == 1) {
     // Unary: float-valued ops on integers compute in the output's float type.
     const Arg& a = p->args[0];
@@ -444,6 +484,7 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical) {
   for (const auto& p : bcast_in)
     body << "  const " << reg_name(reg_of(p->type.dtype)) << " " << name_of(p) << " = "
          << load_expr(p->type.dtype, "p_" + name_of(p) + "[" + offset_expr(p->type.shape, shape, suffix) + "]") << ";\n";
+  std::unordered_map<const ir::Proxy*, std::string> unit_words;  // uniform [0, 1) f32 draws: their words
   for (const Stmt* p : prims) {
     const std::string& op = p->op->name;
     const ir::ProxyPtr& out = p->outputs[0];
@@ -463,6 +504,11 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical) {
       expr = convert(std::string(f64 ? "tr_uniform_word_f64(" : "tr_uniform_word_f32(") + w + ", " + literal(p->args[1], m) + ", " +
                          literal(p->args[2], m) + ")",
                      m, od);
+      if (od == DType::f32 && p->args[1].is_number() && p->args[1].number() == 0.0 && p->args[2].is_number() &&
+          p->args[2].number() == 1.0)
+        unit_words[out.get()] = w;
+    } else if (auto cmp = unit_compare(*p, unit_words)) {
+      expr = *cmp;
     } else {
       expr = prim_expr(*p, [&](const ir::ProxyPtr& q) { return name_of(q); });
     }

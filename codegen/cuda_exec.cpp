@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -70,6 +71,7 @@ GpuExecutor::GpuExecutor(rt::cuda::Device& dev, std::shared_ptr<Nvrtc> nvrtc, Ke
     : dev_(dev), nvrtc_(std::move(nvrtc)), cache_(std::move(cache)) {
   const char* p = std::getenv("TRACER_GPU_PROFILE");
   profile_ = p && *p && std::string(p) != "0";
+  profile_each_ = profile_ && std::string(p) == "2";
 }
 
 DeviceTensor GpuExecutor::alloc(const ir::TensorType& t) {
@@ -568,13 +570,27 @@ void GpuExecutor::run_stmts(const std::vector<ir::Stmt>& stmts, Values& env, ir:
     }
     // TRACER_GPU_PROFILE=1: device time of each statement (synchronizing), by kind.
     size_t launches = stats_.launches, gemms = stats_.gemms, fallbacks = stats_.fallbacks;
-    double ms = dev_.time_ms([&] { run_stmt(stmts[i], env, ctx, dying, lazy); });
-    std::string what = stats_.gemms > gemms ? "cublasLt " : stats_.fallbacks > fallbacks ? "cpu " : stats_.launches > launches ? "kernel " : "view ";
     const ir::Stmt& s = stmts[i];
+    // Bytes the statement reads and writes (each tensor once; views count as their size).
+    double bytes = 0;
+    std::unordered_set<const ir::Proxy*> counted;
+    auto count = [&](const ir::ProxyPtr& q) {
+      auto it = env.find(q.get());
+      if (it != env.end() && counted.insert(q.get()).second) bytes += static_cast<double>(it->second.nbytes());
+    };
+    if (profile_each_)
+      for (const ir::Arg& a : s.args) ir::for_each_proxy(a, count);
+    double ms = dev_.time_ms([&] { run_stmt(stmts[i], env, ctx, dying, lazy); });
+    if (profile_each_)
+      for (const ir::ProxyPtr& o : s.outputs) count(o);
+    std::string what = stats_.gemms > gemms ? "cublasLt " : stats_.fallbacks > fallbacks ? "cpu " : stats_.launches > launches ? "kernel " : "view ";
     what += s.kind == ir::StmtKind::Prim ? s.op->name : s.callee;
     auto& e = profile_table_[what];
     e.first += ms;
     e.second += 1;
+    if (profile_each_ && !s.outputs.empty())
+      profile_rows_.push_back({ms, bytes, what + " -> " + s.outputs[0]->name + " " + rt::dtype_name(s.outputs[0]->type.dtype) +
+                                              rt::shape_str(s.outputs[0]->type.shape)});
   }
 }
 
@@ -586,7 +602,19 @@ void GpuExecutor::print_profile(std::ostream& out) {
   out << "# GPU profile (device ms, each statement synchronized): total " << total << " ms\n";
   for (const auto& r : rows)
     out << "#   " << r.second.first << " ms  " << r.second.second << "x  " << r.first << "\n";
+  if (profile_each_) {
+    // The statements by time, with the bandwidth their bytes imply (inputs and outputs once).
+    std::stable_sort(profile_rows_.begin(), profile_rows_.end(), [](const ProfileRow& a, const ProfileRow& b) { return a.ms > b.ms; });
+    out << "# statements by device time (ms, MB read+written, GB/s):\n";
+    for (size_t k = 0; k < profile_rows_.size() && k < 60; ++k) {
+      const ProfileRow& r = profile_rows_[k];
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "#   %8.3f ms %9.1f MB %7.0f GB/s  ", r.ms, r.bytes / 1e6, r.ms > 0 ? r.bytes / r.ms / 1e6 : 0.0);
+      out << buf << r.what << "\n";
+    }
+  }
   profile_table_.clear();
+  profile_rows_.clear();
 }
 
 GpuExecutor::Values GpuExecutor::run(const ir::Trace& t, std::vector<DeviceTensor> inputs, ir::ExecContext& ctx) {

@@ -107,7 +107,10 @@ class GpuExecutor {
   // With TRACER_GPU_PROFILE=1 set: the device time of every statement run so far, by kind.
   bool profiling() const { return profile_; }
   void print_profile(std::ostream& out);
-  void clear_profile() { profile_table_.clear(); }
+  void clear_profile() {
+    profile_table_.clear();
+    profile_rows_.clear();
+  }
 
  private:
   struct Compiled {
@@ -164,7 +167,14 @@ class GpuExecutor {
   std::shared_ptr<rt::cuda::Buffer> index_err_;
   bool index_check_pending_ = false;
   bool profile_ = false;
+  bool profile_each_ = false;  // TRACER_GPU_PROFILE=2: also every statement, with its bytes
   std::unordered_map<std::string, std::pair<double, int>> profile_table_;
+  struct ProfileRow {
+    double ms;
+    double bytes;
+    std::string what;
+  };
+  std::vector<ProfileRow> profile_rows_;
 };
 
 }  // namespace tracer::codegen
