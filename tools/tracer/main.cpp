@@ -151,6 +151,7 @@ int cmd_run(const Common& c, const std::string& output_dir, const RunArgs& ra) {
   if (!entry || !add_inputs(s, c)) return fail(s);
   auto r = s.run(*entry, output_dir);
   if (!r) return fail(s);
+  std::cerr << s.rendered_diagnostics();  // warnings of a run that succeeded (e.g. --cuda-graph not captured)
   report_pass_times(s, c);
   if (c.json) {
     std::cout << report_json(c.file, *entry, *r).dump(2) << "\n";
