@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Issue 4's benchmarks on one GPU machine, tracer and its PyTorch twins in one call, one table.
-# Usage: bench/gpu_bench.sh [TRACER] [what...]   (what: copy launch chain llama llama_ckpt; default all)
+# Usage: bench/gpu_bench.sh [TRACER] [what...]   (what: copy launch chain llama llama_ckpt attention; default all)
 # Each command has a time limit; a row says TIMEOUT or FAILED instead of stopping the table.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 TRACER=${1:-build/tracer}; shift || true
-WHAT=${*:-copy launch chain llama llama_ckpt}
+WHAT=${*:-copy launch chain llama llama_ckpt attention}
 OUT=${OUT:-/tmp}
 rows=()
 row() { rows+=("$(printf '%-34s %10s %10s %12s %10s' "$@")"); }
@@ -44,6 +44,9 @@ for w in $WHAT; do
       tr_json llama_tracer_reorder 240 examples/llama_mlp.trace --passes grad,philox,remat,fuse_reorder,del_last_used --device cuda --bench 7
       tr_json llama_tracer_reorder_graph 240 examples/llama_mlp.trace --passes grad,philox,remat,fuse_reorder,del_last_used --device cuda --bench 7 --cuda-graph
       pt_json 120 llama eager; pt_json 300 llama compile ;;
+    attention)
+      tr_json attention_tracer 240 bench/attention.trace --passes grad,del_last_used --device cuda --bench 10
+      pt_json 120 attention eager; pt_json 180 attention math ;;
     llama_ckpt)
       tr_json llama_ckpt_tracer 240 examples/llama_mlp_checkpoint.trace --passes grad,checkpoint,philox,remat,fuse,del_last_used --device cuda --bench 7
       tr_json llama_ckpt_tracer_reorder_graph 240 examples/llama_mlp_checkpoint.trace --passes grad,checkpoint,philox,remat,fuse_reorder,del_last_used --device cuda --bench 7 --cuda-graph

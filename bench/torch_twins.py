@@ -7,6 +7,7 @@ median of N runs after warm-up, CUDA events; peak = torch.cuda.max_memory_alloca
   python3 bench/torch_twins.py launch          # host time per tiny op, eager
   python3 bench/torch_twins.py chain eager|compile
   python3 bench/torch_twins.py llama eager|compile [--checkpoint]
+  python3 bench/torch_twins.py attention eager|math   # bench/attention.trace: SDPA (flash) or the unfused math
 """
 import json
 import statistics
@@ -107,6 +108,41 @@ def llama(mode, ckpt, normal=False):
             "max_ms": hi, "peak_bytes": peak}
 
 
+def attention(mode, B=4, H=16, L=2048, E=128):
+    """bench/attention.trace: causal attention of bf16 heads, forward and backward, loss sum(o^2) in
+    f32. eager: F.scaled_dot_product_attention (PyTorch picks its flash kernel); math: the unfused
+    softmax(q k^T * scale) v, whose scores exist whole (what tracer did before prims.attention)."""
+    def uniform(*shape):
+        return (torch.rand(*shape, device="cuda", dtype=torch.float32) * 2 - 1).to(torch.bfloat16).requires_grad_()
+
+    q, k, v = uniform(B, H, L, E), uniform(B, H, L, E), uniform(B, H, L, E)
+
+    def f():
+        if mode == "math":
+            s = (q.float() @ k.float().transpose(-2, -1)) * (E ** -0.5)
+            s = s.masked_fill(torch.ones(L, L, device="cuda", dtype=torch.bool).triu(1), float("-inf"))
+            o = (torch.softmax(s, -1) @ v.float()).to(torch.bfloat16)
+        else:
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return (o.float() ** 2).sum()
+
+    def step():
+        q.grad = k.grad = v.grad = None
+        f().backward()
+
+    step()
+    torch.cuda.synchronize()
+    q.grad = k.grad = v.grad = None
+    torch.cuda.reset_peak_memory_stats()
+    step()
+    torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated()
+    med, lo, hi = timed(step, runs=10, warmup=2)
+    flops = 4 * B * H * L * L * E * 0.5 * 3.5  # causal: half the products; backward 2.5x the forward
+    return {"workload": "attention", "mode": mode, "median_ms": med, "min_ms": lo, "max_ms": hi, "peak_bytes": peak,
+            "tflops": flops / med / 1e9}
+
+
 def launch(n=500):
     x = torch.randn(256, device="cuda")
 
@@ -128,6 +164,8 @@ if __name__ == "__main__":
         r = launch()
     elif what == "chain":
         r = chain(sys.argv[2])
+    elif what == "attention":
+        r = attention(sys.argv[2])
     else:
         r = llama(sys.argv[2], "--checkpoint" in sys.argv, "--normal" in sys.argv)
         r["data"] = "normal" if "--normal" in sys.argv else "uniform(-1, 1) as tracer's"

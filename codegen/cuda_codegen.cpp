@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "codegen/cuda_attention.h"
 #include "codegen/cuda_prelude.h"
 #include "codegen/cuda_reduce.h"
 #include "ir/fusion.h"
@@ -633,6 +634,28 @@ std::vector<Kernel> kernels_for(const ir::Trace& t, int sm_count) {
         out.push_back(generate_row(s, label(s, at)));
       } else if (s.kind != StmtKind::Prim) {
         walk(s.subsymbols, at + "_");
+      } else if (s.op && (s.op->name == "attention" || s.op->name == "attention_backward")) {
+        if (!attention_on_gpu(s)) continue;
+        bool bw = s.op->name == "attention_backward";
+        const ir::TensorType& q = s.args[bw ? 1 : 0].proxy->type;
+        int padded = attention_padded(q.shape.back());
+        bool causal = s.args[bw ? 6 : 3].kind == Arg::Kind::Bool && s.args[bw ? 6 : 3].b;
+        std::vector<AttentionKernel> ks;
+        if (bw) {
+          ks = {attention_delta_kernel(q.dtype), attention_backward_kernel(q.dtype, padded, causal), attention_dq_kernel(q.dtype)};
+        } else {
+          ks = {attention_forward_kernel(q.dtype, padded, causal)};
+        }
+        const char* parts[] = {"_delta", "", "_dq"};
+        for (size_t j = 0; j < ks.size(); ++j) {
+          Kernel k;
+          k.name = label(s, at) + (bw ? parts[j] : "");
+          k.source = k.structure = ks[j].source;
+          k.symbol = ks[j].symbol;
+          k.origin = ir::print_stmt_line(s);
+          k.elements = rt::numel(s.outputs[0]->type.shape);
+          out.push_back(std::move(k));
+        }
       } else if (s.op && s.op->name == "rng_state") {
         Kernel k;
         k.name = label(s, at);

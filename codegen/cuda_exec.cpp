@@ -12,6 +12,7 @@
 #include <thread>
 #include <unordered_set>
 
+#include "codegen/cuda_attention.h"
 #include "codegen/cuda_reduce.h"
 #include "ir/fusion.h"
 #include "ir/verify.h"
@@ -471,6 +472,83 @@ bool GpuExecutor::run_matmul(const ir::Stmt& s, Values& env, const std::unordere
   return true;
 }
 
+bool GpuExecutor::run_attention(const ir::Stmt& s, Values& env) {
+  if (!attention_on_gpu(s)) return false;
+  const bool bw = s.op->name == "attention_backward";
+  const size_t f = bw ? 1 : 0;
+  auto value = [&](size_t i) -> const DeviceTensor* {
+    const ir::Arg& a = s.args[i];
+    if (a.kind != K::Proxy || transposed_.count(a.proxy.get())) return nullptr;
+    auto it = env.find(a.proxy.get());
+    return it == env.end() ? nullptr : &it->second;
+  };
+  const DeviceTensor *q = value(f), *k = value(f + 1), *v = value(f + 2);
+  if (!q || !k || !v) return false;
+  const size_t r = q->shape.size();
+  const int L = static_cast<int>(q->shape[r - 2]), S = static_cast<int>(k->shape[r - 2]), E = static_cast<int>(q->shape[r - 1]);
+  const long long batch = rt::numel(q->shape) / (static_cast<long long>(L) * E);
+  const int padded = attention_padded(E);
+  const bool causal = s.args[f + 3].kind == K::Bool && s.args[f + 3].b;
+  const double scale = s.args[f + 4].number();
+  float scale_f = static_cast<float>(scale), scale_log2 = static_cast<float>(scale * 1.4426950408889634);
+  // The kernels of one (dtype, head size, causality), generated once per executor.
+  auto kernel = [&](int which) -> std::pair<void*, const AttentionKernel*> {
+    std::string key = std::to_string(which) + ":" + rt::dtype_name(q->dtype) + ":" + std::to_string(padded) + (causal ? "c" : "");
+    auto it = attention_kernels_.find(key);
+    if (it == attention_kernels_.end()) {
+      AttentionKernel ak = which == 0   ? attention_forward_kernel(q->dtype, padded, causal)
+                           : which == 1 ? attention_delta_kernel(q->dtype)
+                           : which == 2 ? attention_backward_kernel(q->dtype, padded, causal)
+                                        : attention_dq_kernel(q->dtype);
+      it = attention_kernels_.emplace(key, std::move(ak)).first;
+    }
+    return {compiled(it->second.source, it->second.symbol, "prims." + s.op->name), &it->second};
+  };
+  auto tiles = [](long long n) { return static_cast<unsigned>((n + 63) / 64); };
+  int Li = L, Si = S, Ei = E;
+  if (!bw) {
+    auto [fn, ak] = kernel(0);
+    DeviceTensor out = alloc(s.outputs[0]->type), lse = alloc(s.outputs[1]->type);
+    rt::cuda::DevPtr pq = q->ptr(), pk = k->ptr(), pv = v->ptr(), po = out.ptr(), pl = lse.ptr();
+    void* args[] = {&pq, &pk, &pv, &po, &pl, &Li, &Si, &Ei, &scale_log2};
+    dev_.launch(fn, tiles(L), static_cast<unsigned>(batch), ak->block, ak->shared_bytes, args);
+    stats_.launches++;
+    env[s.outputs[0].get()] = std::move(out);
+    env[s.outputs[1].get()] = std::move(lse);
+    return true;
+  }
+  const DeviceTensor *g = value(0), *o = value(4), *lse = value(5);
+  if (!g || !o || !lse || lse->dtype != DType::f32) return false;
+  long long rows = batch * L;
+  rt::cuda::Buffer delta(&dev_, static_cast<size_t>(rows) * 4), dq_acc(&dev_, static_cast<size_t>(rows) * E * 4);
+  DeviceTensor dq = alloc(s.outputs[0]->type), dk = alloc(s.outputs[1]->type), dv = alloc(s.outputs[2]->type);
+  rt::cuda::DevPtr pg = g->ptr(), po = o->ptr(), pd = delta.ptr, pa = dq_acc.ptr;
+  {
+    auto [fn, ak] = kernel(1);
+    void* args[] = {&pg, &po, &pd, &pa, &rows, &Ei};
+    dev_.launch(fn, static_cast<unsigned>((rows + 7) / 8), 1, ak->block, 0, args);
+  }
+  {
+    auto [fn, ak] = kernel(2);
+    rt::cuda::DevPtr pq = q->ptr(), pk = k->ptr(), pv = v->ptr(), pl = lse->ptr(), pdk = dk.ptr(), pdv = dv.ptr();
+    void* args[] = {&pq, &pk, &pv, &pg, &pl, &pd, &pa, &pdk, &pdv, &Li, &Si, &Ei, &scale_f, &scale_log2};
+    dev_.launch(fn, tiles(S), static_cast<unsigned>(batch), ak->block, ak->shared_bytes, args);
+  }
+  {
+    auto [fn, ak] = kernel(3);
+    long long n = rows * E;
+    rt::cuda::DevPtr pq = dq.ptr();
+    void* args[] = {&pa, &pq, &n, &scale_f};
+    unsigned grid = static_cast<unsigned>(std::max<long long>(1, std::min<long long>((n + 255) / 256, 16LL * dev_.sm_count())));
+    dev_.launch(fn, grid, 1, ak->block, 0, args);
+  }
+  stats_.launches += 3;
+  env[s.outputs[0].get()] = std::move(dq);
+  env[s.outputs[1].get()] = std::move(dk);
+  env[s.outputs[2].get()] = std::move(dv);
+  return true;
+}
+
 void GpuExecutor::run_on_cpu(const ir::Stmt& s, Values& env, ir::ExecContext& ctx) {
   if (in_graph_)
     throw std::runtime_error("prims." + s.op->name + " has no GPU kernel here and runs on the CPU, which a CUDA graph cannot capture");
@@ -546,6 +624,7 @@ void GpuExecutor::run_stmt(const ir::Stmt& s, Values& env, ir::ExecContext& ctx,
       return;
     }
     if ((op == "matmul" || op == "linear") && run_matmul(s, env, lazy)) return;
+    if ((op == "attention" || op == "attention_backward") && run_attention(s, env)) return;
     if (op == "rng_state" && s.args[0].kind == K::Int && s.outputs.size() == 2) {
       run_rng_state(s, env, ctx);
       return;

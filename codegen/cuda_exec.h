@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "codegen/cuda_attention.h"
 #include "codegen/cuda_codegen.h"
 #include "codegen/cuda_reduce.h"
 #include "codegen/nvrtc.h"
@@ -129,6 +130,8 @@ class GpuExecutor {
   void* compiled(const std::string& source, const std::string& symbol, const std::string& label);
   bool run_simple(const ir::Stmt& s, Values& env);  // reductions, broadcasts, layouts, creations
   void run_rng_state(const ir::Stmt& s, Values& env, ir::ExecContext& ctx);
+  // prims.attention and attention_backward on the flash kernels (false: they cannot run them).
+  bool run_attention(const ir::Stmt& s, Values& env);
   rt::cuda::DeviceTensor alloc(const ir::TensorType& t);
 
   rt::cuda::Device& dev_;
@@ -166,6 +169,7 @@ class GpuExecutor {
   rt::cuda::DevPtr index_errors();
   std::shared_ptr<rt::cuda::Buffer> index_err_;
   bool index_check_pending_ = false;
+  std::unordered_map<std::string, AttentionKernel> attention_kernels_;  // by dtype, head size, causality
   bool profile_ = false;
   bool profile_each_ = false;  // TRACER_GPU_PROFILE=2: also every statement, with its bytes
   std::unordered_map<std::string, std::pair<double, int>> profile_table_;

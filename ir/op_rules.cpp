@@ -2,6 +2,7 @@
 #include "ir/op_rules.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace tracer::ir {
 
@@ -434,6 +435,51 @@ TensorType take_backward_type(const Arg& grad, const Arg& index, const Arg& num_
   s.insert(s.end(), g.shape.begin() + i.shape.size(), g.shape.end());
   g.shape = s;
   return g;
+}
+
+bool bool_arg(const Arg& a, const char* what) {
+  if (a.kind != Arg::Kind::Bool) throw OpError(std::string(what) + " must be True or False");
+  return a.b;
+}
+
+double number_arg(const Arg& a, const char* what) {
+  if (!a.is_number() || a.kind == Arg::Kind::Bool) throw OpError(std::string(what) + " must be a number");
+  return a.number();
+}
+
+std::vector<TensorType> attention_types(const Arg& query, const Arg& key, const Arg& value, const Arg& causal, const Arg& scale) {
+  TensorType q = tensor_type(query, "query"), k = tensor_type(key, "key"), v = tensor_type(value, "value");
+  bool_arg(causal, "is_causal");
+  double sc = number_arg(scale, "scale");
+  if (!std::isfinite(sc)) throw OpError("scale must be finite");
+  auto shapes = [&] { return rt::shape_str(q.shape) + ", " + rt::shape_str(k.shape) + ", " + rt::shape_str(v.shape); };
+  if (q.shape.size() < 2 || k.shape.size() != q.shape.size() || v.shape.size() != q.shape.size())
+    throw OpError("query, key and value need the same rank (2 or more), got " + shapes());
+  size_t r = q.shape.size();
+  if (!std::equal(q.shape.begin(), q.shape.end() - 2, k.shape.begin()) || !std::equal(q.shape.begin(), q.shape.end() - 2, v.shape.begin()))
+    throw OpError("query, key and value need the same batch dimensions, got " + shapes());
+  if (k.shape[r - 1] != q.shape[r - 1] || v.shape[r - 2] != k.shape[r - 2])
+    throw OpError("key must be [..., S, E] and value [..., S, Ev] for a query [..., L, E], got " + shapes());
+  if (q.dtype != k.dtype || q.dtype != v.dtype || !rt::is_float(q.dtype))
+    throw OpError(std::string("query, key and value need one floating-point dtype, got ") + rt::dtype_name(q.dtype) + ", " +
+                  rt::dtype_name(k.dtype) + ", " + rt::dtype_name(v.dtype));
+  TensorType out = q, lse = q;
+  out.shape.back() = v.shape.back();
+  lse.shape.pop_back();
+  lse.dtype = q.dtype == DType::f64 ? DType::f64 : DType::f32;
+  return {out, lse};
+}
+
+std::vector<TensorType> attention_backward_types(const std::vector<Arg>& a) {
+  std::vector<TensorType> fw = attention_types(a[1], a[2], a[3], a[6], a[7]);
+  TensorType g = tensor_type(a[0], "grad"), o = tensor_type(a[4], "out"), lse = tensor_type(a[5], "lse");
+  if (g.shape != fw[0].shape || g.dtype != fw[0].dtype || o.shape != fw[0].shape || o.dtype != fw[0].dtype)
+    throw OpError("grad and out must be " + std::string(rt::dtype_name(fw[0].dtype)) + rt::shape_str(fw[0].shape) + ", got " +
+                  rt::dtype_name(g.dtype) + rt::shape_str(g.shape) + " and " + rt::dtype_name(o.dtype) + rt::shape_str(o.shape));
+  if (lse.shape != fw[1].shape || lse.dtype != fw[1].dtype)
+    throw OpError("lse must be " + std::string(rt::dtype_name(fw[1].dtype)) + rt::shape_str(fw[1].shape) + ", got " +
+                  rt::dtype_name(lse.dtype) + rt::shape_str(lse.shape));
+  return {tensor_type(a[1], "query"), tensor_type(a[2], "key"), tensor_type(a[3], "value")};
 }
 
 }  // namespace tracer::ir

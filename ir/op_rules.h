@@ -47,6 +47,12 @@ TensorType iota_type(const Arg& n, const Arg& start, const Arg& step, const Arg&
 TensorType uniform_type(const Arg& shape, const Arg& lo, const Arg& hi, const Arg& device, const Arg& dtype);
 TensorType take_type(const Arg& a, const Arg& index, const Arg& dim);
 TensorType take_backward_type(const Arg& grad, const Arg& index, const Arg& num_rows);
+// attention(query, key, value, is_causal, scale): {out, lse}; checks every argument.
+std::vector<TensorType> attention_types(const Arg& q, const Arg& k, const Arg& v, const Arg& causal, const Arg& scale);
+// attention_backward(grad, query, key, value, out, lse, is_causal, scale): {dq, dk, dv}.
+std::vector<TensorType> attention_backward_types(const std::vector<Arg>& a);
+bool bool_arg(const Arg& a, const char* what);
+double number_arg(const Arg& a, const char* what);
 
 // The result dtype of an elementwise op over these arguments under PyTorch's promotion.
 DType promote_args(const std::vector<const Arg*>& args);

@@ -206,6 +206,19 @@ std::vector<rt::Tensor> cpu_take_backward(const std::vector<Arg>& a, ExecContext
   return one(rt::take_backward(a[0].tensor, a[1].tensor, a[2].i, alloc(c)));
 }
 
+std::vector<TensorType> meta_attention(const std::vector<Arg>& a) { return attention_types(a[0], a[1], a[2], a[3], a[4]); }
+std::vector<rt::Tensor> cpu_attention(const std::vector<Arg>& a, ExecContext& c) {
+  attention_types(a[0], a[1], a[2], a[3], a[4]);
+  return rt::attention(a[0].tensor, a[1].tensor, a[2].tensor, a[3].b, a[4].number(), alloc(c));
+}
+
+std::vector<TensorType> meta_attention_backward(const std::vector<Arg>& a) { return attention_backward_types(a); }
+std::vector<rt::Tensor> cpu_attention_backward(const std::vector<Arg>& a, ExecContext& c) {
+  attention_backward_types(a);
+  return rt::attention_backward(a[0].tensor, a[1].tensor, a[2].tensor, a[3].tensor, a[4].tensor, a[5].tensor, a[6].b,
+                                a[7].number(), alloc(c));
+}
+
 #define UN(name, U, R, doc) \
   {name, OpKind::Elementwise, {req("a")}, &meta_unary<UnaryOp::U, UnaryRule::R>, &cpu_unary<UnaryOp::U, UnaryRule::R>, doc, {}}
 #define BIN(name, B, R, doc)                                                     \
@@ -308,6 +321,16 @@ std::vector<OpDecl> make_table() {
        "Gathers rows of a (dim 0) at index; the result has shape index.shape + a.shape[1:].", {}},
       {"take_backward", OpKind::Gather, {req("grad"), req("index"), req("num_rows")}, &meta_take_backward,
        &cpu_take_backward, "The adjoint of take: adds the rows of grad into zeros at index.", {"index_add_rows"}},
+      {"attention", OpKind::Other, {req("query"), req("key"), req("value"), req("is_causal"), req("scale")},
+       &meta_attention, &cpu_attention,
+       "out, lse = attention(query, key, value, is_causal, scale): softmax(query @ key^T * scale) @ value over the last "
+       "two dimensions, fused (the scores never exist whole; a flash-attention kernel on the GPU), and lse the "
+       "log-sum-exp of each query row's scaled scores. is_causal masks key j > query i.", {}},
+      {"attention_backward", OpKind::Other,
+       {req("grad"), req("query"), req("key"), req("value"), req("out"), req("lse"), req("is_causal"), req("scale")},
+       &meta_attention_backward, &cpu_attention_backward,
+       "dq, dk, dv = attention_backward(grad, query, key, value, out, lse, is_causal, scale): the gradients of attention, "
+       "recomputing the probabilities from lse.", {}},
   };
 }
 

@@ -103,6 +103,7 @@ struct Api {
   CUresult (*graph_exec_destroy)(CUgraphExec) = nullptr;
   CUresult (*graph_destroy)(CUgraph) = nullptr;
   CUresult (*graph_node_count)(CUgraph, void*, size_t*) = nullptr;
+  CUresult (*func_set_attr)(void*, int, int) = nullptr;
   // The driver stays loaded for the life of the process (as NVRTC does; unloading a driver
   // while its threads may still run is not safe).
 };
@@ -179,6 +180,7 @@ std::shared_ptr<Api> load_driver(std::string* why) {
   bind(h, a->graph_exec_destroy, "cuGraphExecDestroy", &missing);
   bind(h, a->graph_destroy, "cuGraphDestroy", &missing);
   bind(h, a->graph_node_count, "cuGraphGetNodes", &missing);
+  bind(h, a->func_set_attr, "cuFuncSetAttribute", &missing);
   if (!missing.empty()) {
     *why = "the CUDA driver is too old (missing:" + missing + ")";
     return nullptr;
@@ -460,6 +462,22 @@ void* Device::function(const std::string& key, const std::string& cubin, const s
 void Device::launch(void* fn, unsigned grid, unsigned block, void** args) {
   auto t0 = std::chrono::steady_clock::now();
   int rc = api_->launch(fn, grid, 1, 1, block, 1, 1, 0, stream_, args, nullptr);
+  launch_api_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+  check(rc, "cuLaunchKernel");
+}
+
+void Device::launch(void* fn, unsigned grid_x, unsigned grid_y, unsigned block, unsigned shared_bytes, void** args) {
+  if (shared_bytes > 48u * 1024) {
+    // Above 48 KiB a kernel must opt in to dynamic shared memory (once per function).
+    auto it = shared_opt_in_.find(fn);
+    if (it == shared_opt_in_.end() || it->second < shared_bytes) {
+      constexpr int kMaxDynamicShared = 8;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+      check(api_->func_set_attr(fn, kMaxDynamicShared, static_cast<int>(shared_bytes)), "cuFuncSetAttribute");
+      shared_opt_in_[fn] = shared_bytes;
+    }
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  int rc = api_->launch(fn, grid_x, grid_y, 1, block, 1, 1, shared_bytes, stream_, args, nullptr);
   launch_api_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
   check(rc, "cuLaunchKernel");
 }

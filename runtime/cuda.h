@@ -83,6 +83,8 @@ class Device {
   // Loads a cubin (once per key) and returns the function `symbol` in it.
   void* function(const std::string& key, const std::string& cubin, const std::string& symbol);
   void launch(void* fn, unsigned grid, unsigned block, void** args);
+  // A two-dimensional grid with dynamic shared memory (opted in above 48 KiB).
+  void launch(void* fn, unsigned grid_x, unsigned grid_y, unsigned block, unsigned shared_bytes, void** args);
   double launch_api_ms() const { return launch_api_ns_ * 1e-6; }  // time spent in cuLaunchKernel so far
   void synchronize();
 
@@ -121,6 +123,7 @@ class Device {
   std::string name_;
   size_t current_ = 0, peak_ = 0, reserved_ = 0;
   long long launch_api_ns_ = 0;
+  std::unordered_map<void*, unsigned> shared_opt_in_;  // functions opted in to more dynamic shared memory
   std::unordered_map<size_t, std::vector<DevPtr>> free_;  // cached blocks by rounded size
   friend class Graph;
   void release_graph(Graph& g);

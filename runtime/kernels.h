@@ -87,4 +87,13 @@ Tensor take(const Tensor& table, const Tensor& index, Allocator* al);
 // The adjoint of take: out = zeros(shape); out[index[i...], :] += grad[i..., :].
 Tensor take_backward(const Tensor& grad, const Tensor& index, int64_t num_rows, Allocator* al);
 
+// Fused attention over the last two dimensions: out = softmax(q k^T * scale) v, row by row, and
+// lse = the log-sum-exp of each row's scaled scores (what the backward needs). q [..., L, E],
+// k [..., S, E], v [..., S, Ev] with equal batch dimensions and one float dtype; causal masks
+// key j > query i (top-left aligned). lse is f32 (f64 for f64 inputs). Returns {out, lse}.
+std::vector<Tensor> attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale, Allocator* al);
+// Its gradients {dq, dk, dv} for the cotangent g of out, from the saved out and lse.
+std::vector<Tensor> attention_backward(const Tensor& g, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o,
+                                       const Tensor& lse, bool causal, double scale, Allocator* al);
+
 }  // namespace tracer::rt

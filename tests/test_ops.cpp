@@ -109,6 +109,19 @@ const std::map<std::string, Gen>& samples() {
          idx.set(3, 0.0);  // a repeated row accumulates
          return std::vector<Arg>{T(dt, {4, 3}, s), Arg::of_tensor(idx), Arg::of_int(5)};
        }},
+      {"attention", [](DType dt, uint64_t s) {  // 5 queries, 7 keys, head size 4, value size 3
+         return std::vector<Arg>{T(dt, {2, 5, 4}, s), T(dt, {2, 7, 4}, s + 1), T(dt, {2, 7, 3}, s + 2), Arg::of_bool(true),
+                                 Arg::of_float(0.5)};
+       }},
+      {"attention_backward", [](DType dt, uint64_t s) {
+         // Any out and lse: the formulas hold for all. Moderate values keep the probabilities
+         // near 1 (as a real lse does), so f32 is compared within its rounding, not amplified.
+         DType lse = dt == DType::f64 ? DType::f64 : DType::f32;
+         return std::vector<Arg>{T(dt, {2, 5, 3}, s, Domain::Unit),     T(dt, {2, 5, 4}, s + 1, Domain::Unit),
+                                 T(dt, {2, 7, 4}, s + 2, Domain::Unit), T(dt, {2, 7, 3}, s + 3, Domain::Unit),
+                                 T(dt, {2, 5, 3}, s + 4, Domain::Unit), T(lse, {2, 5}, s + 5, Domain::Positive),
+                                 Arg::of_bool(false),                   Arg::of_float(0.7)};
+       }},
   };
   return m;
 }

@@ -63,3 +63,4 @@ CUresult cuGraphLaunch(void* e, void* s) { (void)e; (void)s; return 0; }
 CUresult cuGraphExecDestroy(void* e) { (void)e; return 0; }
 CUresult cuGraphDestroy(void* g) { (void)g; return 0; }
 CUresult cuGraphGetNodes(void* g, void** nodes, size_t* n) { (void)g; (void)nodes; *n = 0; return 0; }
+CUresult cuFuncSetAttribute(void* f, int attr, int value) { (void)f; (void)attr; (void)value; return 0; }

@@ -40,7 +40,7 @@ for e in ops_f32 ops_bf16 ops_f16 ops_f64 ops_i32 ops_i64 ops_i8 ops_u8 ops_b8 o
     python3 tests/gpu/compare.py "$tmp/cpu" "$tmp/gpu" "$label" || fail=1
   done
 done
-# Attention (scaled_dot_product_attention through cuBLASLt and generated kernels), forward and
+# Attention (the fused flash kernels; with a mask, cuBLASLt and generated kernels), forward and
 # backward; and whole programs captured as CUDA graphs (--cuda-graph): the outputs of the first
 # replay against the CPU, random numbers included.
 check() {  # label, CPU args..., --, GPU extra args...
@@ -55,7 +55,7 @@ check() {  # label, CPU args..., --, GPU extra args...
   python3 tests/gpu/compare.py "$tmp/cpu" "$tmp/gpu" "$label" || fail=1
   if grep -q "^warning" "$tmp/gpu.log"; then echo "FAIL $label: $(grep '^warning' "$tmp/gpu.log")"; fail=1; fi
 }
-for e in attention_causal attention_masked; do
+for e in attention_causal attention_masked attention_heads64 attention_heads128 attention_heads20; do
   for passes in "" "grad,philox,remat,del_last_used" "grad,philox,remat,fuse,del_last_used"; do
     args=(tests/gpu/attention.trace --entry "$e")
     [ -n "$passes" ] && args+=(--passes "$passes")
