@@ -488,8 +488,10 @@ bool GpuExecutor::run_attention(const ir::Stmt& s, Values& env) {
   const int L = static_cast<int>(q->shape[r - 2]), S = static_cast<int>(k->shape[r - 2]), E = static_cast<int>(q->shape[r - 1]);
   const long long batch = rt::numel(q->shape) / (static_cast<long long>(L) * E);
   const int padded = attention_padded(E);
-  const bool causal = s.args[f + 3].kind == K::Bool && s.args[f + 3].b;
-  const double scale = s.args[f + 4].number();
+  // attention(q, k, v, is_causal, scale); attention_backward(grad, q, k, v, out, lse, is_causal, scale)
+  const ir::Arg &causal_arg = s.args[bw ? 6 : 3], &scale_arg = s.args[bw ? 7 : 4];
+  const bool causal = causal_arg.kind == K::Bool && causal_arg.b;
+  const double scale = scale_arg.number();
   float scale_f = static_cast<float>(scale), scale_log2 = static_cast<float>(scale * 1.4426950408889634);
   // The kernels of one (dtype, head size, causality), generated once per executor.
   auto kernel = [&](int which) -> std::pair<void*, const AttentionKernel*> {
