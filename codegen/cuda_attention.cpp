@@ -14,8 +14,8 @@ namespace {
 using ir::DType;
 
 // Helpers shared by the kernels: conversions, the tensor-core product, fragments read from
-// shared memory, and tile loads. Fragment layouts are those of PTX's mma.m16n8k16 (lane = 4 * g +
-// t/2): A's registers hold (g, t..t+1), (g+8, t..t+1), (g, t+8..t+9), (g+8, t+8..t+9); B's
+// shared memory (ldmatrix), and tile loads. Fragment layouts are those of PTX's mma.m16n8k16
+// (lane = 4 * g + t/2): A's registers hold (g, t..t+1), (g+8, t..t+1), (g, t+8..t+9), (g+8, t+8..t+9); B's
 // hold (t..t+1, g), (t+8..t+9, g); C's hold (g, t..t+1), (g+8, t..t+1).
 std::string helpers(DType dt, int padded) {
   bool bf = dt == DType::bf16;
@@ -55,40 +55,68 @@ __device__ __forceinline__ void tr_mma(float* c, const unsigned* a, const unsign
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 __device__ __forceinline__ unsigned tr_pack(tr_h lo, tr_h hi) { return (unsigned)lo | ((unsigned)hi << 16); }
-// The A fragment of the 16 x 16 tile at (r0, k0) of a matrix in shared memory whose element
-// (r, k) is at A[r * ld + k] (T: at A[k * ld + r]).
-template <bool T> __device__ __forceinline__ void tr_frag_a(const tr_h* A, int ld, int r0, int k0, unsigned* a) {
-  const int lane = threadIdx.x & 31, g = lane >> 2, t = (lane & 3) * 2;
-#define TR_AT(r, k) (T ? A[(k0 + (k)) * ld + r0 + (r)] : A[(r0 + (r)) * ld + k0 + (k)])
-  a[0] = tr_pack(TR_AT(g, t), TR_AT(g, t + 1));
-  a[1] = tr_pack(TR_AT(g + 8, t), TR_AT(g + 8, t + 1));
-  a[2] = tr_pack(TR_AT(g, t + 8), TR_AT(g, t + 9));
-  a[3] = tr_pack(TR_AT(g + 8, t + 8), TR_AT(g + 8, t + 9));
-#undef TR_AT
+__device__ __forceinline__ unsigned tr_saddr(const tr_h* p) { return (unsigned)__cvta_generic_to_shared(p); }
+// Fragments from shared memory by ldmatrix (8 x 8 blocks of 16-bit values; every lane gives the
+// address of one 16-byte row). The A fragment of the 16 x 16 tile at (r0, k0) of a matrix
+// stored [r][k]:
+__device__ __forceinline__ void tr_ldsm_a(const tr_h* A, int ld, int r0, int k0, unsigned* a) {
+  const int l = threadIdx.x & 31;
+  const unsigned p = tr_saddr(A + (r0 + (l & 15)) * ld + k0 + (l >> 4) * 8);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3]) : "r"(p));
 }
-// The B fragment of the 16 x 8 tile at (k0, n0): element (k, n) at B[k * ld + n] (T: B[n * ld + k]).
-template <bool T> __device__ __forceinline__ void tr_frag_b(const tr_h* B, int ld, int k0, int n0, unsigned* b) {
-  const int lane = threadIdx.x & 31, g = lane >> 2, t = (lane & 3) * 2;
-#define TR_BT(k, n) (T ? B[(n0 + (n)) * ld + k0 + (k)] : B[(k0 + (k)) * ld + n0 + (n)])
-  b[0] = tr_pack(TR_BT(t, g), TR_BT(t + 1, g));
-  b[1] = tr_pack(TR_BT(t + 8, g), TR_BT(t + 9, g));
-#undef TR_BT
+// ... of a matrix stored transposed, [k][r]:
+__device__ __forceinline__ void tr_ldsm_a_t(const tr_h* A, int ld, int r0, int k0, unsigned* a) {
+  const int l = threadIdx.x & 31, i = l >> 3;
+  const unsigned p = tr_saddr(A + (k0 + (l & 7) + (i >> 1) * 8) * ld + r0 + (i & 1) * 8);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3]) : "r"(p));
 }
-// Rows [r0, r0 + 64) of a [rows, E] matrix into a [64, TR_LD] tile, zero outside the matrix
-// (rows past the end, columns past E up to TR_D). 16-byte loads when E allows.
+// The B fragments of the two 16 x 8 tiles at (k0, n0) and (k0, n0 + 8) (b[0..1] and b[2..3]) of a
+// matrix stored [n][k]:
+__device__ __forceinline__ void tr_ldsm_b_nk(const tr_h* B, int ld, int k0, int n0, unsigned* b) {
+  const int l = threadIdx.x & 31, i = l >> 3;
+  const unsigned p = tr_saddr(B + (n0 + (l & 7) + (i >> 1) * 8) * ld + k0 + (i & 1) * 8);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3]) : "r"(p));
+}
+// ... of a matrix stored [k][n]:
+__device__ __forceinline__ void tr_ldsm_b_kn(const tr_h* B, int ld, int k0, int n0, unsigned* b) {
+  const int l = threadIdx.x & 31, i = l >> 3;
+  const unsigned p = tr_saddr(B + (k0 + (l & 7) + (i & 1) * 8) * ld + n0 + (i >> 1) * 8);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3]) : "r"(p));
+}
+// The A fragment (16 x 16) made of two C fragments (16 x 8) of adjacent column tiles, rounded to
+// the storage type: a product's result feeds the next product without shared memory.
+__device__ __forceinline__ void tr_c_to_a(const float* c0, const float* c1, unsigned* a) {
+  a[0] = tr_pack(tr_st(c0[0]), tr_st(c0[1]));
+  a[1] = tr_pack(tr_st(c0[2]), tr_st(c0[3]));
+  a[2] = tr_pack(tr_st(c1[0]), tr_st(c1[1]));
+  a[3] = tr_pack(tr_st(c1[2]), tr_st(c1[3]));
+}
+// Starts copying rows [r0, r0 + 64) of a [rows, E] matrix into a [64, TR_LD] tile, zero outside
+// the matrix (rows past the end, columns past E up to TR_D): 16-byte cp.async copies when E is a
+// multiple of 8 (complete after tr_commit and tr_wait), else plain loads and stores.
 __device__ __forceinline__ void tr_tile(tr_h* dst, const tr_h* __restrict__ src, int r0, int rows, int E) {
   constexpr int C8 = TR_D / 8;
   for (int x = threadIdx.x; x < 64 * C8; x += blockDim.x) {
     const int r = x / C8, c = (x % C8) * 8;
     const bool in_rows = r0 + r < rows;
-    if (in_rows && (E & 7) == 0 && c + 8 <= E) {
-      *reinterpret_cast<uint4*>(dst + r * TR_LD + c) = *reinterpret_cast<const uint4*>(src + (long long)(r0 + r) * E + c);
+    if ((E & 7) == 0) {
+      const bool in = in_rows && c < E;
+      const tr_h* from = in ? src + (long long)(r0 + r) * E + c : src;  // 0 bytes read: zero fill
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(tr_saddr(dst + r * TR_LD + c)), "l"(from),
+                   "r"(in ? 16 : 0));
     } else {
 #pragma unroll
       for (int j = 0; j < 8; ++j) dst[r * TR_LD + c + j] = (in_rows && c + j < E) ? src[(long long)(r0 + r) * E + c + j] : (tr_h)0;
     }
   }
 }
+__device__ __forceinline__ void tr_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+// Waits until at most N committed groups of copies are still in flight.
+template <int N> __device__ __forceinline__ void tr_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 )CUDA";
   return s;
 }
@@ -127,7 +155,7 @@ bool attention_on_gpu(const ir::Stmt& s, std::string* why) {
 
 AttentionKernel attention_forward_kernel(DType dt, int padded, bool causal) {
   AttentionKernel k;
-  k.shared_bytes = static_cast<unsigned>((3 * 64 * (padded + 8) + 4 * 16 * 72) * 2);
+  k.shared_bytes = static_cast<unsigned>(5 * 64 * (padded + 8) * 2);
   std::string s = "// prims.attention: flash attention forward, one block of 4 warps per 64 queries of one head;\n"
                   "// each warp owns 16 query rows and keeps their output, row maximum and row sum on chip.\n";
   s += helpers(dt, padded);
@@ -135,11 +163,9 @@ AttentionKernel attention_forward_kernel(DType dt, int padded, bool causal) {
   s += R"CUDA(extern "C" __global__ void __launch_bounds__(128) tr_kernel(const tr_h* __restrict__ q, const tr_h* __restrict__ k,
     const tr_h* __restrict__ v, tr_h* __restrict__ o, float* __restrict__ lse, int L, int S, int E, float scale_log2) {
   extern __shared__ __align__(16) unsigned char tr_smem[];
-  tr_h* Ks = reinterpret_cast<tr_h*>(tr_smem);
-  tr_h* Vs = Ks + 64 * TR_LD;
-  tr_h* Qs = Vs + 64 * TR_LD;
+  tr_h* Qs = reinterpret_cast<tr_h*>(tr_smem);
+  tr_h* KV = Qs + 64 * TR_LD;  // two buffers of [K tile, V tile]: the next pair loads during this one's products
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = (lane & 3) * 2;
-  tr_h* P = Qs + 64 * TR_LD + warp * 16 * TR_PLD;  // this warp's probabilities, [16, TR_PLD]
   const long long bh = blockIdx.y;
   const int qb0 = blockIdx.x * 64;
   q += bh * L * E;
@@ -147,21 +173,31 @@ AttentionKernel attention_forward_kernel(DType dt, int padded, bool causal) {
   v += bh * S * E;
   o += bh * L * E;
   lse += bh * L;
+  const int kend = TR_CAUSAL ? min(S, qb0 + 64) : S;  // causal: key j is seen by queries i >= j
   tr_tile(Qs, q, qb0, L, E);
+  tr_tile(KV, k, 0, S, E);
+  tr_tile(KV + 64 * TR_LD, v, 0, S, E);
+  tr_commit();
+  tr_wait<0>();
   __syncthreads();
   unsigned qa[TR_D / 16][4];
 #pragma unroll
-  for (int kk = 0; kk < TR_D / 16; ++kk) tr_frag_a<false>(Qs, TR_LD, warp * 16, kk * 16, qa[kk]);
+  for (int kk = 0; kk < TR_D / 16; ++kk) tr_ldsm_a(Qs, TR_LD, warp * 16, kk * 16, qa[kk]);
   const int row0 = qb0 + warp * 16 + g, row1 = row0 + 8;
   float m0 = -TR_INF, m1 = -TR_INF, l0 = 0.f, l1 = 0.f;
   float acc[TR_D / 8][4];
 #pragma unroll
   for (int d = 0; d < TR_D / 8; ++d) acc[d][0] = acc[d][1] = acc[d][2] = acc[d][3] = 0.f;
-  const int kend = TR_CAUSAL ? min(S, qb0 + 64) : S;  // causal: key j is seen by queries i >= j
-  for (int k0 = 0; k0 < kend; k0 += 64) {
-    __syncthreads();  // the previous tiles are read by every warp
-    tr_tile(Ks, k, k0, S, E);
-    tr_tile(Vs, v, k0, S, E);
+  for (int k0 = 0, buf = 0; k0 < kend; k0 += 64, buf ^= 1) {
+    const tr_h* Ks = KV + buf * 128 * TR_LD;
+    const tr_h* Vs = Ks + 64 * TR_LD;
+    if (k0 + 64 < kend) {  // the next tiles, into the other buffer (free since the last barrier)
+      tr_h* next = KV + (buf ^ 1) * 128 * TR_LD;
+      tr_tile(next, k, k0 + 64, S, E);
+      tr_tile(next + 64 * TR_LD, v, k0 + 64, S, E);
+    }
+    tr_commit();
+    tr_wait<1>();  // this iteration's tiles have arrived
     __syncthreads();
     // Scores of this warp's 16 queries against 64 keys, in log2 units.
     float s[8][4];
@@ -170,10 +206,11 @@ AttentionKernel attention_forward_kernel(DType dt, int padded, bool causal) {
 #pragma unroll
     for (int kk = 0; kk < TR_D / 16; ++kk) {
 #pragma unroll
-      for (int nt = 0; nt < 8; ++nt) {
-        unsigned b[2];
-        tr_frag_b<true>(Ks, TR_LD, kk * 16, nt * 8, b);
-        tr_mma(s[nt], qa[kk], b);
+      for (int np = 0; np < 4; ++np) {
+        unsigned b[4];
+        tr_ldsm_b_nk(Ks, TR_LD, kk * 16, np * 16, b);
+        tr_mma(s[2 * np], qa[kk], b);
+        tr_mma(s[2 * np + 1], qa[kk], b + 2);
       }
     }
     float mx0 = -TR_INF, mx1 = -TR_INF;
@@ -222,27 +259,20 @@ AttentionKernel attention_forward_kernel(DType dt, int padded, bool causal) {
       acc[d][2] *= al1;
       acc[d][3] *= al1;
     }
-    // The probabilities, in the storage type, become the A operand of P @ V.
-#pragma unroll
-    for (int nt = 0; nt < 8; ++nt) {
-      P[g * TR_PLD + nt * 8 + t] = tr_st(s[nt][0]);
-      P[g * TR_PLD + nt * 8 + t + 1] = tr_st(s[nt][1]);
-      P[(g + 8) * TR_PLD + nt * 8 + t] = tr_st(s[nt][2]);
-      P[(g + 8) * TR_PLD + nt * 8 + t + 1] = tr_st(s[nt][3]);
-    }
-    __syncwarp();
+    // The probabilities, in the storage type, are the A operand of P @ V straight from registers.
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
       unsigned a[4];
-      tr_frag_a<false>(P, TR_PLD, 0, kk * 16, a);
+      tr_c_to_a(s[2 * kk], s[2 * kk + 1], a);
 #pragma unroll
-      for (int d = 0; d < TR_D / 8; ++d) {
-        unsigned b[2];
-        tr_frag_b<false>(Vs, TR_LD, kk * 16, d * 8, b);
-        tr_mma(acc[d], a, b);
+      for (int dp = 0; dp < TR_D / 16; ++dp) {
+        unsigned b[4];
+        tr_ldsm_b_kn(Vs, TR_LD, kk * 16, dp * 16, b);
+        tr_mma(acc[2 * dp], a, b);
+        tr_mma(acc[2 * dp + 1], a, b + 2);
       }
     }
-    __syncwarp();
+    __syncthreads();  // every warp is done with this buffer before it is loaded again
   }
   const float inv0 = l0 > 0.f ? 1.f / l0 : 0.f, inv1 = l1 > 0.f ? 1.f / l1 : 0.f;
 #pragma unroll
@@ -269,7 +299,7 @@ AttentionKernel attention_forward_kernel(DType dt, int padded, bool causal) {
 
 AttentionKernel attention_backward_kernel(DType dt, int padded, bool causal) {
   AttentionKernel k;
-  k.shared_bytes = static_cast<unsigned>((4 * 64 * (padded + 8) + 2 * 64 * 72) * 2 + 2 * 64 * 4);
+  k.shared_bytes = static_cast<unsigned>((6 * 64 * (padded + 8) + 64 * 72) * 2 + 4 * 64 * 4);
   std::string s = "// prims.attention_backward: flash attention backward, one block of 4 warps per 64 keys of one\n"
                   "// head; each warp owns 16 keys and accumulates their dk and dv on chip while the block walks\n"
                   "// the query tiles; dq is accumulated in f32 with atomics (scaled and converted afterwards).\n";
@@ -281,12 +311,9 @@ AttentionKernel attention_backward_kernel(DType dt, int padded, bool causal) {
   extern __shared__ __align__(16) unsigned char tr_smem[];
   tr_h* Ks = reinterpret_cast<tr_h*>(tr_smem);
   tr_h* Vs = Ks + 64 * TR_LD;
-  tr_h* Qs = Vs + 64 * TR_LD;
-  tr_h* Gs = Qs + 64 * TR_LD;    // the output's gradient, rows of the query tile
-  tr_h* Pt = Gs + 64 * TR_LD;    // probabilities, [64 keys, 64 queries]
-  tr_h* Dt = Pt + 64 * TR_PLD;   // score gradients, [64 keys, 64 queries]
-  float* lse_s = reinterpret_cast<float*>(Dt + 64 * TR_PLD);
-  float* delta_s = lse_s + 64;
+  tr_h* QG = Vs + 64 * TR_LD;    // two buffers of [Q tile, dO tile]: the next pair loads during this one's products
+  tr_h* Dt = QG + 4 * 64 * TR_LD;  // score gradients, [64 keys, 64 queries] (dQ reads them transposed)
+  float* LD_s = reinterpret_cast<float*>(Dt + 64 * TR_PLD);  // two buffers of [lse * log2(e), delta] per query
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = (lane & 3) * 2;
   const long long bh = blockIdx.y;
   const int kb0 = blockIdx.x * 64;
@@ -299,24 +326,38 @@ AttentionKernel attention_backward_kernel(DType dt, int padded, bool causal) {
   dq_acc += bh * L * E;
   dk += bh * S * E;
   dv += bh * S * E;
+  const int qstart = TR_CAUSAL ? kb0 : 0;  // causal: queries before the tile's first key see none of it
+  // One query tile's Q, dO, lse and delta into buffer b.
+  auto load_queries = [&](int q0, int b) {
+    tr_h* to = QG + b * 128 * TR_LD;
+    tr_tile(to, q, q0, L, E);
+    tr_tile(to + 64 * TR_LD, dout, q0, L, E);
+    if (threadIdx.x < 64) {
+      const int i = q0 + threadIdx.x;
+      LD_s[b * 128 + threadIdx.x] = i < L ? lse[i] * 1.4426950408889634f : 0.f;
+      LD_s[b * 128 + 64 + threadIdx.x] = i < L ? delta[i] : 0.f;
+    }
+  };
   tr_tile(Ks, k, kb0, S, E);
   tr_tile(Vs, v, kb0, S, E);
+  if (qstart < L) load_queries(qstart, 0);
+  tr_commit();
   float dka[TR_D / 8][4], dva[TR_D / 8][4];
 #pragma unroll
   for (int d = 0; d < TR_D / 8; ++d)
 #pragma unroll
     for (int e = 0; e < 4; ++e) dka[d][e] = dva[d][e] = 0.f;
   const int key0 = kb0 + warp * 16 + g, key1 = key0 + 8;
-  const int qstart = TR_CAUSAL ? kb0 : 0;  // causal: queries before the tile's first key see none of it
-  for (int q0 = qstart; q0 < L; q0 += 64) {
-    __syncthreads();  // the previous query tile is read by every warp
-    tr_tile(Qs, q, q0, L, E);
-    tr_tile(Gs, dout, q0, L, E);
-    if (threadIdx.x < 64) {
-      const int i = q0 + threadIdx.x;
-      lse_s[threadIdx.x] = i < L ? lse[i] * 1.4426950408889634f : 0.f;
-      delta_s[threadIdx.x] = i < L ? delta[i] : 0.f;
-    }
+  for (int q0 = qstart, buf = 0; q0 < L; q0 += 64, buf ^= 1) {
+    const tr_h* Qs = QG + buf * 128 * TR_LD;
+    const tr_h* Gs = Qs + 64 * TR_LD;  // the output's gradient, rows of the query tile
+    const float* lse_s = LD_s + buf * 128;
+    const float* delta_s = lse_s + 64;
+    // The next query tile, into the other buffer: its last readers (the previous iteration's
+    // products) are behind that iteration's second barrier; its dQ reads only Dt and Ks.
+    if (q0 + 64 < L) load_queries(q0 + 64, buf ^ 1);
+    tr_commit();
+    tr_wait<1>();
     __syncthreads();
     // This warp's 16 keys against the 64 queries: scores (transposed) and dP^T = V dO^T.
     float st[8][4], dpt[8][4];
@@ -327,15 +368,17 @@ AttentionKernel attention_backward_kernel(DType dt, int padded, bool causal) {
 #pragma unroll
     for (int kk = 0; kk < TR_D / 16; ++kk) {
       unsigned ka[4], va[4];
-      tr_frag_a<false>(Ks, TR_LD, warp * 16, kk * 16, ka);
-      tr_frag_a<false>(Vs, TR_LD, warp * 16, kk * 16, va);
+      tr_ldsm_a(Ks, TR_LD, warp * 16, kk * 16, ka);
+      tr_ldsm_a(Vs, TR_LD, warp * 16, kk * 16, va);
 #pragma unroll
-      for (int nt = 0; nt < 8; ++nt) {
-        unsigned b[2];
-        tr_frag_b<true>(Qs, TR_LD, kk * 16, nt * 8, b);
-        tr_mma(st[nt], ka, b);
-        tr_frag_b<true>(Gs, TR_LD, kk * 16, nt * 8, b);
-        tr_mma(dpt[nt], va, b);
+      for (int np = 0; np < 4; ++np) {
+        unsigned b[4];
+        tr_ldsm_b_nk(Qs, TR_LD, kk * 16, np * 16, b);
+        tr_mma(st[2 * np], ka, b);
+        tr_mma(st[2 * np + 1], ka, b + 2);
+        tr_ldsm_b_nk(Gs, TR_LD, kk * 16, np * 16, b);
+        tr_mma(dpt[2 * np], va, b);
+        tr_mma(dpt[2 * np + 1], va, b + 2);
       }
     }
 #pragma unroll
@@ -347,24 +390,26 @@ AttentionKernel attention_backward_kernel(DType dt, int padded, bool causal) {
         const float p = seen ? exp2f(st[nt][e] * scale_log2 - lse_s[qo]) : 0.f;
         const float ds = p * (dpt[nt][e] - delta_s[qo]);
         const int r = warp * 16 + g + (e < 2 ? 0 : 8);
-        Pt[r * TR_PLD + qo] = tr_st(p);
+        st[nt][e] = p;
+        dpt[nt][e] = ds;
         Dt[r * TR_PLD + qo] = tr_st(ds);
       }
     }
-    __syncwarp();
-    // dV += P^T dO and dK += dS^T Q for this warp's keys.
+    // dV += P^T dO and dK += dS^T Q for this warp's keys (P^T and dS^T from registers).
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
       unsigned pa[4], sa[4];
-      tr_frag_a<false>(Pt, TR_PLD, warp * 16, kk * 16, pa);
-      tr_frag_a<false>(Dt, TR_PLD, warp * 16, kk * 16, sa);
+      tr_c_to_a(st[2 * kk], st[2 * kk + 1], pa);
+      tr_c_to_a(dpt[2 * kk], dpt[2 * kk + 1], sa);
 #pragma unroll
-      for (int d = 0; d < TR_D / 8; ++d) {
-        unsigned b[2];
-        tr_frag_b<false>(Gs, TR_LD, kk * 16, d * 8, b);
-        tr_mma(dva[d], pa, b);
-        tr_frag_b<false>(Qs, TR_LD, kk * 16, d * 8, b);
-        tr_mma(dka[d], sa, b);
+      for (int dp = 0; dp < TR_D / 16; ++dp) {
+        unsigned b[4];
+        tr_ldsm_b_kn(Gs, TR_LD, kk * 16, dp * 16, b);
+        tr_mma(dva[2 * dp], pa, b);
+        tr_mma(dva[2 * dp + 1], pa, b + 2);
+        tr_ldsm_b_kn(Qs, TR_LD, kk * 16, dp * 16, b);
+        tr_mma(dka[2 * dp], sa, b);
+        tr_mma(dka[2 * dp + 1], sa, b + 2);
       }
     }
     __syncthreads();  // every warp's score gradients are written
@@ -372,26 +417,31 @@ AttentionKernel attention_backward_kernel(DType dt, int padded, bool causal) {
     const int qr = warp * 16;
     const int i0 = q0 + qr + g, i1 = i0 + 8;
 #pragma unroll
-    for (int d = 0; d < TR_D / 8; ++d) {
-      float c[4] = {0.f, 0.f, 0.f, 0.f};
+    for (int dp = 0; dp < TR_D / 16; ++dp) {
+      float c[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk) {
-        unsigned a[4], b[2];
-        tr_frag_a<true>(Dt, TR_PLD, qr, kk * 16, a);
-        tr_frag_b<false>(Ks, TR_LD, kk * 16, d * 8, b);
-        tr_mma(c, a, b);
+        unsigned a[4], b[4];
+        tr_ldsm_a_t(Dt, TR_PLD, qr, kk * 16, a);
+        tr_ldsm_b_kn(Ks, TR_LD, kk * 16, dp * 16, b);
+        tr_mma(c[0], a, b);
+        tr_mma(c[1], a, b + 2);
       }
-      const int col = d * 8 + t;
-      if (i0 < L) {
-        if (col < E) atomicAdd(dq_acc + (long long)i0 * E + col, c[0]);
-        if (col + 1 < E) atomicAdd(dq_acc + (long long)i0 * E + col + 1, c[1]);
-      }
-      if (i1 < L) {
-        if (col < E) atomicAdd(dq_acc + (long long)i1 * E + col, c[2]);
-        if (col + 1 < E) atomicAdd(dq_acc + (long long)i1 * E + col + 1, c[3]);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int col = dp * 16 + h * 8 + t;
+        if (i0 < L) {
+          if (col < E) atomicAdd(dq_acc + (long long)i0 * E + col, c[h][0]);
+          if (col + 1 < E) atomicAdd(dq_acc + (long long)i0 * E + col + 1, c[h][1]);
+        }
+        if (i1 < L) {
+          if (col < E) atomicAdd(dq_acc + (long long)i1 * E + col, c[h][2]);
+          if (col + 1 < E) atomicAdd(dq_acc + (long long)i1 * E + col + 1, c[h][3]);
+        }
       }
     }
   }
+  tr_wait<0>();  // no copy outlives the block (when it saw no query tile)
 #pragma unroll
   for (int d = 0; d < TR_D / 8; ++d) {
     const int col = d * 8 + t;
