@@ -130,10 +130,10 @@ std::string finish(std::string text, AttentionKernel* k) {
 
 int attention_padded(int64_t head) { return static_cast<int>((head + 15) / 16 * 16); }
 
-bool attention_on_gpu(const ir::Stmt& s, std::string* why) {
+AttentionPath attention_path(const ir::Stmt& s, std::string* why) {
   auto no = [&](const std::string& w) {
     if (why) *why = w;
-    return false;
+    return AttentionPath::None;
   };
   if (s.kind != ir::StmtKind::Prim || !s.op || (s.op->name != "attention" && s.op->name != "attention_backward"))
     return no("not an attention statement");
@@ -143,14 +143,15 @@ bool attention_on_gpu(const ir::Stmt& s, std::string* why) {
   for (size_t i = first; i < first + 3; ++i)
     if (s.args[i].kind != ir::Arg::Kind::Proxy) return no("query, key and value must be tensors");
   const ir::TensorType &q = s.args[first].proxy->type, &k = s.args[first + 1].proxy->type, &v = s.args[first + 2].proxy->type;
-  if (q.dtype != DType::bf16 && q.dtype != DType::f16) return no("the attention kernels take bf16 and f16 (this is " + std::string(rt::dtype_name(q.dtype)) + ")");
-  int64_t E = q.shape.back(), L = q.shape[q.shape.size() - 2], S = k.shape[k.shape.size() - 2];
-  if (v.shape.back() != E) return no("the value's head size differs from the query's");
-  if (E > 128) return no("head size " + std::to_string(E) + " is above the kernels' 128");
-  if (E < 1 || L < 1 || S < 1) return no("an empty attention");
+  if (!rt::is_float(q.dtype)) return no("attention needs a float dtype");
+  int64_t E = q.shape.back(), Ev = v.shape.back(), L = q.shape[q.shape.size() - 2], S = k.shape[k.shape.size() - 2];
+  if (E < 1 || Ev < 1 || L < 1 || S < 1) return no("an empty attention");
   int64_t batch = rt::numel(q.shape) / (L * E);
-  if (batch > 65535 || L > (1LL << 30) || S > (1LL << 30)) return no("too many heads or positions for one launch");
-  return true;
+  if (L > (1LL << 30) || S > (1LL << 30)) return no("too many positions for one launch");
+  bool sixteen = q.dtype == DType::bf16 || q.dtype == DType::f16;
+  if (sixteen && Ev == E && E <= 128 && batch <= 65535) return AttentionPath::Flash;
+  if (E > 512 || Ev > 512) return no("head size above 512");
+  return AttentionPath::Rows;
 }
 
 AttentionKernel attention_forward_kernel(DType dt, int padded, bool causal) {
@@ -506,6 +507,200 @@ AttentionKernel attention_dq_kernel(DType dt) {
     long long n, float scale) {
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
     dq[i] = tr_st(acc[i] * scale);
+}
+)CUDA";
+  k.source = finish(std::move(s), &k);
+  return k;
+}
+
+namespace {
+
+// The Rows path's helpers: storage and math types, conversions, a warp sum, and a row of a head
+// held by the warp's lanes (element c of lane l is column 32 c + l).
+std::string rows_helpers(DType dt, int64_t E, int64_t Ev) {
+  std::string s;
+  int J = static_cast<int>((E + 31) / 32), JV = static_cast<int>((Ev + 31) / 32);
+  bool f64 = dt == DType::f64;
+  s += std::string("typedef ") + (f64 ? "double" : "float") + " tr_a;   // math\n";
+  s += std::string("typedef ") + (f64 ? "double" : "float") + " tr_l;   // lse and delta\n";
+  switch (dt) {
+    case DType::f64: s += "typedef double tr_t;\n__device__ __forceinline__ tr_a tr_ld(tr_t x) { return x; }\n"
+                          "__device__ __forceinline__ tr_t tr_st(tr_a x) { return x; }\n"; break;
+    case DType::f32: s += "typedef float tr_t;\n__device__ __forceinline__ tr_a tr_ld(tr_t x) { return x; }\n"
+                          "__device__ __forceinline__ tr_t tr_st(tr_a x) { return x; }\n"; break;
+    case DType::bf16:
+      s += R"CUDA(typedef unsigned short tr_t;
+__device__ __forceinline__ tr_a tr_ld(tr_t h) { return __uint_as_float(((unsigned int)h) << 16); }
+__device__ __forceinline__ tr_t tr_st(tr_a f) {
+  tr_t h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+)CUDA";
+      break;
+    default:
+      s += R"CUDA(typedef unsigned short tr_t;
+__device__ __forceinline__ tr_a tr_ld(tr_t h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+__device__ __forceinline__ tr_t tr_st(tr_a f) {
+  tr_t h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+)CUDA";
+  }
+  s += "#define TR_J " + std::to_string(J) + "    // query/key values per lane\n";
+  s += "#define TR_JV " + std::to_string(JV) + "   // value values per lane\n";
+  s += std::string("#define TR_EXP ") + (f64 ? "exp" : "expf") + "\n";
+  s += std::string("#define TR_LOG ") + (f64 ? "log" : "logf") + "\n";
+  s += std::string("#define TR_NEG_INF ") + (f64 ? "__longlong_as_double(0xfff0000000000000LL)" : "__int_as_float(0xff800000)") + "\n";
+  s += R"CUDA(__device__ __forceinline__ tr_a tr_warp_sum(tr_a x) {
+#pragma unroll
+  for (int w = 16; w > 0; w >>= 1) x += __shfl_xor_sync(0xffffffffu, x, w);
+  return x;
+}
+// Row `row` of a [rows, n] matrix into the lanes' registers (zero past n).
+template <int J> __device__ __forceinline__ void tr_row(const tr_t* __restrict__ m, long long row, int n, tr_a* x) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int c = 0; c < J; ++c) x[c] = 32 * c + lane < n ? tr_ld(m[row * n + 32 * c + lane]) : (tr_a)0;
+}
+template <int J> __device__ __forceinline__ tr_a tr_dot(const tr_a* x, const tr_t* __restrict__ m, long long row, int n) {
+  const int lane = threadIdx.x & 31;
+  tr_a s = 0;
+#pragma unroll
+  for (int c = 0; c < J; ++c)
+    if (32 * c + lane < n) s += x[c] * tr_ld(m[row * n + 32 * c + lane]);
+  return tr_warp_sum(s);
+}
+)CUDA";
+  return s;
+}
+
+}  // namespace
+
+AttentionKernel attention_rows_forward_kernel(DType dt, int64_t E, int64_t Ev) {
+  AttentionKernel k;
+  k.block = 256;
+  std::string s = "// prims.attention, one warp per query row (online softmax over the keys, CUDA cores).\n";
+  s += rows_helpers(dt, E, Ev);
+  s += R"CUDA(extern "C" __global__ void __launch_bounds__(256) tr_kernel(const tr_t* __restrict__ q, const tr_t* __restrict__ k,
+    const tr_t* __restrict__ v, tr_t* __restrict__ o, tr_l* __restrict__ lse, long long rows, int L, int S, int E, int Ev,
+    tr_a scale, int causal) {
+  const long long r = (long long)blockIdx.x * 8 + (threadIdx.x >> 5);
+  const int lane = threadIdx.x & 31;
+  if (r >= rows) return;
+  const long long b = r / L;
+  const int i = (int)(r % L);
+  const int n = causal ? min(S, i + 1) : S;  // keys j <= i (top-left aligned)
+  tr_a qx[TR_J], acc[TR_JV];
+  tr_row<TR_J>(q, r, E, qx);
+#pragma unroll
+  for (int c = 0; c < TR_JV; ++c) acc[c] = 0;
+  tr_a m = TR_NEG_INF, l = 0;
+  for (int j = 0; j < n; ++j) {
+    const tr_a x = tr_dot<TR_J>(qx, k, b * S + j, E) * scale;
+    const tr_a mn = x > m ? x : m;
+    const tr_a alpha = TR_EXP(m - mn), p = TR_EXP(x - mn);
+    l = l * alpha + p;
+    m = mn;
+#pragma unroll
+    for (int c = 0; c < TR_JV; ++c)
+      acc[c] = acc[c] * alpha + (32 * c + lane < Ev ? p * tr_ld(v[(b * S + j) * Ev + 32 * c + lane]) : (tr_a)0);
+  }
+  const tr_a inv = l > 0 ? (tr_a)1 / l : (tr_a)0;
+#pragma unroll
+  for (int c = 0; c < TR_JV; ++c)
+    if (32 * c + lane < Ev) o[r * Ev + 32 * c + lane] = tr_st(acc[c] * inv);
+  if (lane == 0) lse[r] = n > 0 ? m + TR_LOG(l) : TR_NEG_INF;
+}
+)CUDA";
+  k.source = finish(std::move(s), &k);
+  return k;
+}
+
+AttentionKernel attention_rows_dq_kernel(DType dt, int64_t E, int64_t Ev) {
+  AttentionKernel k;
+  k.block = 256;
+  std::string s = "// prims.attention_backward, dq: one warp per query row; also delta = rowsum(grad * out).\n";
+  s += rows_helpers(dt, E, Ev);
+  s += R"CUDA(extern "C" __global__ void __launch_bounds__(256) tr_kernel(const tr_t* __restrict__ g, const tr_t* __restrict__ q,
+    const tr_t* __restrict__ k, const tr_t* __restrict__ v, const tr_t* __restrict__ o, const tr_l* __restrict__ lse,
+    tr_l* __restrict__ delta, tr_t* __restrict__ dq, long long rows, int L, int S, int E, int Ev, tr_a scale, int causal) {
+  const long long r = (long long)blockIdx.x * 8 + (threadIdx.x >> 5);
+  const int lane = threadIdx.x & 31;
+  if (r >= rows) return;
+  const long long b = r / L;
+  const int i = (int)(r % L);
+  const int n = causal ? min(S, i + 1) : S;
+  tr_a qx[TR_J], gx[TR_JV], ox[TR_JV], dqx[TR_J];
+  tr_row<TR_J>(q, r, E, qx);
+  tr_row<TR_JV>(g, r, Ev, gx);
+  tr_row<TR_JV>(o, r, Ev, ox);
+  tr_a d = 0;
+#pragma unroll
+  for (int c = 0; c < TR_JV; ++c) d += gx[c] * ox[c];
+  d = tr_warp_sum(d);
+  if (lane == 0) delta[r] = d;
+#pragma unroll
+  for (int c = 0; c < TR_J; ++c) dqx[c] = 0;
+  const tr_a ls = lse[r];
+  for (int j = 0; j < n; ++j) {
+    const tr_a p = TR_EXP(tr_dot<TR_J>(qx, k, b * S + j, E) * scale - ls);
+    const tr_a ds = p * (tr_dot<TR_JV>(gx, v, b * S + j, Ev) - d);
+#pragma unroll
+    for (int c = 0; c < TR_J; ++c)
+      if (32 * c + lane < E) dqx[c] += ds * tr_ld(k[(b * S + j) * E + 32 * c + lane]);
+  }
+#pragma unroll
+  for (int c = 0; c < TR_J; ++c)
+    if (32 * c + lane < E) dq[r * E + 32 * c + lane] = tr_st(dqx[c] * scale);
+}
+)CUDA";
+  k.source = finish(std::move(s), &k);
+  return k;
+}
+
+AttentionKernel attention_rows_dkdv_kernel(DType dt, int64_t E, int64_t Ev) {
+  AttentionKernel k;
+  k.block = 256;
+  std::string s = "// prims.attention_backward, dk and dv: one warp per key row, over the queries that see it.\n";
+  s += rows_helpers(dt, E, Ev);
+  s += R"CUDA(extern "C" __global__ void __launch_bounds__(256) tr_kernel(const tr_t* __restrict__ g, const tr_t* __restrict__ q,
+    const tr_t* __restrict__ k, const tr_t* __restrict__ v, const tr_l* __restrict__ lse, const tr_l* __restrict__ delta,
+    tr_t* __restrict__ dk, tr_t* __restrict__ dv, long long key_rows, int L, int S, int E, int Ev, tr_a scale, int causal) {
+  const long long r = (long long)blockIdx.x * 8 + (threadIdx.x >> 5);
+  const int lane = threadIdx.x & 31;
+  if (r >= key_rows) return;
+  const long long b = r / S;
+  const int j = (int)(r % S);
+  tr_a kx[TR_J], vx[TR_JV], dkx[TR_J], dvx[TR_JV];
+  tr_row<TR_J>(k, r, E, kx);
+  tr_row<TR_JV>(v, r, Ev, vx);
+#pragma unroll
+  for (int c = 0; c < TR_J; ++c) dkx[c] = 0;
+#pragma unroll
+  for (int c = 0; c < TR_JV; ++c) dvx[c] = 0;
+  for (int i = causal ? j : 0; i < L; ++i) {  // causal: queries i >= j see key j
+    const long long qr = b * L + i;
+    const tr_a p = TR_EXP(tr_dot<TR_J>(kx, q, qr, E) * scale - lse[qr]);
+    const tr_a ds = p * (tr_dot<TR_JV>(vx, g, qr, Ev) - delta[qr]);
+#pragma unroll
+    for (int c = 0; c < TR_J; ++c)
+      if (32 * c + lane < E) dkx[c] += ds * tr_ld(q[qr * E + 32 * c + lane]);
+#pragma unroll
+    for (int c = 0; c < TR_JV; ++c)
+      if (32 * c + lane < Ev) dvx[c] += p * tr_ld(g[qr * Ev + 32 * c + lane]);
+  }
+#pragma unroll
+  for (int c = 0; c < TR_J; ++c)
+    if (32 * c + lane < E) dk[r * E + 32 * c + lane] = tr_st(dkx[c] * scale);
+#pragma unroll
+  for (int c = 0; c < TR_JV; ++c)
+    if (32 * c + lane < Ev) dv[r * Ev + 32 * c + lane] = tr_st(dvx[c]);
 }
 )CUDA";
   k.source = finish(std::move(s), &k);

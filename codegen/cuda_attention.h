@@ -17,9 +17,13 @@ struct AttentionKernel {
   unsigned shared_bytes = 0;  // dynamic shared memory per block
 };
 
-// Whether an attention or attention_backward statement runs on these kernels (else *why):
-// bf16 or f16, one head size E = Ev of at most 128, nonempty.
-bool attention_on_gpu(const ir::Stmt& s, std::string* why = nullptr);
+// How an attention or attention_backward statement runs on the GPU:
+// - Flash: bf16 or f16 with one head size E = Ev of at most 128 (the tensor-core kernels);
+// - Rows: any float dtype, head sizes up to 512: one warp per query row (forward, dq) or key row
+//   (dk, dv), CUDA-core math in f32 (f64 for f64); correct and memory-lean, not fast;
+// - None: empty, or too large (*why says which); it runs on the CPU.
+enum class AttentionPath { None, Flash, Rows };
+AttentionPath attention_path(const ir::Stmt& s, std::string* why = nullptr);
 // The head size rounded up to a multiple of 16 (the products' k step).
 int attention_padded(int64_t head);
 
@@ -33,5 +37,13 @@ AttentionKernel attention_backward_kernel(ir::DType dt, int padded, bool causal)
 AttentionKernel attention_delta_kernel(ir::DType dt);
 // dq[i] = dq_acc[i] * scale in the storage type: (dq_acc, dq, long long n, float scale).
 AttentionKernel attention_dq_kernel(ir::DType dt);
+
+// The Rows path (8 warps of 256 threads per block, one row each), for heads of E and Ev values:
+// forward (q, k, v, out, lse, long long rows, int L, int S, int E, int Ev, math scale, int causal);
+// dq (grad, q, k, v, out, lse, delta, dq, same sizes and flags) also writes delta per query row;
+// dkdv (grad, q, k, v, lse, delta, dk, dv, long long key_rows, same sizes and flags).
+AttentionKernel attention_rows_forward_kernel(ir::DType dt, int64_t E, int64_t Ev);
+AttentionKernel attention_rows_dq_kernel(ir::DType dt, int64_t E, int64_t Ev);
+AttentionKernel attention_rows_dkdv_kernel(ir::DType dt, int64_t E, int64_t Ev);
 
 }  // namespace tracer::codegen

@@ -635,21 +635,33 @@ std::vector<Kernel> kernels_for(const ir::Trace& t, int sm_count) {
       } else if (s.kind != StmtKind::Prim) {
         walk(s.subsymbols, at + "_");
       } else if (s.op && (s.op->name == "attention" || s.op->name == "attention_backward")) {
-        if (!attention_on_gpu(s)) continue;
+        AttentionPath path = attention_path(s);
+        if (path == AttentionPath::None) continue;
         bool bw = s.op->name == "attention_backward";
         const ir::TensorType& q = s.args[bw ? 1 : 0].proxy->type;
-        int padded = attention_padded(q.shape.back());
+        int64_t E = q.shape.back(), Ev = s.args[bw ? 3 : 2].proxy->type.shape.back();
+        int padded = attention_padded(E);
         bool causal = s.args[bw ? 6 : 3].kind == Arg::Kind::Bool && s.args[bw ? 6 : 3].b;
         std::vector<AttentionKernel> ks;
-        if (bw) {
+        std::vector<const char*> parts;
+        if (path == AttentionPath::Rows) {
+          if (bw) {
+            ks = {attention_rows_dq_kernel(q.dtype, E, Ev), attention_rows_dkdv_kernel(q.dtype, E, Ev)};
+            parts = {"_dq", "_dkdv"};
+          } else {
+            ks = {attention_rows_forward_kernel(q.dtype, E, Ev)};
+            parts = {""};
+          }
+        } else if (bw) {
           ks = {attention_delta_kernel(q.dtype), attention_backward_kernel(q.dtype, padded, causal), attention_dq_kernel(q.dtype)};
+          parts = {"_delta", "", "_dq"};
         } else {
           ks = {attention_forward_kernel(q.dtype, padded, causal)};
+          parts = {""};
         }
-        const char* parts[] = {"_delta", "", "_dq"};
         for (size_t j = 0; j < ks.size(); ++j) {
           Kernel k;
-          k.name = label(s, at) + (bw ? parts[j] : "");
+          k.name = label(s, at) + parts[j];
           k.source = k.structure = ks[j].source;
           k.symbol = ks[j].symbol;
           k.origin = ir::print_stmt_line(s);

@@ -473,7 +473,8 @@ bool GpuExecutor::run_matmul(const ir::Stmt& s, Values& env, const std::unordere
 }
 
 bool GpuExecutor::run_attention(const ir::Stmt& s, Values& env) {
-  if (!attention_on_gpu(s)) return false;
+  const AttentionPath path = attention_path(s);
+  if (path == AttentionPath::None) return false;
   const bool bw = s.op->name == "attention_backward";
   const size_t f = bw ? 1 : 0;
   auto value = [&](size_t i) -> const DeviceTensor* {
@@ -484,6 +485,7 @@ bool GpuExecutor::run_attention(const ir::Stmt& s, Values& env) {
   };
   const DeviceTensor *q = value(f), *k = value(f + 1), *v = value(f + 2);
   if (!q || !k || !v) return false;
+  if (path == AttentionPath::Rows) return run_attention_rows(s, env, *q, *k, *v);
   const size_t r = q->shape.size();
   const int L = static_cast<int>(q->shape[r - 2]), S = static_cast<int>(k->shape[r - 2]), E = static_cast<int>(q->shape[r - 1]);
   const long long batch = rt::numel(q->shape) / (static_cast<long long>(L) * E);
@@ -545,6 +547,65 @@ bool GpuExecutor::run_attention(const ir::Stmt& s, Values& env) {
     dev_.launch(fn, grid, 1, ak->block, 0, args);
   }
   stats_.launches += 3;
+  env[s.outputs[0].get()] = std::move(dq);
+  env[s.outputs[1].get()] = std::move(dk);
+  env[s.outputs[2].get()] = std::move(dv);
+  return true;
+}
+
+bool GpuExecutor::run_attention_rows(const ir::Stmt& s, Values& env, const DeviceTensor& q, const DeviceTensor& k,
+                                     const DeviceTensor& v) {
+  const bool bw = s.op->name == "attention_backward";
+  const size_t r = q.shape.size();
+  int L = static_cast<int>(q.shape[r - 2]), S = static_cast<int>(k.shape[r - 2]), E = static_cast<int>(q.shape[r - 1]),
+      Ev = static_cast<int>(v.shape[r - 1]);
+  long long rows = rt::numel(q.shape) / E, key_rows = rt::numel(k.shape) / E;
+  int causal = s.args[bw ? 6 : 3].kind == K::Bool && s.args[bw ? 6 : 3].b ? 1 : 0;
+  const double scale = s.args[bw ? 7 : 4].number();
+  const bool f64 = q.dtype == DType::f64;
+  double scale_d = scale;
+  float scale_f = static_cast<float>(scale);
+  void* pscale = f64 ? static_cast<void*>(&scale_d) : static_cast<void*>(&scale_f);
+  auto kernel = [&](int which) -> void* {
+    std::string key = "rows" + std::to_string(which) + ":" + rt::dtype_name(q.dtype) + ":" + std::to_string(E) + ":" + std::to_string(Ev);
+    auto it = attention_kernels_.find(key);
+    if (it == attention_kernels_.end()) {
+      AttentionKernel ak = which == 0   ? attention_rows_forward_kernel(q.dtype, E, Ev)
+                           : which == 1 ? attention_rows_dq_kernel(q.dtype, E, Ev)
+                                        : attention_rows_dkdv_kernel(q.dtype, E, Ev);
+      it = attention_kernels_.emplace(key, std::move(ak)).first;
+    }
+    return compiled(it->second.source, it->second.symbol, "prims." + s.op->name);
+  };
+  auto blocks = [](long long n) { return static_cast<unsigned>((n + 7) / 8); };
+  rt::cuda::DevPtr pq = q.ptr(), pk = k.ptr(), pv = v.ptr();
+  if (!bw) {
+    DeviceTensor out = alloc(s.outputs[0]->type), lse = alloc(s.outputs[1]->type);
+    rt::cuda::DevPtr po = out.ptr(), pl = lse.ptr();
+    void* args[] = {&pq, &pk, &pv, &po, &pl, &rows, &L, &S, &E, &Ev, pscale, &causal};
+    dev_.launch(kernel(0), blocks(rows), 1, 256, 0, args);
+    stats_.launches++;
+    env[s.outputs[0].get()] = std::move(out);
+    env[s.outputs[1].get()] = std::move(lse);
+    return true;
+  }
+  auto value = [&](size_t i) -> const DeviceTensor* {
+    const ir::Arg& a = s.args[i];
+    if (a.kind != K::Proxy || transposed_.count(a.proxy.get())) return nullptr;
+    auto it = env.find(a.proxy.get());
+    return it == env.end() ? nullptr : &it->second;
+  };
+  const DeviceTensor *g = value(0), *o = value(4), *lse = value(5);
+  if (!g || !o || !lse) return false;
+  rt::cuda::Buffer delta(&dev_, static_cast<size_t>(rows) * (f64 ? 8 : 4));
+  DeviceTensor dq = alloc(s.outputs[0]->type), dk = alloc(s.outputs[1]->type), dv = alloc(s.outputs[2]->type);
+  rt::cuda::DevPtr pg = g->ptr(), po = o->ptr(), pl = lse->ptr(), pd = delta.ptr, pdq = dq.ptr(), pdk = dk.ptr(),
+                   pdv = dv.ptr();
+  void* args1[] = {&pg, &pq, &pk, &pv, &po, &pl, &pd, &pdq, &rows, &L, &S, &E, &Ev, pscale, &causal};
+  dev_.launch(kernel(1), blocks(rows), 1, 256, 0, args1);
+  void* args2[] = {&pg, &pq, &pk, &pv, &pl, &pd, &pdk, &pdv, &key_rows, &L, &S, &E, &Ev, pscale, &causal};
+  dev_.launch(kernel(2), blocks(key_rows), 1, 256, 0, args2);
+  stats_.launches += 2;
   env[s.outputs[0].get()] = std::move(dq);
   env[s.outputs[1].get()] = std::move(dk);
   env[s.outputs[2].get()] = std::move(dv);

@@ -112,7 +112,7 @@ TEST_CASE("NVRTC compiles attention's kernels, forward and backward (tests/gpu/a
   std::string why;
   REQUIRE(codegen::Nvrtc::load(&why));
   const std::string file = source_dir() + "/tests/gpu/attention.trace";
-  for (const char* entry : {"attention_causal", "attention_masked"}) {
+  for (const char* entry : {"attention_causal", "attention_masked", "attention_rows_f32", "attention_rows_ev"}) {
     DYNAMIC_SECTION(entry) {
       Session s;
       REQUIRE(s.load_file(file));
@@ -123,17 +123,18 @@ TEST_CASE("NVRTC compiles attention's kernels, forward and backward (tests/gpu/a
       REQUIRE(r);
       // The permutes of the heads are kernels, not CPU work. The causal bf16 attention is the
       // fused prims.attention (one flash kernel; three for its backward); the masked f32 one is
-      // the decomposed form.
+      // the decomposed form; f32 without a mask, and values of another head size, take the
+      // one-warp-per-row kernels (one forward, two backward).
       int transposes = 0, forward = 0, backward = 0;
       for (const auto& k : r->kernels) {
         transposes += k.statement.find("prims.transpose") != std::string::npos;
         forward += k.statement.find("prims.attention(") != std::string::npos;
         backward += k.statement.find("prims.attention_backward(") != std::string::npos;
       }
-      CHECK(transposes > 0);
-      bool fused = std::string(entry) == "attention_causal";
-      CHECK(forward == (fused ? 1 : 0));
-      CHECK(backward == (fused ? 3 : 0));
+      std::string e = entry;
+      if (e == "attention_causal" || e == "attention_masked") CHECK(transposes > 0);
+      CHECK(forward == (e == "attention_masked" ? 0 : 1));
+      CHECK(backward == (e == "attention_causal" ? 3 : e == "attention_masked" ? 0 : 2));
       auto cubins = s.compile(entry, "sm_90", "cubin", (dir / "bin").string());
       REQUIRE(cubins);
       for (const auto& k : cubins->kernels) CHECK(first_bytes(k.file, 4) == "\x7f" "ELF");

@@ -55,7 +55,8 @@ check() {  # label, CPU args..., --, GPU extra args...
   python3 tests/gpu/compare.py "$tmp/cpu" "$tmp/gpu" "$label" || fail=1
   if grep -q "^warning" "$tmp/gpu.log"; then echo "FAIL $label: $(grep '^warning' "$tmp/gpu.log")"; fail=1; fi
 }
-for e in attention_causal attention_masked attention_heads64 attention_heads128 attention_heads20; do
+for e in attention_causal attention_masked attention_heads64 attention_heads128 attention_heads20 attention_rows_f32 \
+         attention_rows_f64 attention_rows_wide attention_rows_ev; do
   for passes in "" "grad,philox,remat,del_last_used" "grad,philox,remat,fuse,del_last_used"; do
     args=(tests/gpu/attention.trace --entry "$e")
     [ -n "$passes" ] && args+=(--passes "$passes")
