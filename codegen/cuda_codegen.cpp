@@ -668,6 +668,15 @@ std::vector<Kernel> kernels_for(const ir::Trace& t, int sm_count) {
           k.elements = rt::numel(s.outputs[0]->type.shape);
           out.push_back(std::move(k));
         }
+      } else if (s.op && s.op->name == "uniform" && rt::is_float(s.outputs[0]->type.dtype) && s.args[1].is_number() &&
+                 s.args[2].is_number() && std::isfinite(s.args[1].number()) && std::isfinite(s.args[2].number()) &&
+                 rt::numel(s.outputs[0]->type.shape) > 0) {
+        Kernel k;
+        k.name = label(s, at);
+        k.source = k.structure = uniform_source(s.outputs[0]->type, s.args[1].number(), s.args[2].number(), &k.symbol);
+        k.origin = ir::print_stmt_line(s);
+        k.elements = rt::numel(s.outputs[0]->type.shape);
+        out.push_back(std::move(k));
       } else if (s.op && s.op->name == "rng_state") {
         Kernel k;
         k.name = label(s, at);

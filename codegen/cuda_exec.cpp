@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -281,14 +282,7 @@ void GpuExecutor::run_rng_state(const ir::Stmt& s, Values& env, ir::ExecContext&
     std::string source = rng_state_source(&symbol);
     rng_fn_ = compiled(source, symbol, "prims.rng_state");
   }
-  if (!rng_base_) rng_base_ = std::make_shared<rt::cuda::Buffer>(&dev_, 16);
-  if (!rng_ready_) {
-    // Outside a graph, the base is written here, in stream order, once per run; a graph's
-    // replays write it before each launch (capture() below).
-    write_rng_base(ctx);
-    rng_start_ = ctx.rng_offset;
-    rng_ready_ = true;
-  }
+  ensure_rng_base(ctx);
   long long delta = static_cast<long long>(ctx.rng_offset - rng_start_);
   DeviceTensor seed = alloc(s.outputs[0]->type), offset = alloc(s.outputs[1]->type);
   rt::cuda::DevPtr base = rng_base_->ptr, ps = seed.ptr(), po = offset.ptr();
@@ -469,6 +463,39 @@ bool GpuExecutor::run_matmul(const ir::Stmt& s, Values& env, const std::unordere
   }
   stats_.gemms++;
   env[s.outputs[0].get()] = std::move(C);
+  return true;
+}
+
+void GpuExecutor::ensure_rng_base(ir::ExecContext& ctx) {
+  if (!rng_base_) rng_base_ = std::make_shared<rt::cuda::Buffer>(&dev_, 16);
+  if (!rng_ready_) {
+    // Outside a graph, the base is written here, in stream order, once per run; a graph's
+    // replays write it before each launch (capture() below).
+    write_rng_base(ctx);
+    rng_start_ = ctx.rng_offset;
+    rng_ready_ = true;
+  }
+}
+
+bool GpuExecutor::run_uniform(const ir::Stmt& s, Values& env, ir::ExecContext& ctx) {
+  const ir::TensorType& out = s.outputs[0]->type;
+  if (!rt::is_float(out.dtype) || rt::numel(out.shape) == 0 || !s.args[1].is_number() || !s.args[2].is_number() ||
+      !std::isfinite(s.args[1].number()) || !std::isfinite(s.args[2].number()))
+    return false;
+  std::string symbol;
+  std::string source = uniform_source(out, s.args[1].number(), s.args[2].number(), &symbol);
+  void* fn = compiled(source, symbol, "prims.uniform");
+  ensure_rng_base(ctx);
+  long long delta = static_cast<long long>(ctx.rng_offset - rng_start_);
+  DeviceTensor y = alloc(out);
+  rt::cuda::DevPtr base = rng_base_->ptr, py = y.ptr();
+  void* args[] = {&base, &delta, &py};
+  long long groups = (rt::numel(out.shape) + 3) / 4;
+  dev_.launch(fn, static_cast<unsigned>(std::max<long long>(1, std::min<long long>((groups + 255) / 256, 16LL * dev_.sm_count()))),
+              256, args);
+  stats_.launches++;
+  ctx.rng_offset += 1;  // one offset per stateful draw, as the CPU's uniform
+  env[s.outputs[0].get()] = std::move(y);
   return true;
 }
 
@@ -688,6 +715,7 @@ void GpuExecutor::run_stmt(const ir::Stmt& s, Values& env, ir::ExecContext& ctx,
     }
     if ((op == "matmul" || op == "linear") && run_matmul(s, env, lazy)) return;
     if ((op == "attention" || op == "attention_backward") && run_attention(s, env)) return;
+    if (op == "uniform" && run_uniform(s, env, ctx)) return;
     if (op == "rng_state" && s.args[0].kind == K::Int && s.outputs.size() == 2) {
       run_rng_state(s, env, ctx);
       return;

@@ -132,6 +132,9 @@ class GpuExecutor {
   void run_rng_state(const ir::Stmt& s, Values& env, ir::ExecContext& ctx);
   // prims.attention and attention_backward on the flash kernels (false: they cannot run them).
   bool run_attention(const ir::Stmt& s, Values& env);
+  // prims.uniform (the stateful generator) as a kernel reading the run's generator base.
+  bool run_uniform(const ir::Stmt& s, Values& env, ir::ExecContext& ctx);
+  void ensure_rng_base(ir::ExecContext& ctx);  // the base written once per run (or by a replay)
   bool run_attention_rows(const ir::Stmt& s, Values& env, const rt::cuda::DeviceTensor& q, const rt::cuda::DeviceTensor& k,
                           const rt::cuda::DeviceTensor& v);
   rt::cuda::DeviceTensor alloc(const ir::TensorType& t);

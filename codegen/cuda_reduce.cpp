@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <cstdio>
 #include <sstream>
 
 #include "codegen/cuda_codegen.h"
@@ -375,14 +376,13 @@ bool generate_creation(const ir::Stmt& s, SimpleKernel* k, std::string* why) {
     }
     return generate_fill(out, v, k, why);
   } else {  // iota: start + i * step, converted as the CPU's convert<T> does (exact for these dtypes)
-    if (out.dtype == DType::bf16 || out.dtype == DType::f16) {
-      *why = "iota in a 16-bit float type";
-      return false;
-    }
     long long start = s.args[1].kind == Arg::Kind::Int ? s.args[1].i : 0, step = s.args[2].kind == Arg::Kind::Int ? s.args[2].i : 1;
     std::string v = "(long long)((unsigned long long)" + std::to_string(start) + "LL + (unsigned long long)i * (unsigned long long)" +
                     std::to_string(step) + "LL)";
-    value = out.dtype == DType::b8 ? "(tr_b8)(" + v + " != 0)" : std::string("(") + storage_name(out.dtype) + ")" + v;
+    if (out.dtype == DType::bf16 || out.dtype == DType::f16)  // to float, then rounded: the CPU's convert<T>
+      value = std::string(out.dtype == DType::bf16 ? "tr_to_bf16" : "tr_to_f16") + "((float)" + v + ")";
+    else
+      value = out.dtype == DType::b8 ? "(tr_b8)(" + v + " != 0)" : std::string("(") + storage_name(out.dtype) + ")" + v;
   }
   std::ostringstream src;
   src << cuda_prelude() << "\n// prims." << op << " to " << storage_name(out.dtype) << rt::shape_str(out.shape) << "\n";
@@ -534,6 +534,41 @@ std::string rng_state_source(std::string* symbol) {
          "    *seed = base[0];\n"
          "    *offset = (long long)((unsigned long long)base[1] + (unsigned long long)delta);\n"
          "  }\n}\n";
+  std::string text = src.str();
+  *symbol = name_by_hash(text);
+  return text;
+}
+
+std::string uniform_source(const ir::TensorType& out, double low, double high, std::string* symbol) {
+  const bool f64 = out.dtype == DType::f64;
+  const long long n = rt::numel(out.shape);
+  char lo[64], hi[64];
+  std::snprintf(lo, sizeof lo, "%.17g", low);
+  std::snprintf(hi, sizeof hi, "%.17g", high);
+  std::string m = f64 ? "double" : "float", cast = f64 ? "(double)" : "(float)";
+  std::string word = f64 ? "tr_uniform_word_f64" : "tr_uniform_word_f32";
+  std::string value = word + "(w[q], " + cast + lo + ", " + cast + hi + ")";
+  switch (out.dtype) {
+    case DType::bf16: value = "tr_to_bf16(" + value + ")"; break;
+    case DType::f16: value = "tr_to_f16(" + value + ")"; break;
+    default: break;
+  }
+  std::ostringstream src;
+  src << cuda_prelude() << "\n// prims.uniform (the stateful generator) to " << storage_name(out.dtype) << rt::shape_str(out.shape)
+      << ": Philox under (seed, offset) = (base[0], base[1] + delta), the run's generator state advanced by the draws\n"
+         "// before this one; element e is word e % 4 of block e / 4, as on the CPU.\n"
+         "extern \"C\" __global__ void __launch_bounds__(256) tr_kernel(const long long* __restrict__ base, long long delta, "
+      << storage_name(out.dtype) << "* __restrict__ y) {\n"
+      << "  const unsigned long long seed = (unsigned long long)base[0], offset = (unsigned long long)base[1] + (unsigned long long)delta;\n"
+      << "  for (long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x; j * 4 < " << n
+      << "LL; j += (long long)gridDim.x * blockDim.x) {\n"
+      << "    const uint4 r = tr_philox4((unsigned long long)j, seed, offset);\n"
+      << "    const unsigned int w[4] = {r.x, r.y, r.z, r.w};\n"
+      << "#pragma unroll\n"
+      << "    for (int q = 0; q < 4; ++q)\n"
+      << "      if (j * 4 + q < " << n << "LL) y[j * 4 + q] = " << value << ";\n"
+      << "  }\n}\n";
+  (void)m;
   std::string text = src.str();
   *symbol = name_by_hash(text);
   return text;

@@ -64,6 +64,9 @@ bool generate_fill(const ir::TensorType& out, const rt::Scalar& v, SimpleKernel*
 // The source of the rng_state kernel (one thread): writes seed = base[0] and
 // offset = base[1] + delta, where base holds the generator's state at the start of the run.
 std::string rng_state_source(std::string* symbol);
+// prims.uniform on the device: the kernel (base, delta, y) draws out's elements in [low, high)
+// from the generator's base state advanced by delta offsets (one per earlier draw of the run).
+std::string uniform_source(const ir::TensorType& out, double low, double high, std::string* symbol);
 
 // The kernel of a reduction, broadcast, layout or creation statement; false otherwise.
 bool generate_simple(const ir::Stmt& s, SimpleKernel* k, std::string* why, int sm_count = 132);
