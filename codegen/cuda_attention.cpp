@@ -114,6 +114,16 @@ __device__ __forceinline__ void tr_tile(tr_h* dst, const tr_h* __restrict__ src,
     }
   }
 }
+// p[0] += a and p[1] += b for columns col and col + 1 of a row of E values: one vector reduction
+// (8-byte aligned: E and col even) where both columns exist, else scalar atomics.
+__device__ __forceinline__ void tr_add2(float* p, float a, float b, int col, int E) {
+  if ((E & 1) == 0 && col + 1 < E) {
+    asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(p), "f"(a), "f"(b) : "memory");
+  } else {
+    if (col < E) atomicAdd(p, a);
+    if (col + 1 < E) atomicAdd(p + 1, b);
+  }
+}
 __device__ __forceinline__ void tr_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 // Waits until at most N committed groups of copies are still in flight.
 template <int N> __device__ __forceinline__ void tr_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
@@ -431,14 +441,8 @@ AttentionKernel attention_backward_kernel(DType dt, int padded, bool causal) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int col = dp * 16 + h * 8 + t;
-        if (i0 < L) {
-          if (col < E) atomicAdd(dq_acc + (long long)i0 * E + col, c[h][0]);
-          if (col + 1 < E) atomicAdd(dq_acc + (long long)i0 * E + col + 1, c[h][1]);
-        }
-        if (i1 < L) {
-          if (col < E) atomicAdd(dq_acc + (long long)i1 * E + col, c[h][2]);
-          if (col + 1 < E) atomicAdd(dq_acc + (long long)i1 * E + col + 1, c[h][3]);
-        }
+        if (i0 < L) tr_add2(dq_acc + (long long)i0 * E + col, c[h][0], c[h][1], col, E);
+        if (i1 < L) tr_add2(dq_acc + (long long)i1 * E + col, c[h][2], c[h][3], col, E);
       }
     }
   }
