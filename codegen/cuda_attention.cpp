@@ -6,6 +6,7 @@
 #include <string>
 
 #include "codegen/cuda_codegen.h"
+#include "codegen/cuda_prelude.h"
 #include "ir/op.h"
 
 namespace tracer::codegen {
@@ -13,41 +14,39 @@ namespace {
 
 using ir::DType;
 
+// The prelude (conversions that round as the CPU does), the storage type tr_t of dt and the math
+// type tr_a (f32; f64 for f64), with tr_ld (storage to math) and tr_st (math to storage, rounded).
+std::string storage(DType dt) {
+  std::string s = std::string(cuda_prelude()) + "\n";
+  switch (dt) {
+    case DType::f64: return s + "typedef double tr_t;\ntypedef double tr_a;\n"
+                                "__device__ __forceinline__ tr_a tr_ld(tr_t x) { return x; }\n"
+                                "__device__ __forceinline__ tr_t tr_st(tr_a x) { return x; }\n";
+    case DType::f32: return s + "typedef float tr_t;\ntypedef float tr_a;\n"
+                                "__device__ __forceinline__ tr_a tr_ld(tr_t x) { return x; }\n"
+                                "__device__ __forceinline__ tr_t tr_st(tr_a x) { return x; }\n";
+    case DType::bf16: return s + "typedef tr_bf16 tr_t;\ntypedef float tr_a;\n"
+                                 "__device__ __forceinline__ tr_a tr_ld(tr_t x) { return tr_from_bf16(x); }\n"
+                                 "__device__ __forceinline__ tr_t tr_st(tr_a x) { return tr_to_bf16(x); }\n";
+    default: return s + "typedef tr_f16 tr_t;\ntypedef float tr_a;\n"
+                        "__device__ __forceinline__ tr_a tr_ld(tr_t x) { return tr_from_f16(x); }\n"
+                        "__device__ __forceinline__ tr_t tr_st(tr_a x) { return tr_to_f16(x); }\n";
+  }
+}
+
 // Helpers shared by the kernels: conversions, the tensor-core product, fragments read from
 // shared memory (ldmatrix), and tile loads. Fragment layouts are those of PTX's mma.m16n8k16
 // (lane = 4 * g + t/2): A's registers hold (g, t..t+1), (g+8, t..t+1), (g, t+8..t+9), (g+8, t+8..t+9); B's
 // hold (t..t+1, g), (t+8..t+9, g); C's hold (g, t..t+1), (g+8, t..t+1).
 std::string helpers(DType dt, int padded) {
-  bool bf = dt == DType::bf16;
-  std::string s = "typedef unsigned short tr_h;\n";
+  std::string s = storage(dt) + "typedef tr_t tr_h;\n";
   s += "#define TR_D " + std::to_string(padded) + "\n";
   s += R"CUDA(#define TR_LD (TR_D + 8)   // shared-memory row of a [64, D] tile (padded against bank conflicts)
 #define TR_PLD 72           // shared-memory row of a [.., 64] tile of probabilities
 #define TR_INF __int_as_float(0x7f800000)
 )CUDA";
-  if (bf) {
-    s += R"CUDA(__device__ __forceinline__ float tr_ld(tr_h h) { return __uint_as_float(((unsigned int)h) << 16); }
-__device__ __forceinline__ tr_h tr_st(float f) {
-  tr_h h;
-  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
-  return h;
-}
-#define TR_MMA "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
-)CUDA";
-  } else {
-    s += R"CUDA(__device__ __forceinline__ float tr_ld(tr_h h) {
-  float f;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
-  return f;
-}
-__device__ __forceinline__ tr_h tr_st(float f) {
-  tr_h h;
-  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
-  return h;
-}
-#define TR_MMA "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
-)CUDA";
-  }
+  s += dt == DType::bf16 ? "#define TR_MMA \"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32\"\n"
+                         : "#define TR_MMA \"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32\"\n";
   s += R"CUDA(// c (16 x 8, f32) += a (16 x 16) * b (16 x 8) on the tensor cores, one warp.
 __device__ __forceinline__ void tr_mma(float* c, const unsigned* a, const unsigned* b) {
   asm volatile(TR_MMA " {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
@@ -525,37 +524,8 @@ std::string rows_helpers(DType dt, int64_t E, int64_t Ev) {
   std::string s;
   int J = static_cast<int>((E + 31) / 32), JV = static_cast<int>((Ev + 31) / 32);
   bool f64 = dt == DType::f64;
-  s += std::string("typedef ") + (f64 ? "double" : "float") + " tr_a;   // math\n";
+  s += storage(dt);
   s += std::string("typedef ") + (f64 ? "double" : "float") + " tr_l;   // lse and delta\n";
-  switch (dt) {
-    case DType::f64: s += "typedef double tr_t;\n__device__ __forceinline__ tr_a tr_ld(tr_t x) { return x; }\n"
-                          "__device__ __forceinline__ tr_t tr_st(tr_a x) { return x; }\n"; break;
-    case DType::f32: s += "typedef float tr_t;\n__device__ __forceinline__ tr_a tr_ld(tr_t x) { return x; }\n"
-                          "__device__ __forceinline__ tr_t tr_st(tr_a x) { return x; }\n"; break;
-    case DType::bf16:
-      s += R"CUDA(typedef unsigned short tr_t;
-__device__ __forceinline__ tr_a tr_ld(tr_t h) { return __uint_as_float(((unsigned int)h) << 16); }
-__device__ __forceinline__ tr_t tr_st(tr_a f) {
-  tr_t h;
-  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
-  return h;
-}
-)CUDA";
-      break;
-    default:
-      s += R"CUDA(typedef unsigned short tr_t;
-__device__ __forceinline__ tr_a tr_ld(tr_t h) {
-  float f;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
-  return f;
-}
-__device__ __forceinline__ tr_t tr_st(tr_a f) {
-  tr_t h;
-  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
-  return h;
-}
-)CUDA";
-  }
   s += "#define TR_J " + std::to_string(J) + "    // query/key values per lane\n";
   s += "#define TR_JV " + std::to_string(JV) + "   // value values per lane\n";
   s += std::string("#define TR_EXP ") + (f64 ? "exp" : "expf") + "\n";
@@ -571,6 +541,19 @@ template <int J> __device__ __forceinline__ void tr_row(const tr_t* __restrict__
   const int lane = threadIdx.x & 31;
 #pragma unroll
   for (int c = 0; c < J; ++c) x[c] = 32 * c + lane < n ? tr_ld(m[row * n + 32 * c + lane]) : (tr_a)0;
+}
+// x += a * (row `row` of a [rows, n] matrix), and the lanes' x stored as that row.
+template <int J> __device__ __forceinline__ void tr_axpy(tr_a* x, tr_a a, const tr_t* __restrict__ m, long long row, int n) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int c = 0; c < J; ++c)
+    if (32 * c + lane < n) x[c] += a * tr_ld(m[row * n + 32 * c + lane]);
+}
+template <int J> __device__ __forceinline__ void tr_store_row(const tr_a* x, tr_a a, tr_t* __restrict__ m, long long row, int n) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int c = 0; c < J; ++c)
+    if (32 * c + lane < n) m[row * n + 32 * c + lane] = tr_st(x[c] * a);
 }
 template <int J> __device__ __forceinline__ tr_a tr_dot(const tr_a* x, const tr_t* __restrict__ m, long long row, int n) {
   const int lane = threadIdx.x & 31;
@@ -612,13 +595,10 @@ AttentionKernel attention_rows_forward_kernel(DType dt, int64_t E, int64_t Ev) {
     l = l * alpha + p;
     m = mn;
 #pragma unroll
-    for (int c = 0; c < TR_JV; ++c)
-      acc[c] = acc[c] * alpha + (32 * c + lane < Ev ? p * tr_ld(v[(b * S + j) * Ev + 32 * c + lane]) : (tr_a)0);
+    for (int c = 0; c < TR_JV; ++c) acc[c] *= alpha;
+    tr_axpy<TR_JV>(acc, p, v, b * S + j, Ev);
   }
-  const tr_a inv = l > 0 ? (tr_a)1 / l : (tr_a)0;
-#pragma unroll
-  for (int c = 0; c < TR_JV; ++c)
-    if (32 * c + lane < Ev) o[r * Ev + 32 * c + lane] = tr_st(acc[c] * inv);
+  tr_store_row<TR_JV>(acc, l > 0 ? (tr_a)1 / l : (tr_a)0, o, r, Ev);
   if (lane == 0) lse[r] = n > 0 ? m + TR_LOG(l) : TR_NEG_INF;
 }
 )CUDA";
@@ -655,13 +635,9 @@ AttentionKernel attention_rows_dq_kernel(DType dt, int64_t E, int64_t Ev) {
   for (int j = 0; j < n; ++j) {
     const tr_a p = TR_EXP(tr_dot<TR_J>(qx, k, b * S + j, E) * scale - ls);
     const tr_a ds = p * (tr_dot<TR_JV>(gx, v, b * S + j, Ev) - d);
-#pragma unroll
-    for (int c = 0; c < TR_J; ++c)
-      if (32 * c + lane < E) dqx[c] += ds * tr_ld(k[(b * S + j) * E + 32 * c + lane]);
+    tr_axpy<TR_J>(dqx, ds, k, b * S + j, E);
   }
-#pragma unroll
-  for (int c = 0; c < TR_J; ++c)
-    if (32 * c + lane < E) dq[r * E + 32 * c + lane] = tr_st(dqx[c] * scale);
+  tr_store_row<TR_J>(dqx, scale, dq, r, E);
 }
 )CUDA";
   k.source = finish(std::move(s), &k);
@@ -677,7 +653,6 @@ AttentionKernel attention_rows_dkdv_kernel(DType dt, int64_t E, int64_t Ev) {
     const tr_t* __restrict__ k, const tr_t* __restrict__ v, const tr_l* __restrict__ lse, const tr_l* __restrict__ delta,
     tr_t* __restrict__ dk, tr_t* __restrict__ dv, long long key_rows, int L, int S, int E, int Ev, tr_a scale, int causal) {
   const long long r = (long long)blockIdx.x * 8 + (threadIdx.x >> 5);
-  const int lane = threadIdx.x & 31;
   if (r >= key_rows) return;
   const long long b = r / S;
   const int j = (int)(r % S);
@@ -692,19 +667,11 @@ AttentionKernel attention_rows_dkdv_kernel(DType dt, int64_t E, int64_t Ev) {
     const long long qr = b * L + i;
     const tr_a p = TR_EXP(tr_dot<TR_J>(kx, q, qr, E) * scale - lse[qr]);
     const tr_a ds = p * (tr_dot<TR_JV>(vx, g, qr, Ev) - delta[qr]);
-#pragma unroll
-    for (int c = 0; c < TR_J; ++c)
-      if (32 * c + lane < E) dkx[c] += ds * tr_ld(q[qr * E + 32 * c + lane]);
-#pragma unroll
-    for (int c = 0; c < TR_JV; ++c)
-      if (32 * c + lane < Ev) dvx[c] += p * tr_ld(g[qr * Ev + 32 * c + lane]);
+    tr_axpy<TR_J>(dkx, ds, q, qr, E);
+    tr_axpy<TR_JV>(dvx, p, g, qr, Ev);
   }
-#pragma unroll
-  for (int c = 0; c < TR_J; ++c)
-    if (32 * c + lane < E) dk[r * E + 32 * c + lane] = tr_st(dkx[c] * scale);
-#pragma unroll
-  for (int c = 0; c < TR_JV; ++c)
-    if (32 * c + lane < Ev) dv[r * Ev + 32 * c + lane] = tr_st(dvx[c]);
+  tr_store_row<TR_J>(dkx, scale, dk, r, E);
+  tr_store_row<TR_JV>(dvx, (tr_a)1, dv, r, Ev);
 }
 )CUDA";
   k.source = finish(std::move(s), &k);
