@@ -1,6 +1,7 @@
 // Flash-attention kernels (see cuda_attention.h). The CPU reference is runtime/kernels_attention.cpp:
-// the same formulas, with the scores of a row in f32 and the probabilities rounded to the
-// storage type before their product with the values (as flash attention does).
+// the same formulas with the scores of a row in f32. The flash kernels round the probabilities
+// (and the score gradients) to the storage type before their products, as flash attention does;
+// the CPU and the rows kernels keep them in f32.
 #include "codegen/cuda_attention.h"
 
 #include <string>
@@ -116,9 +117,12 @@ __device__ __forceinline__ void tr_tile(tr_h* dst, const tr_h* __restrict__ src,
 // p[0] += a and p[1] += b for columns col and col + 1 of a row of E values: one vector reduction
 // (8-byte aligned: E and col even) where both columns exist, else scalar atomics.
 __device__ __forceinline__ void tr_add2(float* p, float a, float b, int col, int E) {
+#if __CUDA_ARCH__ >= 900  // vector reductions are sm_90's
   if ((E & 1) == 0 && col + 1 < E) {
     asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(p), "f"(a), "f"(b) : "memory");
-  } else {
+  } else
+#endif
+  {
     if (col < E) atomicAdd(p, a);
     if (col + 1 < E) atomicAdd(p + 1, b);
   }
@@ -130,6 +134,18 @@ template <int N> __device__ __forceinline__ void tr_wait() { asm volatile("cp.as
   return s;
 }
 
+// The body of the (last) kernel in text compiled only for sm_80 and later (ldmatrix, cp.async
+// and the bf16 products are sm_80's): `tracer compile --arch sm_75` still succeeds, and the
+// executor runs the rows kernels on such devices.
+std::string sm80_only(std::string text) {
+  size_t k = text.rfind("extern \"C\" __global__");
+  size_t open = text.find(") {\n", k);
+  text.insert(open + 4, "#if __CUDA_ARCH__ >= 800\n");
+  size_t close = text.rfind("}\n");
+  text.insert(close, "#endif\n");
+  return text;
+}
+
 std::string finish(std::string text, AttentionKernel* k) {
   k->symbol = name_by_hash(text);
   return text;
@@ -138,6 +154,12 @@ std::string finish(std::string text, AttentionKernel* k) {
 }  // namespace
 
 int attention_padded(int64_t head) { return static_cast<int>((head + 15) / 16 * 16); }
+
+// Q and two [K, V] tile pairs; K, V, two [Q, dO] pairs, dS^T and two [lse, delta] rows.
+unsigned attention_forward_shared(int padded) { return static_cast<unsigned>(5 * 64 * (padded + 8) * 2); }
+unsigned attention_backward_shared(int padded) {
+  return static_cast<unsigned>((6 * 64 * (padded + 8) + 64 * 72) * 2 + 4 * 64 * 4);
+}
 
 AttentionPath attention_path(const ir::Stmt& s, std::string* why) {
   auto no = [&](const std::string& w) {
@@ -165,7 +187,7 @@ AttentionPath attention_path(const ir::Stmt& s, std::string* why) {
 
 AttentionKernel attention_forward_kernel(DType dt, int padded, bool causal) {
   AttentionKernel k;
-  k.shared_bytes = static_cast<unsigned>(5 * 64 * (padded + 8) * 2);
+  k.shared_bytes = attention_forward_shared(padded);
   std::string s = "// prims.attention: flash attention forward, one block of 4 warps per 64 queries of one head;\n"
                   "// each warp owns 16 query rows and keeps their output, row maximum and row sum on chip.\n";
   s += helpers(dt, padded);
@@ -303,13 +325,13 @@ AttentionKernel attention_forward_kernel(DType dt, int padded, bool causal) {
   }
 }
 )CUDA";
-  k.source = finish(std::move(s), &k);
+  k.source = finish(sm80_only(std::move(s)), &k);
   return k;
 }
 
 AttentionKernel attention_backward_kernel(DType dt, int padded, bool causal) {
   AttentionKernel k;
-  k.shared_bytes = static_cast<unsigned>((6 * 64 * (padded + 8) + 64 * 72) * 2 + 4 * 64 * 4);
+  k.shared_bytes = attention_backward_shared(padded);
   std::string s = "// prims.attention_backward: flash attention backward, one block of 4 warps per 64 keys of one\n"
                   "// head; each warp owns 16 keys and accumulates their dk and dv on chip while the block walks\n"
                   "// the query tiles; dq is accumulated in f32 with atomics (scaled and converted afterwards).\n";
@@ -472,7 +494,7 @@ AttentionKernel attention_backward_kernel(DType dt, int padded, bool causal) {
   }
 }
 )CUDA";
-  k.source = finish(std::move(s), &k);
+  k.source = finish(sm80_only(std::move(s)), &k);
   return k;
 }
 

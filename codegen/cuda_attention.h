@@ -26,6 +26,9 @@ enum class AttentionPath { None, Flash, Rows };
 AttentionPath attention_path(const ir::Stmt& s, std::string* why = nullptr);
 // The head size rounded up to a multiple of 16 (the products' k step).
 int attention_padded(int64_t head);
+// Dynamic shared memory of the flash kernels for a padded head size (bytes).
+unsigned attention_forward_shared(int padded);
+unsigned attention_backward_shared(int padded);
 
 // Forward: grid (ceil(L / 64), batch); (q, k, v, out, lse, int L, int S, int E, float scale * log2(e)).
 AttentionKernel attention_forward_kernel(ir::DType dt, int padded, bool causal);

@@ -479,8 +479,13 @@ void GpuExecutor::ensure_rng_base(ir::ExecContext& ctx) {
 
 bool GpuExecutor::run_uniform(const ir::Stmt& s, Values& env, ir::ExecContext& ctx) {
   const ir::TensorType& out = s.outputs[0]->type;
-  if (!rt::is_float(out.dtype) || rt::numel(out.shape) == 0 || !s.args[1].is_number() || !s.args[2].is_number() ||
-      !std::isfinite(s.args[1].number()) || !std::isfinite(s.args[2].number()))
+  if (rt::numel(out.shape) == 0) {  // nothing to draw; the generator still advances, as on the CPU
+    env[s.outputs[0].get()] = alloc(out);
+    ctx.rng_offset += 1;
+    return true;
+  }
+  if (!rt::is_float(out.dtype) || !s.args[1].is_number() || !s.args[2].is_number() || !std::isfinite(s.args[1].number()) ||
+      !std::isfinite(s.args[2].number()))
     return false;
   std::string symbol;
   std::string source = uniform_source(out, s.args[1].number(), s.args[2].number(), &symbol);
@@ -500,7 +505,7 @@ bool GpuExecutor::run_uniform(const ir::Stmt& s, Values& env, ir::ExecContext& c
 }
 
 bool GpuExecutor::run_attention(const ir::Stmt& s, Values& env) {
-  const AttentionPath path = attention_path(s);
+  AttentionPath path = attention_path(s);
   if (path == AttentionPath::None) return false;
   const bool bw = s.op->name == "attention_backward";
   const size_t f = bw ? 1 : 0;
@@ -512,6 +517,14 @@ bool GpuExecutor::run_attention(const ir::Stmt& s, Values& env) {
   };
   const DeviceTensor *q = value(f), *k = value(f + 1), *v = value(f + 2);
   if (!q || !k || !v) return false;
+  // The flash kernels where this device gives them their shared memory (sm_86/89 allow less
+  // than the backward needs at head sizes above 96), else the rows kernels.
+  if (path == AttentionPath::Flash && dev_.compute_major() < 8) path = AttentionPath::Rows;  // sm_80's instructions
+  if (path == AttentionPath::Flash) {
+    int padded = attention_padded(q->shape.back());
+    unsigned need = bw ? attention_backward_shared(padded) : attention_forward_shared(padded);
+    if (static_cast<long long>(need) > dev_.max_shared_per_block()) path = AttentionPath::Rows;
+  }
   if (path == AttentionPath::Rows) return run_attention_rows(s, env, *q, *k, *v);
   const size_t r = q->shape.size();
   const int L = static_cast<int>(q->shape[r - 2]), S = static_cast<int>(k->shape[r - 2]), E = static_cast<int>(q->shape[r - 1]);

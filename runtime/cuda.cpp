@@ -38,7 +38,7 @@ struct LtHeuristic {
   int reserved[4];
 };
 
-constexpr int kAttrSmCount = 16, kAttrCcMajor = 75, kAttrCcMinor = 76;
+constexpr int kAttrSmCount = 16, kAttrCcMajor = 75, kAttrCcMinor = 76, kAttrSharedOptin = 97;
 constexpr int kLtTransA = 3, kLtTransB = 4, kLtBatchCount = 5, kLtBatchOffset = 6, kLtPrefWorkspace = 1;
 constexpr int kLtEpilogue = 7, kLtBiasPointer = 8, kLtEpilogueBias = 4;
 constexpr int kOpN = 0, kOpT = 1;
@@ -274,6 +274,7 @@ std::unique_ptr<Device> Device::open(int ordinal, std::string* why) {
     d->check(api->device_attr(&d->sm_count_, kAttrSmCount, d->dev_), "cuDeviceGetAttribute");
     d->check(api->device_attr(&d->cc_major_, kAttrCcMajor, d->dev_), "cuDeviceGetAttribute");
     d->check(api->device_attr(&d->cc_minor_, kAttrCcMinor, d->dev_), "cuDeviceGetAttribute");
+    d->check(api->device_attr(&d->shared_optin_, kAttrSharedOptin, d->dev_), "cuDeviceGetAttribute");
     d->check(api->primary_retain(&d->ctx_, d->dev_), "cuDevicePrimaryCtxRetain");
     d->check(api->ctx_set(d->ctx_), "cuCtxSetCurrent");
     d->check(api->stream_create(&d->stream_, 0), "cuStreamCreate");

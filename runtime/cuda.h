@@ -61,7 +61,11 @@ class Device {
   const std::string& name() const { return name_; }
   int ordinal() const { return ordinal_; }
   int sm_count() const { return sm_count_; }
+  // The most dynamic shared memory one block may opt in to (227 KiB on the H100/H200, 99 KiB on
+  // sm_86/89).
+  int max_shared_per_block() const { return shared_optin_; }
   std::string arch() const;  // "sm_90"
+  int compute_major() const { return cc_major_; }
   int driver_version() const { return driver_version_; }
 
   // ---- memory (caching: freed blocks are kept by size and reused) ----
@@ -118,7 +122,7 @@ class Device {
   void* lt_handle_ = nullptr;
   DevPtr workspace_ = 0;
   size_t workspace_bytes_ = 0;
-  int ordinal_ = 0, sm_count_ = 0, cc_major_ = 0, cc_minor_ = 0, driver_version_ = 0;
+  int ordinal_ = 0, sm_count_ = 0, cc_major_ = 0, cc_minor_ = 0, driver_version_ = 0, shared_optin_ = 0;
   int dev_ = 0;
   std::string name_;
   size_t current_ = 0, peak_ = 0, reserved_ = 0;

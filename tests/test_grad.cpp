@@ -322,3 +322,41 @@ def f(x: f32[1, 64, 32], y: f32[64, 32], w: f32[32], b: f32[32]):
 }
 
 }  // namespace tracer::test
+
+namespace tracer::test {
+
+TEST_CASE("fuse makes only fusions that run whole: one GPU kernel or a row group", "[fuse][memory]") {
+  // r ([64, 1]) and z ([64, 1024]) could fuse block by block on the CPU, where the fusion would
+  // hold only r and z; but a GPU elementwise kernel has one output shape, so on the GPU its parts
+  // would run one by one with every value (exp(x), y) at full size. Counting those, the run does
+  // not fit under the peak (set by big * big), so r and z must not share a fusion.
+  const char* src = R"(
+def f(s: f32[64, 1], x: f32[64, 1024], big: f32[65536]):
+    t = sum(big * big)
+    r = rsqrt(s + 1.0)
+    y = exp(x) * r
+    z = y * 2.0
+    return sum(z) + sum(r) + t
+)";
+  Session s;
+  REQUIRE(s.load_string("f.trace", src));
+  REQUIRE(s.set_passes({"fuse", "del_last_used"}));
+  auto text = s.print("f");
+  INFO(s.rendered_diagnostics());
+  REQUIRE(text);
+  INFO(*text);
+  std::istringstream lines(*text);
+  std::string line;
+  int fusions = 0;
+  while (std::getline(lines, line)) {
+    if (line.find("= fusion") == std::string::npos || line.find("#") < line.find("= fusion")) continue;
+    ++fusions;
+    // A fusion's outputs are listed as [a, b]: r and z never share one.
+    bool has_r = line.find("[r") != std::string::npos || line.find(", r]") != std::string::npos || line.find(", r,") != std::string::npos;
+    bool has_z = line.find("z]") != std::string::npos || line.find("[z") != std::string::npos || line.find(" z,") != std::string::npos;
+    CHECK_FALSE((has_r && has_z));
+  }
+  CHECK(fusions > 0);
+}
+
+}  // namespace tracer::test

@@ -18,7 +18,7 @@ CUresult cuDeviceGet(int* d, int o) { *d = o; return 0; }
 CUresult cuDeviceGetName(char* name, int len, int d) { (void)d; strncpy(name, "fake", (size_t)len); return 0; }
 CUresult cuDeviceGetAttribute(int* v, int attr, int d) {
   (void)d;
-  *v = attr == 16 ? 132 : attr == 75 ? 9 : 0; /* SMs, cc major 9, minor 0 */
+  *v = attr == 16 ? 132 : attr == 75 ? 9 : attr == 97 ? 232448 : 0; /* SMs, cc 9.0, opt-in shared memory */
   return 0;
 }
 static int ctx_token;
