@@ -7,6 +7,7 @@
 
 #include "runtime/kernels.h"
 #include "tests/support.h"
+#include "tracer/session.h"
 
 namespace tracer::test {
 namespace {
@@ -201,6 +202,48 @@ TEST_CASE("dropout keeps 1 - p of the elements, scaled by 1 / (1 - p)", "[compos
   CHECK(same == vals(x));
   Vec off = vals(f.call("dropout", {T(x), Value::number(0.5)}, {{"training", Value::boolean(false)}}));
   CHECK(off == vals(x));
+}
+
+}  // namespace tracer::test
+
+namespace tracer::test {
+
+TEST_CASE("fused attention equals the decomposed form: causal top-left with L != S, and its gradients",
+          "[composites][attention]") {
+  // scaled_dot_product_attention without a mask is prims.attention; with a bool mask it is the
+  // decomposed form. The same causal mask given both ways (tril of [L, S], L != S) must give the
+  // same outputs and the same gradients (grad's attention_backward against the decomposition).
+  const char* src = R"(
+def fused(q: f64[2, 5, 4], k: f64[2, 7, 4], v: f64[2, 7, 3]):
+    o = scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.4)
+    return sum(o * o * prims.iota(3, start=1, dtype=f64))
+
+def decomposed(q: f64[2, 5, 4], k: f64[2, 7, 4], v: f64[2, 7, 3]):
+    rows = prims.reshape(prims.iota(5), (5, 1))
+    cols = prims.reshape(prims.iota(7), (1, 7))
+    o = scaled_dot_product_attention(q, k, v, attn_mask=prims.ge(rows, cols), scale=0.4)
+    return sum(o * o * prims.iota(3, start=1, dtype=f64))
+)";
+  auto run = [&](const char* entry) {
+    Session s;
+    REQUIRE(s.load_string("a.trace", src));
+    REQUIRE(s.set_passes({"grad", "del_last_used"}));
+    auto r = s.run(entry);
+    INFO(s.rendered_diagnostics());
+    REQUIRE(r);
+    return r->outputs;
+  };
+  auto a = run("fused"), b = run("decomposed");
+  REQUIRE(a.size() == 4);  // the loss and the gradients of q, k and v
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    INFO(a[i].name << ": " << a[i].summary << " vs " << b[i].summary);
+    CHECK(a[i].shape == b[i].shape);
+    CHECK(std::fabs(a[i].sum - b[i].sum) <= 1e-12 * (1 + std::fabs(b[i].sum)));
+    REQUIRE(a[i].head.size() == b[i].head.size());
+    REQUIRE(!a[i].head.empty());
+    for (size_t j = 0; j < a[i].head.size(); ++j) CHECK(std::fabs(a[i].head[j] - b[i].head[j]) <= 1e-12);
+  }
 }
 
 }  // namespace tracer::test
