@@ -1,11 +1,15 @@
-// Attention on the CPU, one query row at a time (the fused form of softmax(q k^T * scale) v):
-// the scores of a row exist only as one row, so memory is O(S) per thread instead of the
-// O(L * S) of the decomposed form. The backward recomputes each row's probabilities from the
-// saved log-sum-exp, as flash attention does.
+// Attention on the CPU, one block of 64 query rows at a time (the fused form of
+// softmax(q k^T * scale) v): a block's scores exist only as that block, so memory is O(64 * S)
+// per thread instead of the O(L * S) of the decomposed form, and the products are BLAS gemms.
+// The backward recomputes each block's probabilities from the saved log-sum-exp, as flash
+// attention does, and sums the key gradients over the blocks of a head in order (deterministic
+// for any thread count).
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
+
+#include <cblas.h>
 
 #include "runtime/kernel_util.h"
 #include "runtime/kernels.h"
@@ -44,6 +48,35 @@ Dims attention_dims(const Tensor& q, const Tensor& k, const Tensor& v, const cha
   return d;
 }
 
+constexpr int64_t kBlock = 64;  // query rows per block
+
+// C[M, N] (row stride ldc) = alpha * op(A) op(B) + beta * C, row-major; op(A) is [M, K] (stored
+// [K, M] when ta), op(B) is [K, N] (stored [N, K] when tb).
+void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda, const float* B,
+          int64_t ldb, float beta, float* C, int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(M),
+              static_cast<int>(N), static_cast<int>(K), alpha, A, static_cast<int>(lda), B, static_cast<int>(ldb), beta, C,
+              static_cast<int>(ldc));
+}
+void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, double alpha, const double* A, int64_t lda, const double* B,
+          int64_t ldb, double beta, double* C, int64_t ldc) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(M),
+              static_cast<int>(N), static_cast<int>(K), alpha, A, static_cast<int>(lda), B, static_cast<int>(ldb), beta, C,
+              static_cast<int>(ldc));
+}
+
+// n values of p in the math type A: p itself when it is stored as A, else converted into buf.
+template <class A, class T>
+const A* as_math(const T* p, int64_t n, std::vector<A>& buf) {
+  if constexpr (std::is_same_v<A, T>) {
+    return p;
+  } else {
+    buf.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) buf[static_cast<size_t>(i)] = convert<A>(p[i]);
+    return buf.data();
+  }
+}
+
 }  // namespace
 
 std::vector<Tensor> attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale, Allocator* al) {
@@ -57,37 +90,46 @@ std::vector<Tensor> attention(const Tensor& q, const Tensor& k, const Tensor& v,
     using T = typename decltype(tag)::type;
     if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BF16>) {
       using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
-      const T *Q = q.data_as<const T>(), *Kp = k.data_as<const T>(), *V = v.data_as<const T>();
+      const T* Q = q.data_as<const T>();
       T* O = out.data_as<T>();
       A* LSE = lse.data_as<A>();
-      const int64_t rows = d.batch * d.L;
+      std::vector<A> kbuf, vbuf;  // keys and values in the math type (16-bit inputs only)
+      const A* K = as_math<A>(k.data_as<const T>(), k.numel(), kbuf);
+      const A* V = as_math<A>(v.data_as<const T>(), v.numel(), vbuf);
+      const int64_t blocks = (d.L + kBlock - 1) / kBlock;
 #pragma omp parallel
       {
-        std::vector<A> p(static_cast<size_t>(d.S)), acc(static_cast<size_t>(d.Ev));
-#pragma omp for schedule(static)
-        for (int64_t r = 0; r < rows; ++r) {
-          int64_t b = r / d.L, i = r % d.L;
-          const T* qi = Q + r * d.E;
-          const T* kb = Kp + b * d.S * d.E;
-          const T* vb = V + b * d.S * d.Ev;
-          int64_t n = causal ? std::min<int64_t>(d.S, i + 1) : d.S;  // keys j <= i (top-left aligned)
-          A m = -std::numeric_limits<A>::infinity();
-          for (int64_t j = 0; j < n; ++j) {
-            A s = 0;
-            for (int64_t e = 0; e < d.E; ++e) s += convert<A>(qi[e]) * convert<A>(kb[j * d.E + e]);
-            p[j] = s * static_cast<A>(scale);
-            m = std::max(m, p[j]);
+        std::vector<A> qbuf, sc(static_cast<size_t>(kBlock * d.S)), acc(static_cast<size_t>(kBlock * d.Ev)), inv(kBlock);
+#pragma omp for schedule(dynamic)
+        for (int64_t task = 0; task < d.batch * blocks; ++task) {
+          const int64_t b = task / blocks, i0 = (task % blocks) * kBlock, bq = std::min(kBlock, d.L - i0);
+          const A* qb = as_math<A>(Q + (b * d.L + i0) * d.E, bq * d.E, qbuf);
+          // Keys past the block's last query are masked for all its rows when causal.
+          const int64_t ncol = causal ? std::min(d.S, i0 + bq) : d.S;
+          if (ncol > 0 && d.E > 0)
+            gemm(false, true, bq, ncol, d.E, static_cast<A>(scale), qb, d.E, K + b * d.S * d.E, d.E, A(0), sc.data(), ncol);
+          else
+            std::fill(sc.begin(), sc.end(), A(0));
+          for (int64_t r = 0; r < bq; ++r) {
+            A* row = sc.data() + r * ncol;
+            const int64_t n = causal ? std::min(d.S, i0 + r + 1) : d.S;  // keys j <= i (top-left aligned)
+            A m = -std::numeric_limits<A>::infinity(), l = 0;
+            for (int64_t j = 0; j < n; ++j) m = std::max(m, row[j]);
+            for (int64_t j = 0; j < n; ++j) {
+              row[j] = std::exp(row[j] - m);
+              l += row[j];
+            }
+            for (int64_t j = n; j < ncol; ++j) row[j] = 0;
+            inv[static_cast<size_t>(r)] = l > 0 ? A(1) / l : A(0);
+            LSE[b * d.L + i0 + r] = n > 0 ? m + std::log(l) : -std::numeric_limits<A>::infinity();
           }
-          A l = 0;
-          std::fill(acc.begin(), acc.end(), A(0));
-          for (int64_t j = 0; j < n; ++j) {
-            A w = std::exp(p[j] - m);
-            l += w;
-            for (int64_t e = 0; e < d.Ev; ++e) acc[e] += w * convert<A>(vb[j * d.Ev + e]);
-          }
-          A inv = l > 0 ? A(1) / l : A(0);
-          for (int64_t e = 0; e < d.Ev; ++e) O[r * d.Ev + e] = convert<T>(acc[e] * inv);
-          LSE[r] = n > 0 ? m + std::log(l) : -std::numeric_limits<A>::infinity();
+          if (ncol > 0 && d.Ev > 0)
+            gemm(false, false, bq, d.Ev, ncol, A(1), sc.data(), ncol, V + b * d.S * d.Ev, d.Ev, A(0), acc.data(), d.Ev);
+          else
+            std::fill(acc.begin(), acc.end(), A(0));
+          for (int64_t r = 0; r < bq; ++r)
+            for (int64_t e = 0; e < d.Ev; ++e)
+              O[(b * d.L + i0 + r) * d.Ev + e] = convert<T>(acc[static_cast<size_t>(r * d.Ev + e)] * inv[static_cast<size_t>(r)]);
         }
       }
     }
@@ -111,54 +153,58 @@ std::vector<Tensor> attention_backward(const Tensor& g, const Tensor& q, const T
     using T = typename decltype(tag)::type;
     if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BF16>) {
       using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
-      const T *Q = q.data_as<const T>(), *Kp = k.data_as<const T>(), *V = v.data_as<const T>(), *G = g.data_as<const T>(),
-              *O = o.data_as<const T>();
+      const T *Q = q.data_as<const T>(), *G = g.data_as<const T>(), *Op = o.data_as<const T>();
       T *DQ = dq.data_as<T>(), *DK = dk.data_as<T>(), *DV = dv.data_as<T>();
-      std::vector<A> lse_a(static_cast<size_t>(d.batch * d.L));
+      std::vector<A> lse_a(static_cast<size_t>(d.batch * d.L)), kbuf, vbuf;
       dispatch(lse.dtype(), [&](auto ltag) {
         using LT = typename decltype(ltag)::type;
         const LT* src = lse.data_as<const LT>();
         for (size_t i = 0; i < lse_a.size(); ++i) lse_a[i] = convert<A>(src[i]);
       });
+      const A* K = as_math<A>(k.data_as<const T>(), k.numel(), kbuf);
+      const A* V = as_math<A>(v.data_as<const T>(), v.numel(), vbuf);
       const A sc = static_cast<A>(scale);
-      // Each batch (head) is independent; within one, the key gradients sum over query rows in
-      // order, so results do not depend on the thread count.
+      // One head per task: its key gradients sum over its query blocks in order.
 #pragma omp parallel
       {
-        std::vector<A> p(static_cast<size_t>(d.S)), ds(static_cast<size_t>(d.S)), dqi(static_cast<size_t>(d.E));
-        std::vector<A> dka, dva;
+        std::vector<A> qbuf, gbuf, obuf, p(static_cast<size_t>(kBlock * d.S)), ds(static_cast<size_t>(kBlock * d.S)),
+            dqb(static_cast<size_t>(kBlock * d.E)), dka(static_cast<size_t>(d.S * d.E)), dva(static_cast<size_t>(d.S * d.Ev));
 #pragma omp for schedule(dynamic)
         for (int64_t b = 0; b < d.batch; ++b) {
-          const T* kb = Kp + b * d.S * d.E;
-          const T* vb = V + b * d.S * d.Ev;
-          dka.assign(static_cast<size_t>(d.S * d.E), A(0));
-          dva.assign(static_cast<size_t>(d.S * d.Ev), A(0));
-          for (int64_t i = 0; i < d.L; ++i) {
-            int64_t r = b * d.L + i;
-            const T *qi = Q + r * d.E, *gi = G + r * d.Ev, *oi = O + r * d.Ev;
-            int64_t n = causal ? std::min<int64_t>(d.S, i + 1) : d.S;
-            A delta = 0;  // sum_e g * o: the softmax backward's row term
-            for (int64_t e = 0; e < d.Ev; ++e) delta += convert<A>(gi[e]) * convert<A>(oi[e]);
-            for (int64_t j = 0; j < n; ++j) {
-              A s = 0;
-              for (int64_t e = 0; e < d.E; ++e) s += convert<A>(qi[e]) * convert<A>(kb[j * d.E + e]);
-              p[j] = std::exp(s * sc - lse_a[r]);
-              A dp = 0;
-              for (int64_t e = 0; e < d.Ev; ++e) dp += convert<A>(gi[e]) * convert<A>(vb[j * d.Ev + e]);
-              ds[j] = p[j] * (dp - delta);
+          const A *Kb = K + b * d.S * d.E, *Vb = V + b * d.S * d.Ev;
+          std::fill(dka.begin(), dka.end(), A(0));
+          std::fill(dva.begin(), dva.end(), A(0));
+          for (int64_t i0 = 0; i0 < d.L; i0 += kBlock) {
+            const int64_t bq = std::min(kBlock, d.L - i0), row0 = b * d.L + i0;
+            const A* qb = as_math<A>(Q + row0 * d.E, bq * d.E, qbuf);
+            const A* gb = as_math<A>(G + row0 * d.Ev, bq * d.Ev, gbuf);
+            const A* ob = as_math<A>(Op + row0 * d.Ev, bq * d.Ev, obuf);
+            const int64_t ncol = causal ? std::min(d.S, i0 + bq) : d.S;
+            if (ncol == 0 || d.E == 0 || d.Ev == 0) {
+              for (int64_t x = 0; x < bq * d.E; ++x) DQ[row0 * d.E + x] = convert<T>(A(0));
+              continue;
             }
-            std::fill(dqi.begin(), dqi.end(), A(0));
-            for (int64_t j = 0; j < n; ++j) {
-              for (int64_t e = 0; e < d.Ev; ++e) dva[j * d.Ev + e] += p[j] * convert<A>(gi[e]);
-              for (int64_t e = 0; e < d.E; ++e) {
-                dqi[e] += ds[j] * convert<A>(kb[j * d.E + e]);
-                dka[j * d.E + e] += ds[j] * convert<A>(qi[e]);
+            gemm(false, true, bq, ncol, d.E, sc, qb, d.E, Kb, d.E, A(0), p.data(), ncol);   // scaled scores
+            gemm(false, true, bq, ncol, d.Ev, A(1), gb, d.Ev, Vb, d.Ev, A(0), ds.data(), ncol);  // dP = g v^T
+            for (int64_t r = 0; r < bq; ++r) {
+              const int64_t n = causal ? std::min(d.S, i0 + r + 1) : d.S;
+              A delta = 0;  // sum_e g * o: the softmax backward's row term
+              for (int64_t e = 0; e < d.Ev; ++e) delta += gb[r * d.Ev + e] * ob[r * d.Ev + e];
+              A *pr = p.data() + r * ncol, *dr = ds.data() + r * ncol;
+              const A l = lse_a[static_cast<size_t>(row0 + r)];
+              for (int64_t j = 0; j < n; ++j) {
+                pr[j] = std::exp(pr[j] - l);
+                dr[j] = pr[j] * (dr[j] - delta);
               }
+              for (int64_t j = n; j < ncol; ++j) pr[j] = dr[j] = 0;
             }
-            for (int64_t e = 0; e < d.E; ++e) DQ[r * d.E + e] = convert<T>(dqi[e] * sc);
+            gemm(false, false, bq, d.E, ncol, sc, ds.data(), ncol, Kb, d.E, A(0), dqb.data(), d.E);   // dq = dS k * scale
+            gemm(true, false, ncol, d.E, bq, A(1), ds.data(), ncol, qb, d.E, A(1), dka.data(), d.E);   // dk += dS^T q
+            gemm(true, false, ncol, d.Ev, bq, A(1), p.data(), ncol, gb, d.Ev, A(1), dva.data(), d.Ev);  // dv += P^T g
+            for (int64_t x = 0; x < bq * d.E; ++x) DQ[row0 * d.E + x] = convert<T>(dqb[static_cast<size_t>(x)]);
           }
-          for (int64_t x = 0; x < d.S * d.E; ++x) DK[b * d.S * d.E + x] = convert<T>(dka[x] * sc);
-          for (int64_t x = 0; x < d.S * d.Ev; ++x) DV[b * d.S * d.Ev + x] = convert<T>(dva[x]);
+          for (int64_t x = 0; x < d.S * d.E; ++x) DK[b * d.S * d.E + x] = convert<T>(dka[static_cast<size_t>(x)] * sc);
+          for (int64_t x = 0; x < d.S * d.Ev; ++x) DV[b * d.S * d.Ev + x] = convert<T>(dva[static_cast<size_t>(x)]);
         }
       }
     }
