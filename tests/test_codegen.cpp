@@ -143,6 +143,32 @@ TEST_CASE("NVRTC compiles attention's kernels, forward and backward (tests/gpu/a
   }
 }
 
+TEST_CASE("NVRTC compiles the attention kernels for older GPUs too (sm_75, sm_80)", "[codegen][nvrtc]") {
+  // The flash kernels use sm_80 instructions (ldmatrix, cp.async, bf16 products) and sm_90 ones
+  // (vector reductions) behind architecture guards; the executor runs them only where they exist.
+  std::string why;
+  REQUIRE(codegen::Nvrtc::load(&why));
+  const std::string file = source_dir() + "/tests/gpu/attention.trace";
+  for (const char* arch : {"sm_75", "sm_80"}) {
+    DYNAMIC_SECTION(arch) {
+      Session s;
+      REQUIRE(s.load_file(file));
+      REQUIRE(s.set_passes({"grad", "del_last_used"}));
+      fs::path dir = temp_dir("attn_old");
+      auto r = s.compile("attention_heads128", arch, "cubin", dir.string());
+      INFO(s.rendered_diagnostics());
+      REQUIRE(r);
+      int flash = 0;
+      for (const auto& k : r->kernels) {
+        flash += k.statement.find("prims.attention") != std::string::npos;
+        CHECK(first_bytes(k.file, 4) == "\x7f" "ELF");
+      }
+      CHECK(flash == 4);  // forward, and the backward's delta, main and dq kernels
+      fs::remove_all(dir);
+    }
+  }
+}
+
 TEST_CASE("softmax and rms_norm become row groups: one kernel, one block per row", "[codegen]") {
   // `big` leaves room under the program's peak, so fuse makes the row groups.
   auto ks = kernels_of(R"(
