@@ -61,8 +61,11 @@ std::optional<CompileReport> Session::compile(const std::string& entry, const st
   };
   std::vector<Job> jobs;
   try {
+    // The compute capability of the architecture chooses attention's kernels (sm_80 and later:
+    // the flash kernels), as the executor does on such a device.
+    int major = std::stoi(arch.substr(3)) / 10;
     for (const auto& t : *p)
-      for (auto& k : cg::kernels_for(*t)) jobs.push_back({std::move(k), t->name});
+      for (auto& k : cg::kernels_for(*t, 132, major)) jobs.push_back({std::move(k), t->name});
   } catch (const std::exception& e) {
     impl_->error(e.what());
     return std::nullopt;

@@ -185,6 +185,15 @@ AttentionPath attention_path(const ir::Stmt& s, std::string* why) {
   return AttentionPath::Rows;
 }
 
+AttentionPath attention_path_for(const ir::Stmt& s, int compute_major, long long max_shared_bytes) {
+  AttentionPath path = attention_path(s);
+  if (path != AttentionPath::Flash) return path;
+  const bool bw = s.op->name == "attention_backward";
+  int padded = attention_padded(s.args[bw ? 1 : 0].proxy->type.shape.back());
+  long long need = bw ? attention_backward_shared(padded) : attention_forward_shared(padded);
+  return compute_major < 8 || need > max_shared_bytes ? AttentionPath::Rows : AttentionPath::Flash;
+}
+
 AttentionKernel attention_forward_kernel(DType dt, int padded, bool causal) {
   AttentionKernel k;
   k.shared_bytes = attention_forward_shared(padded);

@@ -24,6 +24,10 @@ struct AttentionKernel {
 // - None: empty, or too large (*why says which); it runs on the CPU.
 enum class AttentionPath { None, Flash, Rows };
 AttentionPath attention_path(const ir::Stmt& s, std::string* why = nullptr);
+// The same for a device of this compute capability (major) and opt-in shared memory per block:
+// the flash kernels need sm_80 and their shared memory, else the rows kernels run. The executor,
+// its kernel preparation and `tracer compile` all decide by it.
+AttentionPath attention_path_for(const ir::Stmt& s, int compute_major, long long max_shared_bytes);
 // The head size rounded up to a multiple of 16 (the products' k step).
 int attention_padded(int64_t head);
 // Dynamic shared memory of the flash kernels for a padded head size (bytes).

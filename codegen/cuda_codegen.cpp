@@ -610,7 +610,7 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical) {
 }
 }  // namespace
 
-std::vector<Kernel> kernels_for(const ir::Trace& t, int sm_count) {
+std::vector<Kernel> kernels_for(const ir::Trace& t, int sm_count, int compute_major, long long max_shared_bytes) {
   std::vector<Kernel> out;
   auto label = [&](const Stmt& s, const std::string& at) {
     std::string what = s.kind == StmtKind::Prim ? s.op->name : s.callee;
@@ -635,7 +635,7 @@ std::vector<Kernel> kernels_for(const ir::Trace& t, int sm_count) {
       } else if (s.kind != StmtKind::Prim) {
         walk(s.subsymbols, at + "_");
       } else if (s.op && (s.op->name == "attention" || s.op->name == "attention_backward")) {
-        AttentionPath path = attention_path(s);
+        AttentionPath path = attention_path_for(s, compute_major, max_shared_bytes);
         if (path == AttentionPath::None) continue;
         bool bw = s.op->name == "attention_backward";
         const ir::TensorType& q = s.args[bw ? 1 : 0].proxy->type;

@@ -76,7 +76,10 @@ std::string name_by_hash(std::string& source);
 
 // Every kernel the GPU executor launches for a trace: one per elementwise group, reduction and
 // broadcast (inside other composites too), named "<trace>_<fusion or op>_<index>" so that names are
-// unique within a program. sm_count sizes the split of long reductions (132: the H100 and H200).
-std::vector<Kernel> kernels_for(const ir::Trace& t, int sm_count = 132);
+// unique within a program. sm_count sizes the split of long reductions (132: the H100 and H200);
+// compute_major and max_shared_bytes choose attention's kernels (attention_path_for; the
+// defaults are the H100's and H200's).
+std::vector<Kernel> kernels_for(const ir::Trace& t, int sm_count = 132, int compute_major = 9,
+                                long long max_shared_bytes = 232448);
 
 }  // namespace tracer::codegen

@@ -146,7 +146,7 @@ void GpuExecutor::prepare(const std::vector<const ir::Trace*>& traces) {
   for (const ir::Trace* t : traces) {
     std::vector<Kernel> kernels;
     try {
-      kernels = kernels_for(*t, dev_.sm_count());
+      kernels = kernels_for(*t, dev_.sm_count(), dev_.compute_major(), dev_.max_shared_per_block());
     } catch (const std::exception&) {
       continue;  // run() reports it at the statement
     }
@@ -505,7 +505,7 @@ bool GpuExecutor::run_uniform(const ir::Stmt& s, Values& env, ir::ExecContext& c
 }
 
 bool GpuExecutor::run_attention(const ir::Stmt& s, Values& env) {
-  AttentionPath path = attention_path(s);
+  const AttentionPath path = attention_path_for(s, dev_.compute_major(), dev_.max_shared_per_block());
   if (path == AttentionPath::None) return false;
   const bool bw = s.op->name == "attention_backward";
   const size_t f = bw ? 1 : 0;
@@ -517,14 +517,6 @@ bool GpuExecutor::run_attention(const ir::Stmt& s, Values& env) {
   };
   const DeviceTensor *q = value(f), *k = value(f + 1), *v = value(f + 2);
   if (!q || !k || !v) return false;
-  // The flash kernels where this device gives them their shared memory (sm_86/89 allow less
-  // than the backward needs at head sizes above 96), else the rows kernels.
-  if (path == AttentionPath::Flash && dev_.compute_major() < 8) path = AttentionPath::Rows;  // sm_80's instructions
-  if (path == AttentionPath::Flash) {
-    int padded = attention_padded(q->shape.back());
-    unsigned need = bw ? attention_backward_shared(padded) : attention_forward_shared(padded);
-    if (static_cast<long long>(need) > dev_.max_shared_per_block()) path = AttentionPath::Rows;
-  }
   if (path == AttentionPath::Rows) return run_attention_rows(s, env, *q, *k, *v);
   const size_t r = q->shape.size();
   const int L = static_cast<int>(q->shape[r - 2]), S = static_cast<int>(k->shape[r - 2]), E = static_cast<int>(q->shape[r - 1]);
