@@ -13,7 +13,6 @@
 #include <thread>
 #include <unordered_set>
 
-#include "codegen/cuda_attention.h"
 #include "codegen/cuda_reduce.h"
 #include "ir/fusion.h"
 #include "ir/verify.h"
@@ -487,9 +486,12 @@ bool GpuExecutor::run_uniform(const ir::Stmt& s, Values& env, ir::ExecContext& c
   if (!rt::is_float(out.dtype) || !s.args[1].is_number() || !s.args[2].is_number() || !std::isfinite(s.args[1].number()) ||
       !std::isfinite(s.args[2].number()))
     return false;
-  std::string symbol;
-  std::string source = uniform_source(out, s.args[1].number(), s.args[2].number(), &symbol);
-  void* fn = compiled(source, symbol, "prims.uniform");
+  void*& fn = uniform_fns_[&s];  // generated once per statement (the source is all constants)
+  if (!fn) {
+    std::string symbol;
+    std::string source = uniform_source(out, s.args[1].number(), s.args[2].number(), &symbol);
+    fn = compiled(source, symbol, "prims.uniform");
+  }
   ensure_rng_base(ctx);
   long long delta = static_cast<long long>(ctx.rng_offset - rng_start_);
   DeviceTensor y = alloc(out);
@@ -501,146 +503,6 @@ bool GpuExecutor::run_uniform(const ir::Stmt& s, Values& env, ir::ExecContext& c
   stats_.launches++;
   ctx.rng_offset += 1;  // one offset per stateful draw, as the CPU's uniform
   env[s.outputs[0].get()] = std::move(y);
-  return true;
-}
-
-bool GpuExecutor::run_attention(const ir::Stmt& s, Values& env) {
-  const AttentionPath path = attention_path_for(s, dev_.compute_major(), dev_.max_shared_per_block());
-  if (path == AttentionPath::None) return false;
-  const bool bw = s.op->name == "attention_backward";
-  const size_t f = bw ? 1 : 0;
-  auto value = [&](size_t i) -> const DeviceTensor* {
-    const ir::Arg& a = s.args[i];
-    if (a.kind != K::Proxy || transposed_.count(a.proxy.get())) return nullptr;
-    auto it = env.find(a.proxy.get());
-    return it == env.end() ? nullptr : &it->second;
-  };
-  const DeviceTensor *q = value(f), *k = value(f + 1), *v = value(f + 2);
-  if (!q || !k || !v) return false;
-  if (path == AttentionPath::Rows) return run_attention_rows(s, env, *q, *k, *v);
-  const size_t r = q->shape.size();
-  const int L = static_cast<int>(q->shape[r - 2]), S = static_cast<int>(k->shape[r - 2]), E = static_cast<int>(q->shape[r - 1]);
-  const long long batch = rt::numel(q->shape) / (static_cast<long long>(L) * E);
-  const int padded = attention_padded(E);
-  // attention(q, k, v, is_causal, scale); attention_backward(grad, q, k, v, out, lse, is_causal, scale)
-  const ir::Arg &causal_arg = s.args[bw ? 6 : 3], &scale_arg = s.args[bw ? 7 : 4];
-  const bool causal = causal_arg.kind == K::Bool && causal_arg.b;
-  const double scale = scale_arg.number();
-  float scale_f = static_cast<float>(scale), scale_log2 = static_cast<float>(scale * 1.4426950408889634);
-  // The kernels of one (dtype, head size, causality), generated once per executor.
-  auto kernel = [&](int which) -> std::pair<void*, const AttentionKernel*> {
-    std::string key = std::to_string(which) + ":" + rt::dtype_name(q->dtype) + ":" + std::to_string(padded) + (causal ? "c" : "");
-    auto it = attention_kernels_.find(key);
-    if (it == attention_kernels_.end()) {
-      AttentionKernel ak = which == 0   ? attention_forward_kernel(q->dtype, padded, causal)
-                           : which == 1 ? attention_delta_kernel(q->dtype)
-                           : which == 2 ? attention_backward_kernel(q->dtype, padded, causal)
-                                        : attention_dq_kernel(q->dtype);
-      it = attention_kernels_.emplace(key, std::move(ak)).first;
-    }
-    return {compiled(it->second.source, it->second.symbol, "prims." + s.op->name), &it->second};
-  };
-  auto tiles = [](long long n) { return static_cast<unsigned>((n + 63) / 64); };
-  int Li = L, Si = S, Ei = E;
-  if (!bw) {
-    auto [fn, ak] = kernel(0);
-    DeviceTensor out = alloc(s.outputs[0]->type), lse = alloc(s.outputs[1]->type);
-    rt::cuda::DevPtr pq = q->ptr(), pk = k->ptr(), pv = v->ptr(), po = out.ptr(), pl = lse.ptr();
-    void* args[] = {&pq, &pk, &pv, &po, &pl, &Li, &Si, &Ei, &scale_log2};
-    dev_.launch(fn, tiles(L), static_cast<unsigned>(batch), ak->block, ak->shared_bytes, args);
-    stats_.launches++;
-    env[s.outputs[0].get()] = std::move(out);
-    env[s.outputs[1].get()] = std::move(lse);
-    return true;
-  }
-  const DeviceTensor *g = value(0), *o = value(4), *lse = value(5);
-  if (!g || !o || !lse || lse->dtype != DType::f32) return false;
-  long long rows = batch * L;
-  rt::cuda::Buffer delta(&dev_, static_cast<size_t>(rows) * 4), dq_acc(&dev_, static_cast<size_t>(rows) * E * 4);
-  DeviceTensor dq = alloc(s.outputs[0]->type), dk = alloc(s.outputs[1]->type), dv = alloc(s.outputs[2]->type);
-  rt::cuda::DevPtr pg = g->ptr(), po = o->ptr(), pd = delta.ptr, pa = dq_acc.ptr;
-  {
-    auto [fn, ak] = kernel(1);
-    void* args[] = {&pg, &po, &pd, &pa, &rows, &Ei};
-    dev_.launch(fn, static_cast<unsigned>((rows + 7) / 8), 1, ak->block, 0, args);
-  }
-  {
-    auto [fn, ak] = kernel(2);
-    rt::cuda::DevPtr pq = q->ptr(), pk = k->ptr(), pv = v->ptr(), pl = lse->ptr(), pdk = dk.ptr(), pdv = dv.ptr();
-    void* args[] = {&pq, &pk, &pv, &pg, &pl, &pd, &pa, &pdk, &pdv, &Li, &Si, &Ei, &scale_f, &scale_log2};
-    dev_.launch(fn, tiles(S), static_cast<unsigned>(batch), ak->block, ak->shared_bytes, args);
-  }
-  {
-    auto [fn, ak] = kernel(3);
-    long long n = rows * E;
-    rt::cuda::DevPtr pq = dq.ptr();
-    void* args[] = {&pa, &pq, &n, &scale_f};
-    unsigned grid = static_cast<unsigned>(std::max<long long>(1, std::min<long long>((n + 255) / 256, 16LL * dev_.sm_count())));
-    dev_.launch(fn, grid, 1, ak->block, 0, args);
-  }
-  stats_.launches += 3;
-  env[s.outputs[0].get()] = std::move(dq);
-  env[s.outputs[1].get()] = std::move(dk);
-  env[s.outputs[2].get()] = std::move(dv);
-  return true;
-}
-
-bool GpuExecutor::run_attention_rows(const ir::Stmt& s, Values& env, const DeviceTensor& q, const DeviceTensor& k,
-                                     const DeviceTensor& v) {
-  const bool bw = s.op->name == "attention_backward";
-  const size_t r = q.shape.size();
-  int L = static_cast<int>(q.shape[r - 2]), S = static_cast<int>(k.shape[r - 2]), E = static_cast<int>(q.shape[r - 1]),
-      Ev = static_cast<int>(v.shape[r - 1]);
-  long long rows = rt::numel(q.shape) / E, key_rows = rt::numel(k.shape) / E;
-  int causal = s.args[bw ? 6 : 3].kind == K::Bool && s.args[bw ? 6 : 3].b ? 1 : 0;
-  const double scale = s.args[bw ? 7 : 4].number();
-  const bool f64 = q.dtype == DType::f64;
-  double scale_d = scale;
-  float scale_f = static_cast<float>(scale);
-  void* pscale = f64 ? static_cast<void*>(&scale_d) : static_cast<void*>(&scale_f);
-  auto kernel = [&](int which) -> void* {
-    std::string key = "rows" + std::to_string(which) + ":" + rt::dtype_name(q.dtype) + ":" + std::to_string(E) + ":" + std::to_string(Ev);
-    auto it = attention_kernels_.find(key);
-    if (it == attention_kernels_.end()) {
-      AttentionKernel ak = which == 0   ? attention_rows_forward_kernel(q.dtype, E, Ev)
-                           : which == 1 ? attention_rows_dq_kernel(q.dtype, E, Ev)
-                                        : attention_rows_dkdv_kernel(q.dtype, E, Ev);
-      it = attention_kernels_.emplace(key, std::move(ak)).first;
-    }
-    return compiled(it->second.source, it->second.symbol, "prims." + s.op->name);
-  };
-  auto blocks = [](long long n) { return static_cast<unsigned>((n + 7) / 8); };
-  rt::cuda::DevPtr pq = q.ptr(), pk = k.ptr(), pv = v.ptr();
-  if (!bw) {
-    DeviceTensor out = alloc(s.outputs[0]->type), lse = alloc(s.outputs[1]->type);
-    rt::cuda::DevPtr po = out.ptr(), pl = lse.ptr();
-    void* args[] = {&pq, &pk, &pv, &po, &pl, &rows, &L, &S, &E, &Ev, pscale, &causal};
-    dev_.launch(kernel(0), blocks(rows), 1, 256, 0, args);
-    stats_.launches++;
-    env[s.outputs[0].get()] = std::move(out);
-    env[s.outputs[1].get()] = std::move(lse);
-    return true;
-  }
-  auto value = [&](size_t i) -> const DeviceTensor* {
-    const ir::Arg& a = s.args[i];
-    if (a.kind != K::Proxy || transposed_.count(a.proxy.get())) return nullptr;
-    auto it = env.find(a.proxy.get());
-    return it == env.end() ? nullptr : &it->second;
-  };
-  const DeviceTensor *g = value(0), *o = value(4), *lse = value(5);
-  if (!g || !o || !lse) return false;
-  rt::cuda::Buffer delta(&dev_, static_cast<size_t>(rows) * (f64 ? 8 : 4));
-  DeviceTensor dq = alloc(s.outputs[0]->type), dk = alloc(s.outputs[1]->type), dv = alloc(s.outputs[2]->type);
-  rt::cuda::DevPtr pg = g->ptr(), po = o->ptr(), pl = lse->ptr(), pd = delta.ptr, pdq = dq.ptr(), pdk = dk.ptr(),
-                   pdv = dv.ptr();
-  void* args1[] = {&pg, &pq, &pk, &pv, &po, &pl, &pd, &pdq, &rows, &L, &S, &E, &Ev, pscale, &causal};
-  dev_.launch(kernel(1), blocks(rows), 1, 256, 0, args1);
-  void* args2[] = {&pg, &pq, &pk, &pv, &pl, &pd, &pdk, &pdv, &key_rows, &L, &S, &E, &Ev, pscale, &causal};
-  dev_.launch(kernel(2), blocks(key_rows), 1, 256, 0, args2);
-  stats_.launches += 2;
-  env[s.outputs[0].get()] = std::move(dq);
-  env[s.outputs[1].get()] = std::move(dk);
-  env[s.outputs[2].get()] = std::move(dv);
   return true;
 }
 

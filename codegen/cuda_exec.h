@@ -24,6 +24,8 @@
 
 namespace tracer::codegen {
 
+struct AttentionArgs;  // an attention statement's operands on the device (cuda_exec_attention.cpp)
+
 struct GpuStats {
   size_t launches = 0;       // generated kernels launched
   size_t gemms = 0;          // cuBLASLt calls
@@ -100,6 +102,7 @@ class GpuExecutor {
     kernels_.clear();
     is_group_.clear();
     simple_.clear();
+    uniform_fns_.clear();
   }
 
   const GpuStats& stats() const { return stats_; }
@@ -130,13 +133,16 @@ class GpuExecutor {
   void* compiled(const std::string& source, const std::string& symbol, const std::string& label);
   bool run_simple(const ir::Stmt& s, Values& env);  // reductions, broadcasts, layouts, creations
   void run_rng_state(const ir::Stmt& s, Values& env, ir::ExecContext& ctx);
-  // prims.attention and attention_backward on the flash kernels (false: they cannot run them).
+  // prims.attention and attention_backward (codegen/cuda_exec_attention.cpp).
   bool run_attention(const ir::Stmt& s, Values& env);
+  void run_attention_flash(const ir::Stmt& s, Values& env, const AttentionArgs& a);
+  void run_attention_rows(const ir::Stmt& s, Values& env, const AttentionArgs& a);
+  // The compiled kernel `make` generates, generated once per executor under `key`.
+  std::pair<void*, const AttentionKernel*> attention_kernel(const std::string& key, const std::function<AttentionKernel()>& make,
+                                                            const std::string& label);
   // prims.uniform (the stateful generator) as a kernel reading the run's generator base.
   bool run_uniform(const ir::Stmt& s, Values& env, ir::ExecContext& ctx);
   void ensure_rng_base(ir::ExecContext& ctx);  // the base written once per run (or by a replay)
-  bool run_attention_rows(const ir::Stmt& s, Values& env, const rt::cuda::DeviceTensor& q, const rt::cuda::DeviceTensor& k,
-                          const rt::cuda::DeviceTensor& v);
   rt::cuda::DeviceTensor alloc(const ir::TensorType& t);
 
   rt::cuda::Device& dev_;
@@ -175,6 +181,7 @@ class GpuExecutor {
   std::shared_ptr<rt::cuda::Buffer> index_err_;
   bool index_check_pending_ = false;
   std::unordered_map<std::string, AttentionKernel> attention_kernels_;  // by dtype, head size, causality
+  std::unordered_map<const ir::Stmt*, void*> uniform_fns_;               // run_uniform's kernels
   bool profile_ = false;
   bool profile_each_ = false;  // TRACER_GPU_PROFILE=2: also every statement, with its bytes
   std::unordered_map<std::string, std::pair<double, int>> profile_table_;
