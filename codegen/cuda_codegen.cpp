@@ -328,9 +328,9 @@ std::string load_expr(DType d, const std::string& ref) {
   }
 }
 
-std::string store_expr(DType d, const std::string& v) {
+std::string store_expr(DType d, const std::string& v, bool exact) {
   switch (d) {
-    case DType::bf16: return "tr_to_bf16(" + v + ")";
+    case DType::bf16: return (exact ? "tr_bf16_bits(" : "tr_to_bf16(") + v + ")";
     case DType::f16: return "tr_to_f16(" + v + ")";
     case DType::b8: return "(tr_b8)(" + v + ")";
     case DType::f32:
@@ -587,7 +587,7 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical) {
                [&](const ir::ProxyPtr& p) { return load_expr(p->type.dtype, name_of(p) + "_v[k]"); })
        << "\n";
   for (size_t j = 0; j < s.outputs.size(); ++j)
-    body << "      " << name_of(s.outputs[j]) << "_v[k] = " << store_expr(s.outputs[j]->type.dtype, out_regs[j]) << ";\n";
+    body << "      " << name_of(s.outputs[j]) << "_v[k] = " << store_expr(s.outputs[j]->type.dtype, out_regs[j], true) << ";\n";
   body << "    }\n";
   for (const auto& o : s.outputs)
     body << "    tr_copy<V * sizeof(" << storage_name(o->type.dtype) << ")>(p_" << name_of(o) << " + i0, " << name_of(o) << "_v);\n";
@@ -602,7 +602,7 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical) {
                })
        << "\n";
   for (size_t j = 0; j < s.outputs.size(); ++j)
-    body << "    p_" << name_of(s.outputs[j]) << "[i] = " << store_expr(s.outputs[j]->type.dtype, out_regs[j]) << ";\n";
+    body << "    p_" << name_of(s.outputs[j]) << "[i] = " << store_expr(s.outputs[j]->type.dtype, out_regs[j], true) << ";\n";
   body << "  }\n}\n";
 
   k.source = std::string(cuda_prelude()) + "\n" + body.str();

@@ -68,7 +68,9 @@ const char* storage_name(rt::DType d);
 // A stored element `ref` as the register value it is computed in (bf16/f16 to float, bool to
 // bool, integers to long long), and a register value back to its storage type.
 std::string load_expr(rt::DType d, const std::string& ref);
-std::string store_expr(rt::DType d, const std::string& v);
+// v as dtype d's storage; `exact` when v is a register of a tensor of dtype d (a 16-bit float
+// register of a group always holds a rounded value, so its bits are stored without rounding).
+std::string store_expr(rt::DType d, const std::string& v, bool exact = false);
 
 // Names a generated kernel by its text: every "tr_kernel" in source becomes "tr_<hash of the
 // text>", which is returned (kernels that differ only in names then share one name).

@@ -152,7 +152,7 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
         o << in3 << "__align__(16) " << storage_name(p->type.dtype) << " " << name_of(p) << "_o[" << V << "];\n";
       o << in3 << "#pragma unroll\n" << in3 << "for (int k = 0; k < " << V << "; ++k) {\n";
       o << in4 << "const long long tr_c = tr_c0 + k, i = tr_base + tr_c;\n" << lines;
-      for (const auto& p : full_outs) o << in4 << name_of(p) << "_o[k] = " << store_expr(p->type.dtype, name_of(p)) << ";\n";
+      for (const auto& p : full_outs) o << in4 << name_of(p) << "_o[k] = " << store_expr(p->type.dtype, name_of(p), true) << ";\n";
       o << tail(in4) << in3 << "}\n";
       for (const auto& p : full_outs)
         o << in3 << "tr_copy<" << V << " * sizeof(" << storage_name(p->type.dtype) << ")>(p_" << name_of(p) << " + tr_base + tr_c0, "
@@ -163,7 +163,7 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
     std::string ind = V > 1 ? in2 : indent;
     o << ind << "for (long long tr_c = threadIdx.x; tr_c < tr_C; tr_c += blockDim.x) {\n" << ind << "  const long long i = tr_base + tr_c;\n";
     o << element_lines(targets, ind + "  ", false, &unused);
-    for (const auto& p : full_outs) o << ind << "  p_" << name_of(p) << "[i] = " << store_expr(p->type.dtype, name_of(p)) << ";\n";
+    for (const auto& p : full_outs) o << ind << "  p_" << name_of(p) << "[i] = " << store_expr(p->type.dtype, name_of(p), true) << ";\n";
     o << tail(ind + "  ") << ind << "}\n";
     if (V > 1) o << indent << "}\n";
     return o.str();
@@ -204,7 +204,7 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
     std::string val = od == DType::f64 ? "tr_part[0]" : od == DType::bf16 ? "tr_round_bf16((float)tr_part[0])"
                       : od == DType::f16 ? "tr_round_f16((float)tr_part[0])" : "(float)tr_part[0]";
     body << "    const " << reg_name(reg_of(od)) << " " << name_of(y) << " = " << val << ";\n";
-    if (outs.count(y.get())) body << "    if (threadIdx.x == 0) p_" << name_of(y) << "[tr_r] = " << store_expr(od, name_of(y)) << ";\n";
+    if (outs.count(y.get())) body << "    if (threadIdx.x == 0) p_" << name_of(y) << "[tr_r] = " << store_expr(od, name_of(y), true) << ";\n";
     body << "    __syncthreads();  // tr_part is reused\n";
   }
   std::vector<ir::ProxyPtr> full, per_row;
@@ -218,7 +218,7 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
     std::vector<ir::ProxyPtr> targets = full;
     targets.insert(targets.end(), per_row.begin(), per_row.end());
     std::vector<std::string> tail;
-    for (const auto& o : per_row) tail.push_back("if (tr_c == 0) p_" + name_of(o) + "[tr_r] = " + store_expr(o->type.dtype, name_of(o)) + ";");
+    for (const auto& o : per_row) tail.push_back("if (tr_c == 0) p_" + name_of(o) + "[tr_r] = " + store_expr(o->type.dtype, name_of(o), true) + ";");
     body << column_loop(targets, full, tail, "    ");
   }
   body << "  }\n}\n";

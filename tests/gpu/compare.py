@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Compares the outputs of a CPU run and a GPU run (directories of .npy files written by
 `tracer run --output DIR`). Prints one line per output and exits 1 if any differs by more than
-its dtype's tolerance: ||gpu - cpu|| / ||cpu|| (METHOD: f32 far under 1e-3, bf16 1e-3..1e-2).
-Reads bf16 files (descr 'bfloat16') without ml_dtypes."""
+its dtype's tolerance: ||gpu - cpu|| / ||cpu|| (METHOD: f32 far under 1e-3, bf16 1e-3..1e-2);
+with --exact first, every output must be bitwise equal (NaNs equal whatever their payload).
+Reads bf16 files (descr 'bfloat16') without ml_dtypes.
+Usage: compare.py [--exact] CPU_DIR GPU_DIR LABEL"""
 import ast
 import os
 import struct
@@ -35,7 +37,7 @@ def load(path):
     return descr, arr.reshape(shape).astype(np.float64)
 
 
-def main(cpu_dir, gpu_dir, label):
+def main(cpu_dir, gpu_dir, label, exact_only=False):
     names = sorted(n for n in os.listdir(cpu_dir) if n.endswith(".npy"))
     if not names:
         print(f"{label}: no outputs written", file=sys.stderr)
@@ -60,7 +62,7 @@ def main(cpu_dir, gpu_dir, label):
         ref = np.linalg.norm(a[~np.isnan(a)])
         err = np.linalg.norm((b - a)[~np.isnan(a)]) / (ref if ref > 0 else 1.0)
         exact = np.array_equal(a, b, equal_nan=True)
-        tol = TOL.get(descr, 0.0)
+        tol = 0.0 if exact_only else TOL.get(descr, 0.0)
         ok = exact or err <= tol
         bad += not ok
         print(f"{'ok  ' if ok else 'FAIL'} {label} {n} {descr}{list(a.shape)} rel.err {err:.2e}{' (bitwise equal)' if exact else ''} tol {tol:g}")
@@ -68,4 +70,8 @@ def main(cpu_dir, gpu_dir, label):
 
 
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:4]))
+    args = sys.argv[1:]
+    exact_only = bool(args) and args[0] == "--exact"
+    if exact_only:
+        args = args[1:]
+    sys.exit(main(*args[:3], exact_only=exact_only))
