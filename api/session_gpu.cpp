@@ -264,6 +264,7 @@ bool Session::Impl::run_gpu(const interp::Traces& program_traces, std::vector<rt
       rep.kernels_compiled = st.compiled;
       rep.kernel_disk_hits = st.disk_hits;
       rep.gemms = st.gemms;
+      rep.gelu_epilogues = st.gelu_epilogues;
       rep.cpu_fallbacks = st.fallbacks;
       rep.compile_ms = st.compile_ms;
       rep.compile_wall_ms = st.compile_wall_ms;

@@ -465,6 +465,78 @@ bool GpuExecutor::run_matmul(const ir::Stmt& s, Values& env, const std::unordere
   return true;
 }
 
+namespace {
+
+// The gelu of s (a composite ltorch.gelu, alone or as a fusion's only statement) when it is the
+// tanh form of y, with one output; else null.
+const ir::Stmt* gelu_tanh_of(const ir::Stmt& s, const ir::Proxy* y) {
+  const ir::Stmt* g = &s;
+  if (s.kind == ir::StmtKind::Fusion) {
+    if (s.subsymbols.size() != 1 || s.outputs.size() != 1) return nullptr;
+    g = &s.subsymbols[0];
+    if (g->outputs.size() != 1 || g->outputs[0] != s.outputs[0]) return nullptr;
+  }
+  if (g->kind != ir::StmtKind::Composite || g->callee != "ltorch.gelu" || g->outputs.size() != 1) return nullptr;
+  if (g->args.empty() || g->args[0].kind != K::Proxy || g->args[0].proxy.get() != y) return nullptr;
+  const ir::Arg* approx = g->args.size() > 1 ? &g->args[1] : nullptr;
+  for (const auto& [name, a] : g->kwargs)
+    if (name == "approximate") approx = &a;
+  if (!approx || approx->kind != K::Str || approx->s != "tanh") return nullptr;
+  if (g->outputs[0]->type.dtype != y->type.dtype || g->outputs[0]->type.shape != y->type.shape) return nullptr;
+  return g;
+}
+
+}  // namespace
+
+bool GpuExecutor::run_linear_gelu(const std::vector<ir::Stmt>& stmts, size_t i, Values& env, size_t* j) {
+  const ir::Stmt& s = stmts[i];
+  if (s.kind != ir::StmtKind::Prim || !s.op || s.op->name != "linear" || s.outputs.size() != 1) return false;
+  const ir::Proxy* y = s.outputs[0].get();
+  size_t k = i + 1;
+  for (; k < stmts.size() && stmts[k].kind == ir::StmtKind::Del; ++k)
+    for (const auto& p : stmts[k].deleted)
+      if (p.get() == y) return false;
+  if (k == stmts.size()) return false;
+  const ir::Stmt* g = gelu_tanh_of(stmts[k], y);
+  if (!g) return false;
+  auto get = [&](const ir::Arg& a) -> const DeviceTensor* {
+    if (a.kind != K::Proxy || transposed_.count(a.proxy.get())) return nullptr;
+    auto it = env.find(a.proxy.get());
+    return it == env.end() ? nullptr : &it->second;
+  };
+  const DeviceTensor* A = get(s.args[0]);
+  const DeviceTensor* B = get(s.args[1]);
+  if (!A || !B || A->dtype != B->dtype || B->shape.size() != 2 || A->shape.empty()) return false;
+  DType dt = A->dtype;
+  if (dt != DType::bf16 && dt != DType::f16 && dt != DType::f32) return false;
+  int64_t K_ = B->shape[1], N = B->shape[0], M = K_ ? rt::numel(A->shape) / K_ : 0;
+  if (M == 0 || N == 0 || K_ == 0) return false;
+  rt::cuda::DevPtr bias = 0;
+  if (s.args.size() > 2 && s.args[2].kind != K::None) {
+    const DeviceTensor* Bias = get(s.args[2]);
+    if (!Bias || Bias->dtype != dt || Bias->shape != rt::Shape{N}) return false;
+    bias = Bias->ptr();
+  }
+  // y is written too (cuBLASLt's aux output) unless it dies right after the gelu.
+  std::unordered_set<const ir::Proxy*> dying;
+  ir::dying_after(stmts, k, dying);
+  bool keep_y = !dying.count(y);
+  DeviceTensor Z, Y;
+  try {
+    Z = alloc(g->outputs[0]->type);
+    if (keep_y) Y = alloc(s.outputs[0]->type);
+    if (!dev_.gemm_gelu(dt, M, N, K_, A->ptr(), B->ptr(), Z.ptr(), bias, keep_y ? Y.ptr() : 0)) return false;
+  } catch (const std::exception& e) {
+    throw ir::ExecError{"linear: " + std::string(e.what()), s.loc, ir::print_stmt_line(s)};
+  }
+  stats_.gemms++;
+  stats_.gelu_epilogues++;
+  if (keep_y) env[y] = std::move(Y);
+  env[g->outputs[0].get()] = std::move(Z);
+  *j = k;
+  return true;
+}
+
 void GpuExecutor::ensure_rng_base(ir::ExecContext& ctx) {
   if (!rng_base_) rng_base_ = std::make_shared<rt::cuda::Buffer>(&dev_, 16);
   if (!rng_ready_) {
@@ -599,10 +671,12 @@ void GpuExecutor::run_stmt(const ir::Stmt& s, Values& env, ir::ExecContext& ctx,
 void GpuExecutor::run_stmts(const std::vector<ir::Stmt>& stmts, Values& env, ir::ExecContext& ctx,
                             const std::unordered_set<const ir::Proxy*>& lazy) {
   std::unordered_set<const ir::Proxy*> dying;
+  size_t skip = stmts.size();  // a gelu already run by its linear's epilogue
   for (size_t i = 0; i < stmts.size(); ++i) {
+    if (i == skip) continue;
     ir::dying_after(stmts, i, dying);
     if (!profile_ || in_graph_ || stmts[i].kind == ir::StmtKind::Del) {
-      run_stmt(stmts[i], env, ctx, dying, lazy);
+      if (!run_linear_gelu(stmts, i, env, &skip)) run_stmt(stmts[i], env, ctx, dying, lazy);
       continue;
     }
     // TRACER_GPU_PROFILE=1: device time of each statement (synchronizing), by kind.
@@ -617,7 +691,9 @@ void GpuExecutor::run_stmts(const std::vector<ir::Stmt>& stmts, Values& env, ir:
     };
     if (profile_each_)
       for (const ir::Arg& a : s.args) ir::for_each_proxy(a, count);
-    double ms = dev_.time_ms([&] { run_stmt(stmts[i], env, ctx, dying, lazy); });
+    double ms = dev_.time_ms([&] {
+      if (!run_linear_gelu(stmts, i, env, &skip)) run_stmt(stmts[i], env, ctx, dying, lazy);
+    });
     if (profile_each_)
       for (const ir::ProxyPtr& o : s.outputs) count(o);
     std::string what = stats_.gemms > gemms ? "cublasLt " : stats_.fallbacks > fallbacks ? "cpu " : stats_.launches > launches ? "kernel " : "view ";
@@ -711,7 +787,7 @@ std::unique_ptr<GpuGraph> GpuExecutor::capture(const std::function<void()>& work
   check_index_errors();
   dev_.synchronize();
   uint64_t start = ctx.rng_offset;
-  size_t launches = stats_.launches, gemms = stats_.gemms;
+  size_t launches = stats_.launches, gemms = stats_.gemms, gelus = stats_.gelu_epilogues;
   dev_.begin_capture();
   in_graph_ = true;
   rng_ready_ = true;  // rng_state reads the base that replay() writes
@@ -721,6 +797,7 @@ std::unique_ptr<GpuGraph> GpuExecutor::capture(const std::function<void()>& work
     ctx.rng_offset = start;  // nothing ran: the replays draw
     stats_.launches = launches;
     stats_.gemms = gemms;
+    stats_.gelu_epilogues = gelus;
   };
   std::unique_ptr<rt::cuda::Graph> g;
   try {
@@ -732,7 +809,8 @@ std::unique_ptr<GpuGraph> GpuExecutor::capture(const std::function<void()>& work
     throw;
   }
   uint64_t draws = ctx.rng_offset - start;
-  size_t captured_launches = stats_.launches - launches, captured_gemms = stats_.gemms - gemms;
+  size_t captured_launches = stats_.launches - launches, captured_gemms = stats_.gemms - gemms,
+         captured_gelus = stats_.gelu_epilogues - gelus;
   bool checks = index_check_pending_;
   index_check_pending_ = false;
   leave();
@@ -743,6 +821,7 @@ std::unique_ptr<GpuGraph> GpuExecutor::capture(const std::function<void()>& work
   out->draws = draws;
   out->launches = captured_launches;
   out->gemms = captured_gemms;
+  out->gelu_epilogues = captured_gelus;
   return out;
 }
 
@@ -755,6 +834,7 @@ void GpuExecutor::replay(GpuGraph& g, ir::ExecContext& ctx) {
   ctx.rng_offset += g.draws;
   stats_.launches += g.launches;
   stats_.gemms += g.gemms;
+  stats_.gelu_epilogues += g.gelu_epilogues;
   stats_.graph_launches++;
 }
 

@@ -29,6 +29,7 @@ struct AttentionArgs;  // an attention statement's operands on the device (cuda_
 struct GpuStats {
   size_t launches = 0;       // generated kernels launched
   size_t gemms = 0;          // cuBLASLt calls
+  size_t gelu_epilogues = 0; // of them, linears that ran the following gelu (tanh) in their epilogue
   size_t fallbacks = 0;      // statements run on the CPU
   size_t graph_launches = 0; // CUDA graph replays
   size_t compiled = 0;       // NVRTC compilations (cache misses)
@@ -59,7 +60,7 @@ class KernelCache {
 struct GpuGraph {
   std::unique_ptr<rt::cuda::Graph> graph;
   uint64_t draws = 0;                  // random offsets one replay consumes
-  size_t launches = 0, gemms = 0;      // per replay
+  size_t launches = 0, gemms = 0, gelu_epilogues = 0;  // per replay
   bool checks_index = false;           // it gathers or scatters: check_index_errors() after it
 };
 
@@ -128,6 +129,9 @@ class GpuExecutor {
   void run_kernel(const ir::Stmt& s, Values& env, const std::unordered_set<const ir::Proxy*>& dying);
   void run_row_kernel(const ir::Stmt& s, Values& env);
   bool run_matmul(const ir::Stmt& s, Values& env, const std::unordered_set<const ir::Proxy*>& lazy);
+  // stmts[i] a linear whose output the next statement j only passes through gelu(tanh): both by
+  // one cuBLASLt call with the GELU epilogue; *j gets the statement it ran (to skip), or false.
+  bool run_linear_gelu(const std::vector<ir::Stmt>& stmts, size_t i, Values& env, size_t* j);
   void run_on_cpu(const ir::Stmt& s, Values& env, ir::ExecContext& ctx);
   void* kernel_function(const Kernel& k);
   void* compiled(const std::string& source, const std::string& symbol, const std::string& label);

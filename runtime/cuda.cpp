@@ -41,6 +41,7 @@ struct LtHeuristic {
 constexpr int kAttrSmCount = 16, kAttrCcMajor = 75, kAttrCcMinor = 76, kAttrSharedOptin = 97;
 constexpr int kLtTransA = 3, kLtTransB = 4, kLtBatchCount = 5, kLtBatchOffset = 6, kLtPrefWorkspace = 1;
 constexpr int kLtEpilogue = 7, kLtBiasPointer = 8, kLtEpilogueBias = 4;
+constexpr int kLtEpilogueGelu = 32, kLtEpilogueAux = 128, kLtAuxPointer = 11, kLtAuxLd = 12;
 constexpr int kOpN = 0, kOpT = 1;
 constexpr int kCompute32F = 68, kCompute64F = 70;
 constexpr int kR32F = 0, kR64F = 1, kR16F = 2, kR16BF = 14;
@@ -76,9 +77,8 @@ struct Api {
   CUresult (*ctx_set)(CUcontext) = nullptr;
   CUresult (*mem_alloc)(DevPtr*, size_t) = nullptr;
   CUresult (*mem_free)(DevPtr) = nullptr;
-  CUresult (*htod)(DevPtr, const void*, size_t) = nullptr;
-  CUresult (*dtoh)(void*, DevPtr, size_t) = nullptr;
-  CUresult (*dtod)(DevPtr, DevPtr, size_t) = nullptr;
+  CUresult (*dtoh_async)(void*, DevPtr, size_t, CUstream) = nullptr;
+  CUresult (*dtod_async)(DevPtr, DevPtr, size_t, CUstream) = nullptr;
   CUresult (*module_load)(CUmodule*, const void*) = nullptr;
   CUresult (*module_unload)(CUmodule) = nullptr;
   CUresult (*module_function)(CUfunction*, CUmodule, const char*) = nullptr;
@@ -150,9 +150,8 @@ std::shared_ptr<Api> load_driver(std::string* why) {
   bind(h, a->ctx_set, "cuCtxSetCurrent", &missing);
   bind(h, a->mem_alloc, "cuMemAlloc_v2", &missing);
   bind(h, a->mem_free, "cuMemFree_v2", &missing);
-  bind(h, a->htod, "cuMemcpyHtoD_v2", &missing);
-  bind(h, a->dtoh, "cuMemcpyDtoH_v2", &missing);
-  bind(h, a->dtod, "cuMemcpyDtoD_v2", &missing);
+  bind(h, a->dtoh_async, "cuMemcpyDtoHAsync_v2", &missing);
+  bind(h, a->dtod_async, "cuMemcpyDtoDAsync_v2", &missing);
   bind(h, a->module_load, "cuModuleLoadData", &missing);
   bind(h, a->module_unload, "cuModuleUnload", &missing);
   bind(h, a->module_function, "cuModuleGetFunction", &missing);
@@ -277,7 +276,10 @@ std::unique_ptr<Device> Device::open(int ordinal, std::string* why) {
     d->check(api->device_attr(&d->shared_optin_, kAttrSharedOptin, d->dev_), "cuDeviceGetAttribute");
     d->check(api->primary_retain(&d->ctx_, d->dev_), "cuDevicePrimaryCtxRetain");
     d->check(api->ctx_set(d->ctx_), "cuCtxSetCurrent");
-    d->check(api->stream_create(&d->stream_, 0), "cuStreamCreate");
+    // Non-blocking: no implicit ordering against the legacy default stream, which tracer never
+    // uses (every copy is ordered on this stream), and which would cost each launch a check.
+    constexpr unsigned kStreamNonBlocking = 1;  // CU_STREAM_NON_BLOCKING
+    d->check(api->stream_create(&d->stream_, kStreamNonBlocking), "cuStreamCreate");
   } catch (const CudaError& e) {
     *why = e.what();
     return nullptr;
@@ -435,14 +437,20 @@ void Device::empty_cache() {
   free_.clear();
 }
 
+// Copies are ordered on the device's stream (it does not synchronize with the legacy default
+// stream); the two with host memory wait for it, so the host buffer may be reused on return.
 void Device::copy_to_device(DevPtr dst, const void* src, size_t bytes) {
-  if (bytes) check(api_->htod(dst, src, bytes), "cuMemcpyHtoD");
+  if (!bytes) return;
+  check(api_->htod_async(dst, src, bytes, stream_), "cuMemcpyHtoDAsync");
+  check(api_->stream_sync(stream_), "cuStreamSynchronize");
 }
 void Device::copy_to_host(void* dst, DevPtr src, size_t bytes) {
-  if (bytes) check(api_->dtoh(dst, src, bytes), "cuMemcpyDtoH");
+  if (!bytes) return;
+  check(api_->dtoh_async(dst, src, bytes, stream_), "cuMemcpyDtoHAsync");
+  check(api_->stream_sync(stream_), "cuStreamSynchronize");
 }
 void Device::copy_device(DevPtr dst, DevPtr src, size_t bytes) {
-  if (bytes) check(api_->dtod(dst, src, bytes), "cuMemcpyDtoD");
+  if (bytes) check(api_->dtod_async(dst, src, bytes, stream_), "cuMemcpyDtoDAsync");
 }
 
 void* Device::function(const std::string& key, const std::string& cubin, const std::string& symbol) {
@@ -504,6 +512,17 @@ double Device::time_ms(const std::function<void()>& work) {
 
 void Device::gemm(DType dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, DevPtr a, DevPtr b, DevPtr c,
                   int64_t batch, int64_t stride_a, int64_t stride_b, int64_t stride_c, DevPtr bias) {
+  lt_matmul(dt, ta, tb, m, n, k, a, b, c, batch, stride_a, stride_b, stride_c, bias, false, 0);
+}
+
+bool Device::gemm_gelu(DType dt, int64_t m, int64_t n, int64_t k, DevPtr a, DevPtr b, DevPtr c, DevPtr bias, DevPtr aux) {
+  if (aux && n % 8 != 0) return false;  // the epilogue's aux leading dimension must be a multiple of 8
+  return lt_matmul(dt, false, true, m, n, k, a, b, c, 1, 0, 0, 0, bias, true, aux);
+}
+
+bool Device::lt_matmul(DType dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, DevPtr a, DevPtr b, DevPtr c,
+                       int64_t batch, int64_t stride_a, int64_t stride_b, int64_t stride_c, DevPtr bias, bool gelu,
+                       DevPtr aux) {
   if (!lt_handle_) {
     // Set up into locals and commit only when everything worked, so a failure can be retried.
     std::string why;
@@ -559,12 +578,20 @@ void Device::gemm(DType dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, D
   int op_first = tb ? kOpT : kOpN, op_second = ta ? kOpT : kOpN;
   lt_check(lt_->desc_set(desc, kLtTransA, &op_first, sizeof op_first), "cublasLtMatmulDescSetAttribute");
   lt_check(lt_->desc_set(desc, kLtTransB, &op_second, sizeof op_second), "cublasLtMatmulDescSetAttribute");
-  if (bias) {
+  if (bias || gelu) {
     // Column-major D is C^T: its rows are C's columns, the n output features the bias runs along.
-    int32_t epilogue = kLtEpilogueBias;
-    const void* bias_ptr = reinterpret_cast<const void*>(bias);
+    int32_t epilogue = (bias ? kLtEpilogueBias : 0) | (gelu ? kLtEpilogueGelu : 0) | (aux ? kLtEpilogueAux : 0);
     lt_check(lt_->desc_set(desc, kLtEpilogue, &epilogue, sizeof epilogue), "cublasLtMatmulDescSetAttribute (epilogue)");
-    lt_check(lt_->desc_set(desc, kLtBiasPointer, &bias_ptr, sizeof bias_ptr), "cublasLtMatmulDescSetAttribute (bias)");
+    if (bias) {
+      const void* bias_ptr = reinterpret_cast<const void*>(bias);
+      lt_check(lt_->desc_set(desc, kLtBiasPointer, &bias_ptr, sizeof bias_ptr), "cublasLtMatmulDescSetAttribute (bias)");
+    }
+    if (aux) {  // GELU's input, stored like D: column-major [n, m] with leading dimension n
+      const void* aux_ptr = reinterpret_cast<const void*>(aux);
+      int64_t ld = n;
+      lt_check(lt_->desc_set(desc, kLtAuxPointer, &aux_ptr, sizeof aux_ptr), "cublasLtMatmulDescSetAttribute (aux)");
+      lt_check(lt_->desc_set(desc, kLtAuxLd, &ld, sizeof ld), "cublasLtMatmulDescSetAttribute (aux ld)");
+    }
   }
   // Stored column-major shapes: B is [n, k] (ld n), or [k, n] (ld k) when tb; A likewise.
   lt_check(lt_->layout_create(&la, type, tb ? k : n, tb ? n : k, tb ? k : n), "cublasLtMatrixLayoutCreate");
@@ -582,7 +609,9 @@ void Device::gemm(DType dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, D
   lt_check(lt_->pref_set(pref, kLtPrefWorkspace, &ws, sizeof ws), "cublasLtMatmulPreferenceSetAttribute");
   LtHeuristic h{};
   int found = 0;
-  lt_check(lt_->heuristic(lt_handle_, desc, la, lb, lc, lc, pref, 1, &h, &found), "cublasLtMatmulAlgoGetHeuristic");
+  LtStatus hs = lt_->heuristic(lt_handle_, desc, la, lb, lc, lc, pref, 1, &h, &found);
+  if (gelu && (hs != 0 || found == 0)) return false;  // the caller runs the product and GELU apart
+  lt_check(hs, "cublasLtMatmulAlgoGetHeuristic");
   if (found == 0) throw CudaError("cuBLASLt has no algorithm for this matmul");
   float alpha32 = 1, beta32 = 0;
   double alpha64 = 1, beta64 = 0;
@@ -591,7 +620,9 @@ void Device::gemm(DType dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, D
   LtStatus st = lt_->matmul(lt_handle_, desc, alpha, reinterpret_cast<const void*>(b), la, reinterpret_cast<const void*>(a), lb,
                             beta, reinterpret_cast<const void*>(c), lc, reinterpret_cast<void*>(c), lc, &h.algo,
                             reinterpret_cast<void*>(workspace_), workspace_bytes_, stream_);
+  if (gelu && st != 0) return false;
   lt_check(st, "cublasLtMatmul");
+  return true;
 }
 
 }  // namespace tracer::rt::cuda

@@ -111,10 +111,17 @@ class Device {
   // every row of C by cuBLASLt's epilogue, before the one rounding to dt.
   void gemm(DType dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, DevPtr a, DevPtr b, DevPtr c,
             int64_t batch, int64_t stride_a, int64_t stride_b, int64_t stride_c, DevPtr bias = 0);
+  // C = gelu_tanh(A B^T + bias) for one [m, k] x [n, k] product (a linear), by cuBLASLt's GELU
+  // epilogue on the f32 accumulator: GELU's input is never rounded to dt. aux (optional,
+  // [m, n] of dt) receives that input, rounded to dt. Returns false, having done nothing, when
+  // cuBLASLt has no algorithm for it (dtype, alignment: aux needs n % 8 == 0).
+  bool gemm_gelu(DType dt, int64_t m, int64_t n, int64_t k, DevPtr a, DevPtr b, DevPtr c, DevPtr bias, DevPtr aux);
 
  private:
   Device() = default;
   void check(int rc, const char* what) const;
+  bool lt_matmul(DType dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, DevPtr a, DevPtr b, DevPtr c,
+                 int64_t batch, int64_t stride_a, int64_t stride_b, int64_t stride_c, DevPtr bias, bool gelu, DevPtr aux);
   std::shared_ptr<Api> api_;
   std::shared_ptr<LtApi> lt_;
   void* ctx_ = nullptr;

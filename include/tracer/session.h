@@ -53,6 +53,7 @@ struct RunReport {
   std::string device = "cpu";
   size_t device_peak_bytes = 0;
   size_t kernels_launched = 0, kernels_compiled = 0, kernel_disk_hits = 0, gemms = 0, cpu_fallbacks = 0;
+  size_t gelu_epilogues = 0;  // linears that ran the following gelu (tanh) in cuBLASLt's epilogue
   double compile_ms = 0;       // NVRTC time summed over kernels
   double compile_wall_ms = 0;  // wall time of compiling them (in parallel, before the first run)
   std::vector<std::string> fallback_ops;

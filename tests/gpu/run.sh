@@ -55,6 +55,16 @@ check() {  # label, CPU args..., --, GPU extra args...
   python3 tests/gpu/compare.py "$tmp/cpu" "$tmp/gpu" "$label" || fail=1
   if grep -q "^warning" "$tmp/gpu.log"; then echo "FAIL $label: $(grep '^warning' "$tmp/gpu.log")"; fail=1; fi
 }
+# cuBLASLt's GELU epilogue (tests/gpu/epilogue.trace): the outputs as above, and the run must say
+# it used the epilogue.
+for passes in "" "del_last_used" "grad,philox,remat,fuse,del_last_used"; do
+  for e in main f32; do
+    [ "$e" = f32 ] && [ "${passes#grad}" != "$passes" ] && continue  # f32 returns no loss
+    label="epilogue.trace $e ${passes:-no passes}"
+    check "$label" tests/gpu/epilogue.trace --entry $e ${passes:+--passes $passes} --
+    grep -q "with the GELU epilogue" "$tmp/gpu.log" || { echo "FAIL $label: the GELU epilogue was not used"; fail=1; }
+  done
+done
 for e in attention_causal attention_masked attention_heads64 attention_heads128 attention_heads20 attention_rows_f32 \
          attention_rows_f64 attention_rows_wide attention_rows_ev; do
   for passes in "" "grad,philox,remat,del_last_used" "grad,philox,remat,fuse,del_last_used"; do

@@ -95,6 +95,7 @@ nlohmann::json report_json(const std::string& file, const std::string& entry, co
     j["kernels_compiled"] = r.kernels_compiled;
     j["kernel_disk_hits"] = r.kernel_disk_hits;
     j["gemms"] = r.gemms;
+    j["gemm_gelu_epilogues"] = r.gelu_epilogues;
     j["cpu_fallbacks"] = r.cpu_fallbacks;
     j["fallback_ops"] = r.fallback_ops;
     j["compile_ms"] = r.compile_ms;
@@ -165,8 +166,9 @@ int cmd_run(const Common& c, const std::string& output_dir, const RunArgs& ra) {
     std::cerr << fmt::format("# {}: {} statements, ran in {:.1f} ms on {} (first run; {} kernels compiled, {:.0f} ms wall, {:.0f} ms in all), device peak {:.2f} MiB\n",
                              *entry, r->statements, r->run_ms, r->device, r->kernels_compiled, r->compile_wall_ms,
                              r->compile_ms, r->device_peak_bytes / 1048576.0);
-    std::cerr << fmt::format("# {} kernel launches, {} cuBLASLt matmuls, {} statements on the CPU{}\n", r->kernels_launched,
-                             r->gemms, r->cpu_fallbacks,
+    std::cerr << fmt::format("# {} kernel launches, {} cuBLASLt matmuls{}, {} statements on the CPU{}\n", r->kernels_launched,
+                             r->gemms, r->gelu_epilogues ? fmt::format(" ({} with the GELU epilogue)", r->gelu_epilogues) : "",
+                             r->cpu_fallbacks,
                              r->fallback_ops.empty() ? "" : " (" + fmt::format("{}", fmt::join(r->fallback_ops, ", ")) + ")");
     if (r->cuda_graph)
       std::cerr << fmt::format("# cuda graph: {} nodes, {:.2f} MiB kept for its replays\n", r->graph_nodes, r->graph_bytes / 1048576.0);
