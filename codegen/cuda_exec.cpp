@@ -489,7 +489,12 @@ const ir::Stmt* gelu_tanh_of(const ir::Stmt& s, const ir::Proxy* y) {
 }  // namespace
 
 bool GpuExecutor::run_linear_gelu(const std::vector<ir::Stmt>& stmts, size_t i, Values& env, size_t* j) {
-  const ir::Stmt& s = stmts[i];
+  // prims.linear, or the composite ltorch.linear made of it alone.
+  const ir::Stmt* lin = &stmts[i];
+  if (lin->kind == ir::StmtKind::Composite && lin->subsymbols.size() == 1 && lin->outputs.size() == 1 &&
+      lin->subsymbols[0].outputs.size() == 1 && lin->subsymbols[0].outputs[0] == lin->outputs[0])
+    lin = &lin->subsymbols[0];
+  const ir::Stmt& s = *lin;
   if (s.kind != ir::StmtKind::Prim || !s.op || s.op->name != "linear" || s.outputs.size() != 1) return false;
   const ir::Proxy* y = s.outputs[0].get();
   size_t k = i + 1;
