@@ -50,9 +50,11 @@ bool Session::load_string(const std::string& name, const std::string& text) {
   std::string t = text;
   Impl::comment_separators(t);
   DiagnosticList dl;
-  impl_->module = impl_->in->load(name, std::move(t), dl, impl_->pinned);
+  auto m = impl_->in->load(name, std::move(t), dl, impl_->pinned);
   impl_->add_all(dl);
-  return impl_->module != nullptr;
+  if (!m) return false;  // the module loaded before stays
+  impl_->module = std::move(m);
+  return true;
 }
 
 bool Session::load_file(const std::string& path) {
@@ -337,6 +339,45 @@ static ir::Arg run_backward(const ir::Trace& fw, const ir::Trace& bw, ir::Arg& f
 
 
 
+// One run of a program on the CPU: the outputs flattened and named by their proxies, or after
+// grad the loss, then each input's gradient. Throws ir::ExecError.
+static void run_cpu(const interp::Traces& prog, std::vector<rt::Tensor> inputs, ir::ExecContext& ctx,
+                    std::vector<std::pair<std::string, ir::Arg>>& results) {
+  const ir::Trace& fw = *prog.front();
+  ir::Arg out = ir::execute(fw, std::move(inputs), ctx);
+  if (prog.size() == 1) {
+    std::vector<std::string> names;
+    proxy_names(fw.output, names);
+    std::vector<std::pair<std::string, ir::Arg>> flat;
+    flatten_outputs(out, "out", flat);
+    for (size_t i = 0; i < flat.size(); ++i)
+      results.emplace_back(i < names.size() && !names[i].empty() ? names[i] : flat[i].first, flat[i].second);
+    return;
+  }
+  const ir::Trace& bw = *prog[1];
+  ir::Arg grads = run_backward(fw, bw, out, ctx);
+  const ir::Arg& loss_proxy = fw.output.items[0];
+  results.emplace_back(loss_proxy.kind == ir::Arg::Kind::Proxy ? loss_proxy.proxy->name : "out", out.items[0]);
+  for (size_t i = 0; i < grads.items.size() && i < bw.output.items.size(); ++i)
+    if (bw.output.items[i].kind == ir::Arg::Kind::Proxy) results.emplace_back(bw.output.items[i].proxy->name, grads.items[i]);
+}
+
+bool Session::Impl::execute(const interp::Traces& prog, std::vector<rt::Tensor> inputs,
+                            std::vector<std::pair<std::string, ir::Arg>>& results) {
+  if (gexec) {
+    RunReport rep;
+    double ms = 0;
+    return run_gpu(prog, inputs, rep, results, std::chrono::steady_clock::now(), ms);
+  }
+  try {
+    run_cpu(prog, std::move(inputs), in->exec_context(), results);
+    return true;
+  } catch (const ir::ExecError& e) {
+    add(Diagnostic{Severity::error, e.loc, e.message + (e.stmt.empty() ? "" : " (in: " + e.stmt + ")"), {}});
+    return false;
+  }
+}
+
 std::optional<RunReport> Session::run(const std::string& entry, const std::string& output_dir) {
   RunReport rep;
   auto t0 = std::chrono::steady_clock::now();
@@ -358,23 +399,7 @@ std::optional<RunReport> Session::run(const std::string& entry, const std::strin
   size_t first_peak = 0;
   if (impl_->gexec && !impl_->run_gpu(*prog, inputs, rep, results, t1, first_run_ms)) return std::nullopt;
   if (!impl_->gexec) try {
-    ir::Arg out = ir::execute(fw, std::move(inputs), impl_->in->exec_context());
-    if (prog->size() == 1) {
-      std::vector<std::string> names;
-      proxy_names(fw.output, names);
-      std::vector<std::pair<std::string, ir::Arg>> flat;
-      flatten_outputs(out, "out", flat);
-      for (size_t i = 0; i < flat.size(); ++i)
-        results.emplace_back(i < names.size() && !names[i].empty() ? names[i] : flat[i].first, flat[i].second);
-    } else {
-      const ir::Trace& bw = *(*prog)[1];
-      ir::Arg grads = run_backward(fw, bw, out, impl_->in->exec_context());
-      const ir::Arg& loss_proxy = fw.output.items[0];
-      results.emplace_back(loss_proxy.kind == ir::Arg::Kind::Proxy ? loss_proxy.proxy->name : "out", out.items[0]);
-      for (size_t i = 0; i < grads.items.size() && i < bw.output.items.size(); ++i)
-        if (bw.output.items[i].kind == ir::Arg::Kind::Proxy)
-          results.emplace_back(bw.output.items[i].proxy->name, grads.items[i]);
-    }
+    run_cpu(*prog, std::move(inputs), impl_->in->exec_context(), results);
     first_run_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
     first_peak = al.peak_bytes();  // of the one reported run
     if (impl_->bench > 0) {  // N more whole-program runs on the CPU, timed

@@ -102,6 +102,11 @@ struct Session::Impl {
   }
   void error(const std::string& msg) { add(Diagnostic{Severity::error, {}, msg, {}}); }
   std::vector<rt::Tensor> make_inputs(const ir::Trace& t, const std::string& entry, RunReport& rep, bool* ok);
+  // Runs a traced program once on the session's device over `inputs` (parallel to the forward's
+  // inputs). results: the outputs flattened, or after grad the loss and a gradient per input,
+  // named as Session::run reports them. On failure adds diagnostics and returns false.
+  bool execute(const interp::Traces& prog, std::vector<rt::Tensor> inputs,
+               std::vector<std::pair<std::string, ir::Arg>>& results);
   void script_error(const interp::ScriptError& e) { add(in->diagnose(e)); }
 
   static bool read_file(const std::string& path, std::string* out, std::string* why) {
@@ -180,6 +185,11 @@ struct Session::Impl {
       add(Diagnostic{Severity::error, e->loc, "name '" + e->name + "' is not defined", {}});
     }
   }
+};
+
+struct SessionAccess {
+  using Impl = Session::Impl;
+  static Impl& impl(Session& s) { return *s.impl_; }
 };
 
 namespace detail {

@@ -441,6 +441,11 @@ std::string display(const Value& v) {
 static Value ns(const std::string& name) { return make<NamespaceObj>(name); }
 static NamespaceObj& nsref(const Value& v) { return *v.as<NamespaceObj>(); }
 
+void Interpreter::register_native(std::shared_ptr<const NativeDef> def) {
+  std::string name = def->name;
+  nsref(builtins_).members[name] = make<BuiltinObj>(std::move(def));
+}
+
 void Interpreter::install_builtins() {
   builtins_ = ns("builtins");
   NamespaceObj& b = nsref(builtins_);

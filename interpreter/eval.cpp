@@ -148,7 +148,10 @@ Value Interpreter::call(const Value& fn, CallArgs args, SourceLoc loc) {
       if (f.composite && tracing()) return call_composite(f, args, loc);
       return call_function(f, args, loc);
     }
-    case VT::Builtin: return fn.as<BuiltinObj>()->def->fn(*this, args, loc);
+    case VT::Builtin: {
+      const BuiltinObj* b = fn.as<BuiltinObj>();
+      return b->native ? b->native->fn(*this, args, loc) : b->def->fn(*this, args, loc);
+    }
     case VT::BoundMethod: {
       auto* m = fn.as<BoundMethodObj>();
       args.pos.insert(args.pos.begin(), m->self);

@@ -89,12 +89,17 @@ class Interpreter {
   const Value* find_pass(const std::string& name);
   std::vector<std::string> pass_names();
   void register_pass(const std::string& name, Value fn) { passes_[name] = std::move(fn); }
+  // A host function (the embedding API's natives), visible as a builtin to modules loaded
+  // afterwards; replaces a native of the same name.
+  void register_native(std::shared_ptr<const NativeDef> def);
   const Options& options() const { return opts_; }
   rt::Allocator& allocator() { return allocator_; }
   ir::ExecContext& exec_context() { return exec_; }
   std::function<void(const std::string&)> on_print;  // print(); defaults to stdout
   const NamespaceObj& builtins() const { return *builtins_.as<NamespaceObj>(); }
   int64_t steps() const { return steps_; }
+  // The step limit counts from here (an embedding host's call starts a new count).
+  void reset_steps() { steps_ = 0; }
 
   // Used by builtins and op glue.
   [[noreturn]] void fail(SourceLoc loc, const std::string& msg);

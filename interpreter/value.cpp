@@ -320,7 +320,7 @@ std::string repr(const Value& v) {
       return s + "}";
     }
     case VT::Function: return "<function " + v.as<FunctionObj>()->info->name + ">";
-    case VT::Builtin: return std::string("<built-in function ") + v.as<BuiltinObj>()->def->name + ">";
+    case VT::Builtin: return std::string("<built-in function ") + v.as<BuiltinObj>()->name() + ">";
     case VT::BoundMethod: return "<bound method>";
     case VT::Tensor: {
       const rt::Tensor& t = v.as<TensorObj>()->t;

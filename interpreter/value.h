@@ -1,6 +1,7 @@
 // Script values: immediates (None, bool, int, float, dtype) and refcounted heap objects.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -280,9 +281,19 @@ struct BuiltinDef {
   const char* doc;
 };
 
+// A function of the host's, registered through the embedding API: a closure, with its own name
+// and documentation.
+struct NativeDef {
+  std::string name, signature, doc;
+  std::function<Value(Interpreter& in, CallArgs& args, SourceLoc loc)> fn;
+};
+
 struct BuiltinObj : Object {
-  const BuiltinDef* def;
+  const BuiltinDef* def = nullptr;       // tracer's own builtins
+  std::shared_ptr<const NativeDef> native;  // or the host's
   explicit BuiltinObj(const BuiltinDef* d) : Object(VT::Builtin), def(d) {}
+  explicit BuiltinObj(std::shared_ptr<const NativeDef> n) : Object(VT::Builtin), native(std::move(n)) {}
+  const char* name() const { return native ? native->name.c_str() : def->name; }
 };
 
 // obj.method: calling it passes self first.

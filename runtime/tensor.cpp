@@ -26,7 +26,7 @@ void* Allocator::allocate(size_t bytes) {
   // aligned_alloc requires the size to be a multiple of the alignment.
   size_t rounded = (bytes + 63) / 64 * 64;
   if (rounded == 0 || rounded < bytes) rounded = 64;
-  void* p = rounded >= bytes ? std::aligned_alloc(64, rounded) : nullptr;
+  void* p = rounded < bytes ? nullptr : hooks_.alloc ? hooks_.alloc(hooks_.user, rounded, 64) : std::aligned_alloc(64, rounded);
   if (!p) throw OutOfMemory("out of memory: cannot allocate " + mib(bytes));
   size_t now = current_.fetch_add(bytes) + bytes;
   size_t peak = peak_.load();
@@ -37,7 +37,12 @@ void* Allocator::allocate(size_t bytes) {
 
 void Allocator::deallocate(void* p, size_t bytes) {
   if (!p) return;
-  std::free(p);
+  if (hooks_.free) {
+    size_t rounded = (bytes + 63) / 64 * 64;
+    hooks_.free(hooks_.user, p, rounded == 0 ? 64 : rounded);
+  } else {
+    std::free(p);
+  }
   current_.fetch_sub(bytes);
 }
 
@@ -51,7 +56,24 @@ Storage::Storage(Allocator* a, size_t n) : bytes(n), allocator(a ? a : &Allocato
   if (n > 0) data = allocator->allocate(n);
 }
 
-Storage::~Storage() { allocator->deallocate(data, bytes); }
+Storage::~Storage() {
+  if (allocator) allocator->deallocate(data, bytes);
+  else if (release) release();
+}
+
+Tensor Tensor::borrow(DType dt, Shape shape, void* data, std::function<void()> release) {
+  Tensor t;
+  size_t bytes = dtype_size(dt);
+  for (int64_t d : shape) {
+    if (d < 0) throw std::invalid_argument("negative size in shape " + shape_str(shape));
+    if (__builtin_mul_overflow(bytes, static_cast<size_t>(d), &bytes))
+      throw std::invalid_argument("a tensor of shape " + shape_str(shape) + " is too large");
+  }
+  t.storage_ = std::make_shared<Storage>(data, bytes, std::move(release));
+  t.dtype_ = dt;
+  t.shape_ = std::move(shape);
+  return t;
+}
 
 Tensor Tensor::empty(DType dt, Shape shape, Allocator* a) {
   Tensor t;

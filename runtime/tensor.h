@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -16,9 +17,19 @@ struct OutOfMemory : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Where an Allocator takes its memory from (an embedding host's callbacks; the C API). alloc
+// returns `size` bytes aligned to `align` or null; free gets the pointer and the same size.
+struct AllocHooks {
+  void* (*alloc)(void* user, size_t size, size_t align) = nullptr;
+  void (*free)(void* user, void* ptr, size_t size) = nullptr;
+  void* user = nullptr;
+};
+
 // Counts live and peak bytes of tensor storage. One per runtime context; no globals.
 class Allocator {
  public:
+  // Memory from hooks instead of the C library (set before the first allocation).
+  void set_hooks(const AllocHooks& h) { hooks_ = h; }
   void* allocate(size_t bytes);          // 64-byte aligned; throws OutOfMemory
   // Allocations that would take the live bytes past limit fail with OutOfMemory instead of
   // letting the operating system kill the process later. 0: no limit.
@@ -37,13 +48,18 @@ class Allocator {
   std::atomic<size_t> current_{0};
   std::atomic<size_t> peak_{0};
   size_t limit_ = 0;
+  AllocHooks hooks_;
 };
 
 struct Storage {
   void* data = nullptr;
   size_t bytes = 0;
-  Allocator* allocator = nullptr;
+  Allocator* allocator = nullptr;     // null for borrowed memory
+  std::function<void()> release;      // borrowed memory: what gives it back
   Storage(Allocator* a, size_t n);
+  // Memory tracer does not own (an embedding host's, a DLPack producer's): never written into
+  // by an op reusing its inputs' buffers; release runs when the last tensor over it goes.
+  Storage(void* p, size_t n, std::function<void()> rel) : data(p), bytes(n), release(std::move(rel)) {}
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -55,6 +71,9 @@ class Tensor {
   // Uninitialized contents; allocator null means Allocator::default_allocator().
   static Tensor empty(DType dt, Shape shape, Allocator* a = nullptr);
   static Tensor zeros(DType dt, Shape shape, Allocator* a = nullptr);
+  // A tensor over memory tracer does not own (see Storage's borrowing constructor). data must
+  // hold numel(shape) elements of dt, aligned to the element size.
+  static Tensor borrow(DType dt, Shape shape, void* data, std::function<void()> release);
 
   bool defined() const { return storage_ != nullptr; }
   DType dtype() const { return dtype_; }
@@ -68,8 +87,9 @@ class Tensor {
   // Whether this tensor is the only reference to all of its storage (no view, no other owner):
   // then a caller that is done with it may let an op write its output there.
   bool sole_owner() const {
-    return storage_ && storage_.use_count() == 1 && offset_ == 0 && nbytes() == storage_->bytes;
+    return storage_ && storage_->allocator && storage_.use_count() == 1 && offset_ == 0 && nbytes() == storage_->bytes;
   }
+  bool borrowed() const { return storage_ && !storage_->allocator; }
 
   // Same storage, new shape with equal numel (no copy).
   Tensor view(Shape new_shape) const;

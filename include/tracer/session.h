@@ -128,7 +128,8 @@ class Session {
   // True/False, else string.
   void set(const std::string& name, const std::string& value);
   // Reads, parses and runs a module's top level (definitions). Lines of asterisks, which
-  // separate the traces of a Thunder printout, are read as comments.
+  // separate the traces of a Thunder printout, are read as comments. A module that fails to
+  // load leaves the one loaded before in place.
   bool load_file(const std::string& path);
   bool load_string(const std::string& name, const std::string& text);
   // Parses (and unless parse_only, resolves names, loads the module and traces its entry
@@ -177,6 +178,7 @@ class Session {
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+  friend struct SessionAccess;  // the C API (api/c_api.cpp) builds on the session's state
 };
 
 }  // namespace tracer
