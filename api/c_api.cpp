@@ -620,6 +620,9 @@ const int64_t* tracer_tensor_shape(const tracer_tensor* t) { return t ? t->shape
 int64_t tracer_tensor_numel(const tracer_tensor* t) { return t ? t->t.numel() : 0; }
 size_t tracer_tensor_nbytes(const tracer_tensor* t) { return t ? t->t.nbytes() : 0; }
 const void* tracer_tensor_data(const tracer_tensor* t) { return t ? t->t.data() : nullptr; }
+void* tracer_tensor_mutable_data(tracer_tensor* t) {
+  return t && t->refs.load() == 1 && t->t.sole_owner() ? t->t.data() : nullptr;
+}
 
 tracer_status tracer_tensor_from_dlpack(tracer_state* S, DLManagedTensor* m, tracer_tensor** out) {
   // m is owned from here on: every failure runs its deleter.

@@ -157,8 +157,12 @@ TRACER_EXPORT int tracer_tensor_ndim(const tracer_tensor* t);
 TRACER_EXPORT const int64_t* tracer_tensor_shape(const tracer_tensor* t);
 TRACER_EXPORT int64_t tracer_tensor_numel(const tracer_tensor* t);
 TRACER_EXPORT size_t tracer_tensor_nbytes(const tracer_tensor* t);
-/* The elements, row-major. Read-only for tensors tracer made: outputs may share storage. */
+/* The elements, row-major, to read: results may share storage with other tensors. */
 TRACER_EXPORT const void* tracer_tensor_data(const tracer_tensor* t);
+/* The elements to write, when nothing else can see them: t is the only reference to its
+ * storage (a tensor from tracer_tensor_new not yet shared, say); else null. Borrowed memory is
+ * the host's own: write it there. */
+TRACER_EXPORT void* tracer_tensor_mutable_data(tracer_tensor* t);
 
 /* DLPack (dlpack/dlpack.h, v0.6 and later). from_dlpack takes ownership of m (its deleter runs
  * when tracer is done with it, also when the call fails) and copies nothing: the tensor must

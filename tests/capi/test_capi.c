@@ -288,6 +288,11 @@ static void test_eager_calls_and_natives(void) {
   /* b borrowed: no copy; released when the last reference goes */
   CHECK_OK(S, tracer_tensor_borrow(S, TRACER_F32, 1, ws, b, release_borrowed, &borrowed_released, &tb));
   CHECK(tracer_tensor_data(tb) == (const void*)b);
+  CHECK(tracer_tensor_mutable_data(tb) == NULL); /* borrowed: the host writes its own memory */
+  CHECK(tracer_tensor_mutable_data(tx) == tracer_tensor_data(tx));
+  tracer_tensor_retain(tx);
+  CHECK(tracer_tensor_mutable_data(tx) == NULL); /* two references: others may read it */
+  tracer_tensor_release(tx);
   CHECK(ac.allocs >= 2); /* the two copies came from the hooks */
 
   tracer_value args[3] = {tracer_value_tensor(tx), tracer_value_tensor(tw), tracer_value_tensor(tb)};
