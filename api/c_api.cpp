@@ -295,6 +295,7 @@ tracer_status call_eager(tracer_state* S, tracer_function* f, const tracer_value
   Value r;
   try {
     in.reset_steps();
+    in.clear_interrupt();
     r = in.call(f->fn, std::move(ca), tracer::SourceLoc{});
   } catch (const interp::ScriptError& e) {
     S->impl->script_error(e);
@@ -332,6 +333,7 @@ tracer_status call_traced(tracer_state* S, tracer_function* f, const tracer_valu
     std::shared_ptr<ir::Trace> t;
     try {
       in.reset_steps();
+    in.clear_interrupt();
       t = in.trace(fn, given);
     } catch (const interp::ScriptError& e) {
       impl.script_error(e);
@@ -424,6 +426,7 @@ const char* tracer_status_name(tracer_status s) {
     case TRACER_ERROR_DEVICE: return "device error";
     case TRACER_ERROR_UNSUPPORTED: return "unsupported";
     case TRACER_ERROR_INTERNAL: return "internal error";
+    case TRACER_STATUS_MAX_ENUM: break;
   }
   return "unknown status";
 }
@@ -832,6 +835,10 @@ tracer_status tracer_register_natives(tracer_state* S, const tracer_native* tabl
     }
     return TRACER_OK;
   });
+}
+
+void tracer_interrupt(tracer_state* S) {
+  if (S && S->session) S->session->interrupt();
 }
 
 tracer_status tracer_native_error(tracer_state* S, const char* message) {

@@ -434,6 +434,122 @@ std::optional<RunReport> Session::run(const std::string& entry, const std::strin
   return rep;
 }
 
+bool Session::eval(const std::string& name, const std::string& text, std::string* shown) {
+  if (shown) shown->clear();
+  if (!impl_->module) {  // an empty module to grow
+    DiagnosticList dl;
+    impl_->module = impl_->in->load("<repl>", "", dl, impl_->pinned);
+    impl_->add_all(dl);
+    if (!impl_->module) return false;
+  }
+  std::string t = text;
+  Impl::comment_separators(t);
+  DiagnosticList dl;
+  Value v;
+  impl_->in->reset_steps();
+  auto m = impl_->in->load_chunk(name, std::move(t), dl, *impl_->module, &v);
+  impl_->add_all(dl);
+  if (!m) return false;
+  if (!shown || v.is_none()) return true;
+  if (v.is(VT::Tensor)) *shown = rt::summarize(v.as<interp::TensorObj>()->t);
+  else if (v.is(VT::Trace)) *shown = ir::print_trace(*v.as<interp::TraceObj>()->trace);
+  else *shown = interp::repr(v);
+  return true;
+}
+
+void Session::interrupt() { impl_->in->interrupt(); }
+
+namespace {
+
+// A function's docstring: its body's first statement, when that is a string.
+std::string docstring(const interp::FunctionObj& f) {
+  if (!f.info || !f.info->body || f.info->body->empty()) return "";
+  const ast::Stmt& s = *f.info->body->front();
+  if (s.kind != ast::StmtKind::Expr || !s.value || s.value->kind != ast::ExprKind::Str) return "";
+  return s.value->str_value;
+}
+
+std::string signature_of(const std::string& qualname, const interp::FunctionObj& f) {
+  std::string sig = qualname + "(";
+  if (f.info && f.info->params)
+    for (size_t i = 0; i < f.info->params->size(); ++i) {
+      const auto& p = (*f.info->params)[i];
+      sig += (i ? ", " : "") + p.name;
+      if (i < f.defaults.size() && !f.defaults[i].is(VT::Unbound) && !f.defaults[i].is_none())
+        sig += "=" + interp::repr(f.defaults[i]);
+    }
+  return sig + ")";
+}
+
+}  // namespace
+
+std::optional<std::string> Session::help(const std::string& name) {
+  std::string n = name;
+  for (const char* prefix : {"prims.", "ltorch.", "torch."})
+    if (n.rfind(prefix, 0) == 0 && n.size() > std::strlen(prefix)) {
+      std::string rest = n.substr(std::strlen(prefix));
+      if (std::string(prefix) == "prims.") {
+        if (const ir::OpDecl* op = ir::find_op(rest)) return "prims." + op->name + ": " + op->doc;
+        return std::nullopt;
+      }
+      n = rest;
+    }
+  auto function_doc = [](const std::string& shown, const Value& v) -> std::optional<std::string> {
+    if (v.is(VT::Function)) {
+      const auto& f = *v.as<interp::FunctionObj>();
+      std::string d = docstring(f);
+      return signature_of(shown, f) + (d.empty() ? "" : "\n" + d);
+    }
+    if (v.is(VT::Builtin)) {
+      const auto& b = *v.as<interp::BuiltinObj>();
+      if (b.native) return (b.native->signature.empty() ? b.native->name + "(...)" : b.native->signature) + " [native]" +
+                           (b.native->doc.empty() ? "" : "\n" + b.native->doc);
+      return std::string(b.def->name) + ": " + (b.def->doc ? b.def->doc : "");
+    }
+    if (v.is(VT::Op)) return "prims." + v.as<interp::OpObj>()->op->name + ": " + v.as<interp::OpObj>()->op->doc;
+    return std::nullopt;
+  };
+  if (impl_->module) {
+    auto it = impl_->module->globals.find(n);
+    if (it != impl_->module->globals.end())
+      if (auto d = function_doc(n, it->second)) return d;
+  }
+  if (const Value* b = impl_->in->builtins().lookup(n))
+    if (auto d = function_doc(n, *b)) return d;
+  if (const Value* lt = impl_->in->builtins().lookup("ltorch"))
+    if (lt->is(VT::Namespace))
+      if (const Value* f = lt->as<interp::NamespaceObj>()->lookup(n))
+        if (auto d = function_doc("ltorch." + n, *f)) return d;
+  if (const Value* p = impl_->in->find_pass(n))
+    if (auto d = function_doc(n, *p)) return "pass " + *d;
+  if (const ir::OpDecl* op = ir::find_op(n)) return "prims." + op->name + ": " + op->doc;
+  return std::nullopt;
+}
+
+std::optional<std::vector<std::string>> Session::parameters(const std::string& entry) {
+  const interp::FunctionObj* f = impl_->function(entry);
+  if (!f) {
+    impl_->error("no function named '" + entry + "' in the module");
+    return std::nullopt;
+  }
+  std::vector<std::string> out;
+  for (const auto& p : *f->info->params) out.push_back(p.name);
+  return out;
+}
+
+bool Session::set_input_type(const std::string& name, const std::string& type) {
+  std::string why;
+  auto t = ir::parse_type_string(type, &why);
+  if (!t) {
+    impl_->error(why);
+    return false;
+  }
+  impl_->input_types[name] = *t;
+  return true;
+}
+
+void Session::clear_input_types() { impl_->input_types.clear(); }
+
 const std::vector<DiagnosticInfo>& Session::diagnostics() const { return impl_->diags; }
 
 std::string Session::rendered_diagnostics() const {

@@ -37,6 +37,7 @@ struct Session::Impl {
   std::map<std::string, Value> pinned;
   std::map<std::string, rt::Tensor> inputs;
   std::map<std::string, std::string> input_sources;
+  std::map<std::string, ir::TensorType> input_types;  // set_input_type (the REPL's :trace)
   std::vector<std::string> passes;
   interp::PassOptions pass_opts;
   std::vector<PassInfo> timings;
@@ -146,7 +147,7 @@ struct Session::Impl {
   }
 
   std::map<std::string, ir::TensorType> given_types() const {
-    std::map<std::string, ir::TensorType> out;
+    std::map<std::string, ir::TensorType> out = input_types;
     for (const auto& [name, t] : inputs) out[name] = ir::TensorType{t.dtype(), t.shape(), "cpu"};
     return out;
   }

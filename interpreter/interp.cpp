@@ -74,9 +74,10 @@ Interpreter::~Interpreter() {
   }
 }
 
-std::shared_ptr<Module> Interpreter::parse(const std::string& name, std::string text, DiagnosticList& diags) {
+std::shared_ptr<Module> Interpreter::parse(const std::string& name, std::string text, DiagnosticList& diags,
+                                           std::shared_ptr<Globals> globals) {
   int32_t file = sm_.add(name, std::move(text));
-  auto m = std::make_shared<Module>();
+  auto m = globals ? std::make_shared<Module>(std::move(globals)) : std::make_shared<Module>();
   m->name = name;
   m->file = file;
   size_t before = diags.items().size();
@@ -110,6 +111,40 @@ std::shared_ptr<Module> Interpreter::load(const std::string& name, std::string t
     return nullptr;
   }
   return m;
+}
+
+std::shared_ptr<Module> Interpreter::load_chunk(const std::string& name, std::string text, DiagnosticList& diags,
+                                                const Module& into, Value* value) {
+  auto m = parse(name, std::move(text), diags, into.store);
+  if (!m) return nullptr;
+  m->names_values = into.names_values;
+  m->pinned = into.pinned;
+  modules_.push_back(m);
+  if (value) *value = Value();
+  interrupted_.store(false);  // an interrupt meant for an earlier chunk
+  try {
+    Frame fr;
+    fr.info = &m->top;
+    fr.module = m.get();
+    fr.slots.assign(m->top.nslots, Value::unbound());
+    const ast::Block& body = m->ast->body;
+    bool last_expr = value && !body.empty() && body.back()->kind == ast::StmtKind::Expr;
+    for (size_t i = 0; i + (last_expr ? 1 : 0) < body.size(); ++i)
+      if (exec_stmt(*body[i], fr) != Flow::Normal) break;
+    if (last_expr) {
+      tick(body.back()->loc);
+      *value = eval(*body.back()->value, fr);
+    }
+  } catch (const ScriptError& e) {
+    diags.add(diagnose(e));
+    return nullptr;
+  }
+  return m;
+}
+
+void Interpreter::raise_interrupt(SourceLoc loc) {
+  interrupted_.store(false);
+  fail(loc, "interrupted");
 }
 
 void Interpreter::run_module(Module& m) {

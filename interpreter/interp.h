@@ -1,6 +1,7 @@
 // The tree-walking interpreter: runs modules, calls functions eagerly on tensors, and records
 // traces when functions are called on proxies.
 #pragma once
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -70,8 +71,19 @@ class Interpreter {
   // names_values: assignments name traced values (true for user programs, false for passes).
   std::shared_ptr<Module> load(const std::string& name, std::string text, DiagnosticList& diags,
                                const std::map<std::string, Value>& pinned = {}, bool names_values = true);
-  // Parses and resolves without running (tracer check --parse-only runs only this).
-  std::shared_ptr<Module> parse(const std::string& name, std::string text, DiagnosticList& diags);
+  // Parses and resolves without running (tracer check --parse-only runs only this). With
+  // `globals`, the module shares that store (a chunk of an interactive session).
+  std::shared_ptr<Module> parse(const std::string& name, std::string text, DiagnosticList& diags,
+                                std::shared_ptr<Globals> globals = nullptr);
+  // Runs `text` as one more chunk of module `into`: its names join into's globals. If the last
+  // statement is an expression, *value gets its value (else None). Returns the chunk's module, or
+  // null with diagnostics.
+  std::shared_ptr<Module> load_chunk(const std::string& name, std::string text, DiagnosticList& diags,
+                                     const Module& into, Value* value);
+  // Makes the running script fail with "interrupted" at its next step (from a signal handler or
+  // another thread); cleared when the failure is raised.
+  void interrupt() { interrupted_.store(true); }
+  void clear_interrupt() { interrupted_.store(false); }
   void run_module(Module& m);  // throws ScriptError
 
   Value call(const Value& fn, CallArgs args, SourceLoc loc);  // throws ScriptError
@@ -159,7 +171,10 @@ class Interpreter {
   Value resolve_module_path(const std::string& path, SourceLoc loc);
   void tick(SourceLoc loc) {
     if (++steps_ > opts_.step_limit && opts_.step_limit > 0) step_limit_exceeded(loc);
+    if (interrupted_.load(std::memory_order_relaxed)) raise_interrupt(loc);
   }
+  [[noreturn]] void raise_interrupt(SourceLoc loc);
+  std::atomic<bool> interrupted_{false};
   [[noreturn]] void step_limit_exceeded(SourceLoc loc);
   friend struct InterpAccess;
 };

@@ -9,5 +9,5 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   build-essential cmake ninja-build pkg-config \
   antlr4 libantlr4-runtime-dev \
   catch2 libopenblas-openmp-dev libcli11-dev nlohmann-json3-dev libfmt-dev libboost-graph-dev \
-  libdlpack-dev \
+  libdlpack-dev libedit-dev \
   >/dev/null

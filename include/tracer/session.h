@@ -171,6 +171,23 @@ class Session {
   std::optional<CompileReport> compile(const std::string& entry, const std::string& arch, const std::string& emit,
                                        const std::string& out_dir);
 
+  // ---- interactive use (the REPL) ----
+  // Runs `text` as one more chunk of the session's module (an empty one if none is loaded): the
+  // names it assigns and defines join the module, and functions defined earlier see them. If its
+  // last statement is an expression, *shown gets the value for display: a tensor's summary, a
+  // trace printed as code, any other value's repr ("" for None).
+  bool eval(const std::string& name, const std::string& text, std::string* shown);
+  // Makes the running script fail with "interrupted" at its next step. Safe in a signal handler.
+  void interrupt();
+  // The documentation of a name: a function of the module, a builtin or native, a prims op, an
+  // ltorch function or a pass (signature first, then its docstring). nullopt if nothing has it.
+  std::optional<std::string> help(const std::string& name);
+  // The parameter names of a function of the module, in order (a diagnostic if there is none).
+  std::optional<std::vector<std::string>> parameters(const std::string& entry);
+  // The type an input is traced with, as a type string ("f32[4, 8]"), like an input file gives.
+  bool set_input_type(const std::string& name, const std::string& type);
+  void clear_input_types();
+
   const std::vector<DiagnosticInfo>& diagnostics() const;
   std::string rendered_diagnostics() const;
   void clear_diagnostics();

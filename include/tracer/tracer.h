@@ -48,7 +48,8 @@ typedef enum tracer_status {
   TRACER_ERROR_MEMORY,     /* an allocation failed (host memory, the allocation callback, or the device) */
   TRACER_ERROR_DEVICE,     /* no GPU, a driver too old, a CUDA or cuBLASLt failure */
   TRACER_ERROR_UNSUPPORTED,/* well-formed but not supported here (a DLPack tensor on another device...) */
-  TRACER_ERROR_INTERNAL    /* a bug in tracer: please report it with the message */
+  TRACER_ERROR_INTERNAL,   /* a bug in tracer: please report it with the message */
+  TRACER_STATUS_MAX_ENUM = 0x7fffffff /* (makes the type as wide as an int: any value may be passed) */
 } tracer_status;
 
 /* "ok", "argument error", ... (static strings). */
@@ -60,7 +61,10 @@ typedef struct tracer_tensor tracer_tensor;
 
 /* ---- diagnostics ---- */
 
-typedef enum tracer_severity { TRACER_SEVERITY_ERROR = 0, TRACER_SEVERITY_WARNING, TRACER_SEVERITY_NOTE } tracer_severity;
+typedef enum tracer_severity {
+  TRACER_SEVERITY_ERROR = 0, TRACER_SEVERITY_WARNING, TRACER_SEVERITY_NOTE,
+  TRACER_SEVERITY_MAX_ENUM = 0x7fffffff
+} tracer_severity;
 
 /* One diagnostic. The strings belong to the state and stay valid until the diagnostics are
  * cleared (tracer_clear_diagnostics) or the state is closed. file is "" and line and column are
@@ -132,7 +136,8 @@ TRACER_EXPORT void tracer_function_release(tracer_function* f);
 
 typedef enum tracer_dtype {
   TRACER_F32 = 0, TRACER_F64, TRACER_F16, TRACER_BF16,
-  TRACER_I8, TRACER_U8, TRACER_I32, TRACER_I64, TRACER_BOOL
+  TRACER_I8, TRACER_U8, TRACER_I32, TRACER_I64, TRACER_BOOL,
+  TRACER_DTYPE_MAX_ENUM = 0x7fffffff /* (any int may be passed: others are refused, not undefined) */
 } tracer_dtype;
 
 /* "f32", "bf16", ... ; bytes per element. */
@@ -175,7 +180,10 @@ TRACER_EXPORT tracer_status tracer_tensor_to_dlpack(tracer_tensor* t, struct DLM
 
 /* ---- values and calls ---- */
 
-typedef enum tracer_kind { TRACER_NONE = 0, TRACER_BOOLEAN, TRACER_INT, TRACER_FLOAT, TRACER_TENSOR } tracer_kind;
+typedef enum tracer_kind {
+  TRACER_NONE = 0, TRACER_BOOLEAN, TRACER_INT, TRACER_FLOAT, TRACER_TENSOR,
+  TRACER_KIND_MAX_ENUM = 0x7fffffff
+} tracer_kind;
 
 /* An argument or result. In results, a tensor is a new reference the caller releases
  * (tracer_values_release releases a whole array). */
@@ -234,6 +242,10 @@ typedef struct tracer_native {
 /* Registers n natives (copied: the table may be freed afterwards). They are visible to modules
  * loaded afterwards, as builtins are. A name already registered is replaced. */
 TRACER_EXPORT tracer_status tracer_register_natives(tracer_state* S, const tracer_native* table, size_t n);
+/* Makes the script running in S fail with "interrupted" at its next step: from a signal handler
+ * (it only sets a flag) or another thread. The call in progress returns TRACER_ERROR_SCRIPT. */
+TRACER_EXPORT void tracer_interrupt(tracer_state* S);
+
 /* Inside a native: the message its failure reports. Returns TRACER_ERROR_SCRIPT. */
 TRACER_EXPORT tracer_status tracer_native_error(tracer_state* S, const char* message);
 

@@ -42,7 +42,13 @@ static const char* kModule =
     "    return host_scale(x, 3.0) + 1.0\n"
     "\n"
     "def fails_in_native(x):\n"
-    "    return host_fail(x)\n";
+    "    return host_fail(x)\n"
+    "\n"
+    "def spins(x):\n"
+    "    host_interrupt()\n"
+    "    while True:\n"
+    "        x = x + 1\n"
+    "    return x\n";
 
 /* ---- output and diagnostics callbacks ---- */
 
@@ -82,6 +88,12 @@ static tracer_status host_scale(tracer_state* S, void* user, const tracer_value*
   free(tmp);
   if (st != TRACER_OK) return st;
   *result = tracer_value_tensor(y);
+  return TRACER_OK;
+}
+
+static tracer_status host_interrupt(tracer_state* S, void* user, const tracer_value* args, size_t n, tracer_value* result) {
+  (void)user, (void)args, (void)n, (void)result;
+  tracer_interrupt(S); /* as a signal handler or another thread would */
   return TRACER_OK;
 }
 
@@ -260,11 +272,12 @@ static void test_eager_calls_and_natives(void) {
   cfg.user = &ac;
   CHECK_OK(S, tracer_open(&cfg, &S));
   int scale_calls = 0;
-  tracer_native natives[2] = {
+  tracer_native natives[3] = {
       {"host_scale", "host_scale(x: tensor, k: float) -> tensor", "Multiplies x by k, in the host.", host_scale, &scale_calls},
       {"host_fail", "host_fail(x) -> never", "Always fails.", host_fail, NULL},
+      {"host_interrupt", "host_interrupt()", "Interrupts the running script.", host_interrupt, NULL},
   };
-  CHECK_OK(S, tracer_register_natives(S, natives, 2));
+  CHECK_OK(S, tracer_register_natives(S, natives, 3));
   tracer_native bad = {"not an identifier", "", "", host_fail, NULL};
   CHECK(tracer_register_natives(S, &bad, 1) == TRACER_ERROR_ARGUMENT);
   CHECK_OK(S, tracer_load_string(S, "m.trace", kModule));
@@ -277,6 +290,8 @@ static void test_eager_calls_and_natives(void) {
   CHECK_OK(S, tracer_function_get(S, "scaled", &scaled));
   CHECK_OK(S, tracer_function_get(S, "uses_native", &native));
   CHECK_OK(S, tracer_function_get(S, "fails_in_native", &fails));
+  tracer_function* spins = NULL;
+  CHECK_OK(S, tracer_function_get(S, "spins", &spins));
   CHECK(tracer_function_get(S, "nope", &missing) == TRACER_ERROR_NOT_FOUND);
   CHECK(missing == NULL);
 
@@ -344,6 +359,14 @@ static void test_eager_calls_and_natives(void) {
   CHECK(strstr(tracer_last_error(S), "takes a tensor and a float") != NULL);
   tracer_function_release(f);
   /* Calling after errors: the earlier function handles still work. */
+  CHECK_OK(S, tracer_call(S, affine, args, 3, out, 4, &n));
+  tracer_values_release(out, n);
+  /* tracer_interrupt stops an endless loop; the next call runs normally. */
+  tracer_value one[1] = {tracer_value_int(1)};
+  CHECK(tracer_call(S, spins, one, 1, out, 4, &n) == TRACER_ERROR_SCRIPT);
+  CHECK(strstr(tracer_last_error(S), "interrupted") != NULL);
+  tracer_function_release(spins);
+  tracer_interrupt(S); /* a stale interrupt does not fail the next call */
   CHECK_OK(S, tracer_call(S, affine, args, 3, out, 4, &n));
   tracer_values_release(out, n);
   /* A wrong argument count is a script error with the function's own message. */

@@ -3,8 +3,14 @@
 if(NOT WORKDIR)
   set(WORKDIR .)
 endif()
-execute_process(COMMAND ${TRACER} ${ARGS} WORKING_DIRECTORY ${WORKDIR} RESULT_VARIABLE rc
-                OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 300)
+# -DINPUT=file feeds the command's stdin (the REPL's piped mode).
+if(INPUT)
+  execute_process(COMMAND ${TRACER} ${ARGS} WORKING_DIRECTORY ${WORKDIR} RESULT_VARIABLE rc
+                  OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 300 INPUT_FILE ${INPUT})
+else()
+  execute_process(COMMAND ${TRACER} ${ARGS} WORKING_DIRECTORY ${WORKDIR} RESULT_VARIABLE rc
+                  OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 300)
+endif()
 set(all "${out}${err}")
 if(NOT rc STREQUAL EXPECT_RC)
   message(FATAL_ERROR "exit status ${rc}, expected ${EXPECT_RC}\n--- output:\n${all}")

@@ -9,6 +9,7 @@
 #include <iomanip>
 #include <iostream>
 
+#include "repl.h"
 #include "tracer/session.h"
 
 namespace {
@@ -380,7 +381,7 @@ int main(int argc, char** argv) {
   if (*check) return cmd_check(c, parse_only);
   if (*mem) return cmd_mem(c, plot);
   if (*compile) return cmd_compile(c, ca);
-  std::cerr << app.help();
-  std::cerr << "\nThe interactive REPL is not available in this version.\n";
-  return 2;
+  // No subcommand: the REPL (docs/repl.md).
+  tracer::Session s(session_options(c));
+  return run_repl(s);
 }
