@@ -837,6 +837,83 @@ tracer_status tracer_register_natives(tracer_state* S, const tracer_native* tabl
   });
 }
 
+tracer_status tracer_register_ops(tracer_state* S, const tracer_op* table, size_t n) {
+  return guarded(S, [&] {
+    if (n && !table) return fail(S, TRACER_ERROR_ARGUMENT, "tracer_register_ops: table is null");
+    for (size_t i = 0; i < n; ++i) {
+      const tracer_op& o = table[i];
+      if (!o.name || !o.type || !o.kernel)
+        return fail(S, TRACER_ERROR_ARGUMENT, "op " + std::to_string(i) + ": name, type and kernel must be given");
+      std::string name = o.name;
+      bool ident = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0]));
+      for (char c : name) ident = ident && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+      if (!ident) return fail(S, TRACER_ERROR_ARGUMENT, "op '" + name + "': a name must be an identifier");
+      if (o.num_inputs < 0 || o.num_inputs > 64)
+        return fail(S, TRACER_ERROR_ARGUMENT, "op '" + name + "': num_inputs must be between 0 and 64");
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const tracer_op o = table[i];
+      ir::OpDecl d;
+      d.name = o.name;
+      d.ns = "native";
+      d.kind = ir::OpKind::Other;
+      d.doc = o.doc ? o.doc : "";
+      d.signature = o.signature ? o.signature : "";
+      for (int k = 0; k < o.num_inputs; ++k) d.params.push_back(ir::ParamSpec{"x" + std::to_string(k)});
+      std::string qual = "native." + d.name;
+      // The C type of an argument (a proxy while tracing, a tensor when run).
+      auto type_of = [qual](const ir::Arg& a, size_t k) {
+        tracer_type t{};
+        rt::DType dt;
+        rt::Shape sh;
+        if (a.kind == ir::Arg::Kind::Proxy) {
+          dt = a.proxy->type.dtype;
+          sh = a.proxy->type.shape;
+        } else if (a.kind == ir::Arg::Kind::Tensor) {
+          dt = a.tensor.dtype();
+          sh = a.tensor.shape();
+        } else {
+          throw ir::OpError("argument " + std::to_string(k + 1) + " is not a tensor");
+        }
+        if (sh.size() > TRACER_MAX_NDIM) throw ir::OpError("argument " + std::to_string(k + 1) + " has more than 16 dimensions");
+        t.dtype = dtype_to_c(dt);
+        t.ndim = static_cast<int>(sh.size());
+        for (size_t j = 0; j < sh.size(); ++j) t.shape[j] = sh[j];
+        return t;
+      };
+      auto output_type = [S, o, type_of](const std::vector<ir::Arg>& args) {
+        std::vector<tracer_type> in;
+        for (size_t k = 0; k < args.size(); ++k) in.push_back(type_of(args[k], k));
+        tracer_type out{};
+        S->native_error.clear();
+        tracer_status st = o.type(S, o.user, in.data(), in.size(), &out);
+        if (st != TRACER_OK) throw ir::OpError(S->native_error.empty() ? std::string(tracer_status_name(st)) : S->native_error);
+        rt::DType dt;
+        if (!dtype_from_c(out.dtype, &dt)) throw ir::OpError("the type function gave an unknown dtype");
+        if (out.ndim < 0 || out.ndim > TRACER_MAX_NDIM) throw ir::OpError("the type function gave ndim " + std::to_string(out.ndim));
+        rt::Shape sh(out.shape, out.shape + out.ndim);
+        for (int64_t x : sh)
+          if (x < 0) throw ir::OpError("the type function gave a negative size");
+        return std::make_pair(ir::TensorType{dt, sh, "cpu"}, out);
+      };
+      d.meta = [output_type](const std::vector<ir::Arg>& args) { return std::vector<ir::TensorType>{output_type(args).first}; };
+      d.cpu = [S, o, output_type](const std::vector<ir::Arg>& args, ir::ExecContext& ctx) {
+        auto [type, ctype] = output_type(args);
+        rt::Tensor out = rt::Tensor::empty(type.dtype, type.shape, ctx.allocator);
+        std::vector<tracer_tensor*> in;
+        for (const auto& a : args) in.push_back(new_handle(S, a.tensor));
+        S->native_error.clear();
+        tracer_status st = o.kernel(S, o.user, in.data(), in.size(), out.data(), &ctype);
+        for (tracer_tensor* h : in) tracer_tensor_release(h);
+        if (st != TRACER_OK) throw ir::OpError(S->native_error.empty() ? std::string(tracer_status_name(st)) : S->native_error);
+        return std::vector<rt::Tensor>{std::move(out)};
+      };
+      S->impl->in->register_op(std::move(d));
+    }
+    return TRACER_OK;
+  });
+}
+
 void tracer_interrupt(tracer_state* S) {
   if (S && S->session) S->session->interrupt();
 }

@@ -485,6 +485,16 @@ std::string signature_of(const std::string& qualname, const interp::FunctionObj&
 
 std::optional<std::string> Session::help(const std::string& name) {
   std::string n = name;
+  if (n.rfind("native.", 0) == 0) {  // a host's op
+    if (const Value* nat = impl_->in->builtins().lookup("native"))
+      if (nat->is(VT::Namespace))
+        if (const Value* op = nat->as<interp::NamespaceObj>()->lookup(n.substr(7)))
+          if (op->is(VT::Op)) {
+            const ir::OpDecl& d = *op->as<interp::OpObj>()->op;
+            return (d.signature.empty() ? n + "(...)" : d.signature) + " [native op]" + (d.doc.empty() ? "" : "\n" + d.doc);
+          }
+    return std::nullopt;
+  }
   for (const char* prefix : {"prims.", "ltorch.", "torch."})
     if (n.rfind(prefix, 0) == 0 && n.size() > std::strlen(prefix)) {
       std::string rest = n.substr(std::strlen(prefix));
@@ -506,7 +516,12 @@ std::optional<std::string> Session::help(const std::string& name) {
                            (b.native->doc.empty() ? "" : "\n" + b.native->doc);
       return std::string(b.def->name) + ": " + (b.def->doc ? b.def->doc : "");
     }
-    if (v.is(VT::Op)) return "prims." + v.as<interp::OpObj>()->op->name + ": " + v.as<interp::OpObj>()->op->doc;
+    if (v.is(VT::Op)) {
+      const ir::OpDecl& op = *v.as<interp::OpObj>()->op;
+      if (op.ns != "prims") return (op.signature.empty() ? op.ns + "." + op.name + "(...)" : op.signature) + " [native op]" +
+                                   (op.doc.empty() ? "" : "\n" + op.doc);
+      return "prims." + op.name + ": " + op.doc;
+    }
     return std::nullopt;
   };
   if (impl_->module) {

@@ -627,6 +627,7 @@ std::vector<Kernel> kernels_for(const ir::Trace& t, int sm_count, int compute_ma
       const Stmt& s = stmts[i];
       std::string at = prefix + std::to_string(i);
       if (s.kind == StmtKind::Del) continue;
+      if (s.kind == StmtKind::Prim && s.op && s.op->ns != "prims") continue;  // a host's op: its CPU kernel
       if (prefix.empty() && s.outputs.size() == 1 && lazy.count(s.outputs[0].get())) continue;
       if (is_elementwise_group(s)) {
         out.push_back(generate_elementwise(s, label(s, at)));

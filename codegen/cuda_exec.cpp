@@ -585,7 +585,7 @@ bool GpuExecutor::run_uniform(const ir::Stmt& s, Values& env, ir::ExecContext& c
 
 void GpuExecutor::run_on_cpu(const ir::Stmt& s, Values& env, ir::ExecContext& ctx) {
   if (in_graph_)
-    throw std::runtime_error("prims." + s.op->name + " has no GPU kernel here and runs on the CPU, which a CUDA graph cannot capture");
+    throw std::runtime_error(s.op->ns + "." + s.op->name + " has no GPU kernel here and runs on the CPU, which a CUDA graph cannot capture");
   std::function<ir::Arg(const ir::Arg&)> host = [&](const ir::Arg& a) -> ir::Arg {
     if (a.kind == K::Proxy) {
       auto it = env.find(a.proxy.get());
@@ -643,6 +643,10 @@ void GpuExecutor::run_stmt(const ir::Stmt& s, Values& env, ir::ExecContext& ctx,
           for (const auto& o : s.outputs) is_out = is_out || o == p;
           if (!is_out) env.erase(p.get());
         }
+      return;
+    }
+    if (s.op->ns != "prims") {  // a host's op (the embedding API): its CPU kernel
+      run_on_cpu(s, env, ctx);
       return;
     }
     const std::string& op = s.op->name;

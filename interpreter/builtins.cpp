@@ -446,6 +446,16 @@ void Interpreter::register_native(std::shared_ptr<const NativeDef> def) {
   nsref(builtins_).members[name] = make<BuiltinObj>(std::move(def));
 }
 
+const ir::OpDecl& Interpreter::register_op(ir::OpDecl op) {
+  host_ops_.push_back(std::move(op));
+  const ir::OpDecl& d = host_ops_.back();
+  NamespaceObj& b = nsref(builtins_);
+  auto it = b.members.find("native");
+  if (it == b.members.end()) it = b.members.emplace("native", ns("native")).first;
+  nsref(it->second).members[d.name] = make<OpObj>(&d);
+  return d;
+}
+
 void Interpreter::install_builtins() {
   builtins_ = ns("builtins");
   NamespaceObj& b = nsref(builtins_);

@@ -2,6 +2,7 @@
 // traces when functions are called on proxies.
 #pragma once
 #include <atomic>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -104,6 +105,10 @@ class Interpreter {
   // A host function (the embedding API's natives), visible as a builtin to modules loaded
   // afterwards; replaces a native of the same name.
   void register_native(std::shared_ptr<const NativeDef> def);
+  // A host's primitive (the embedding API's native ops): callable as native.NAME, recorded in
+  // traces as such, run on the CPU by its kernel. Replaces an op of the same name for later
+  // calls; traces recorded before keep the one they named.
+  const ir::OpDecl& register_op(ir::OpDecl op);
   const Options& options() const { return opts_; }
   rt::Allocator& allocator() { return allocator_; }
   ir::ExecContext& exec_context() { return exec_; }
@@ -142,6 +147,7 @@ class Interpreter {
   std::vector<std::shared_ptr<Module>> modules_;
   std::vector<int32_t> stdlib_files_;
   std::map<std::string, Value> passes_;
+  std::deque<ir::OpDecl> host_ops_;  // stable addresses: statements point at them
   FunctionRegistry functions_;  // every live function, to break closure cycles at the end
   Recorder rec_;
   int64_t steps_ = 0;

@@ -84,7 +84,7 @@ static Value outputs_value(std::vector<Value> outs) {
 
 Value Interpreter::call_op(const ir::OpDecl& op, CallArgs args, SourceLoc loc) {
   tick(loc);
-  const std::string callee = "prims." + op.name;
+  const std::string callee = op.ns + "." + op.name;
   std::vector<ir::Arg> pos(args.pos.size());
   for (size_t i = 0; i < args.pos.size(); ++i)
     if (!to_arg(args.pos[i], &pos[i]))
@@ -102,7 +102,7 @@ Value Interpreter::call_op(const ir::OpDecl& op, CallArgs args, SourceLoc loc) {
     bound = ir::bind_args(op, std::move(pos), std::move(kw));
     types = ir::infer(op, bound);
   } catch (const ir::OpError& e) {
-    fail(loc, std::string(e.what()).rfind(op.name, 0) == 0 ? std::string("prims.") + e.what() : callee + ": " + e.what());
+    fail(loc, std::string(e.what()).rfind(op.name, 0) == 0 ? op.ns + "." + e.what() : callee + ": " + e.what());
   }
   bool has_proxy = false, has_tensor = false;
   for (const auto& a : bound) scan(a, &has_proxy, &has_tensor);

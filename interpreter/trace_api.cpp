@@ -188,7 +188,8 @@ bool trace_attr(Interpreter& in, const Value& obj, const std::string& name, Valu
     const auto& sp = obj.as<StmtObj>()->stmt;
     const ir::Stmt& s = *sp;
     if (name == "kind") *out = str_value(kind_name(s.kind));
-    else if (name == "op") *out = str_value(s.op ? s.op->name : s.callee);
+    // A host's op is named with its namespace ("native.clip"): no pass mistakes it for a prim.
+    else if (name == "op") *out = str_value(s.op ? (s.op->ns == "prims" ? s.op->name : s.op->ns + "." + s.op->name) : s.callee);
     else if (name == "callee") *out = str_value(s.callee);
     else if (name == "op_kind") *out = s.op ? str_value(op_kind_name(s.op->kind)) : Value();
     else if (name == "args") *out = stmt_args(s);

@@ -21,11 +21,12 @@ void dying_after(const std::vector<Stmt>& stmts, size_t i, std::unordered_set<co
 }
 
 bool fusible_prim(const Stmt& p) {
-  return p.kind == StmtKind::Prim && p.op && (p.op->kind == OpKind::Elementwise || p.op->name == "uniform_philox");
+  return p.kind == StmtKind::Prim && p.op && p.op->ns == "prims" &&
+         (p.op->kind == OpKind::Elementwise || p.op->name == "uniform_philox");
 }
 
 bool row_reduction(const Stmt& s, Shape* in_shape) {
-  if (s.kind != StmtKind::Prim || !s.op || s.args.size() < 2 || s.outputs.size() != 1) return false;
+  if (s.kind != StmtKind::Prim || !s.op || s.op->ns != "prims" || s.args.size() < 2 || s.outputs.size() != 1) return false;
   const std::string& op = s.op->name;
   if (op != "sum" && op != "amax" && op != "amin") return false;
   if (s.args[0].kind != Arg::Kind::Proxy) return false;

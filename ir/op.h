@@ -1,6 +1,7 @@
 // Primitive op declarations: one table holds each op's name, parameters, fusion kind, shape and
 // dtype rule, CPU kernel and doc. Every other table is derived from it.
 #pragma once
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -39,8 +40,10 @@ struct ExecContext {
   bool matmul_transposed[2] = {false, false};
 };
 
-using MetaFn = std::vector<TensorType> (*)(const std::vector<Arg>& args);
-using CpuFn = std::vector<rt::Tensor> (*)(const std::vector<Arg>& args, ExecContext& ctx);
+// Functions, not pointers: an embedding host's ops (OpDecl::ns "native") are closures over its
+// callbacks.
+using MetaFn = std::function<std::vector<TensorType>(const std::vector<Arg>& args)>;
+using CpuFn = std::function<std::vector<rt::Tensor>(const std::vector<Arg>& args, ExecContext& ctx)>;
 
 struct OpDecl {
   std::string name;
@@ -50,6 +53,8 @@ struct OpDecl {
   CpuFn cpu;
   std::string doc;
   std::vector<std::string> aliases;  // other names under prims. (e.g. "cast")
+  std::string ns = "prims";          // printed as ns.name: "prims", or "native" for a host's op
+  std::string signature;             // a host op's documented signature
 };
 
 // The table of primitives (in declaration order).

@@ -242,6 +242,43 @@ typedef struct tracer_native {
 /* Registers n natives (copied: the table may be freed afterwards). They are visible to modules
  * loaded afterwards, as builtins are. A name already registered is replaced. */
 TRACER_EXPORT tracer_status tracer_register_natives(tracer_state* S, const tracer_native* table, size_t n);
+/* ---- native ops: primitives of the host's, usable inside traces ---- */
+
+#define TRACER_MAX_NDIM 16
+
+/* A tensor's type: dtype and shape (ndim entries of shape are used). */
+typedef struct tracer_type {
+  tracer_dtype dtype;
+  int ndim;
+  int64_t shape[TRACER_MAX_NDIM];
+} tracer_type;
+
+/* The output type from the inputs' (n == the op's num_inputs). On a failure (inputs the op does
+ * not take) return tracer_native_error(S, why). */
+typedef tracer_status (*tracer_op_type_fn)(tracer_state* S, void* user, const tracer_type* inputs, size_t n,
+                                           tracer_type* output);
+/* Computes the output: `output` is allocated by tracer (row-major, of output_type) and the
+ * inputs are read-only. */
+typedef tracer_status (*tracer_op_kernel_fn)(tracer_state* S, void* user, const tracer_tensor* const* inputs, size_t n,
+                                             void* output, const tracer_type* output_type);
+
+typedef struct tracer_op {
+  const char* name;      /* scripts call native.NAME(...); traces record it as such */
+  const char* signature; /* documentation: "native.clip(x: tensor) -> tensor" */
+  const char* doc;
+  int num_inputs;        /* tensor inputs, 0 to 64 */
+  tracer_op_type_fn type;
+  tracer_op_kernel_fn kernel;
+  void* user;
+} tracer_op;
+
+/* Registers n ops (the table is copied). A native op is a primitive: called on tensors it runs
+ * its kernel at once; called while tracing it records a statement `t = native.NAME(x)` whose
+ * type the type function gives, which the CPU executor runs with the kernel (on a GPU device,
+ * on the CPU between device copies). Passes see it as a primitive of unknown semantics: fuse
+ * leaves it alone, grad refuses it (no gradient rule). */
+TRACER_EXPORT tracer_status tracer_register_ops(tracer_state* S, const tracer_op* table, size_t n);
+
 /* Makes the script running in S fail with "interrupted" at its next step: from a signal handler
  * (it only sets a flag) or another thread. The call in progress returns TRACER_ERROR_SCRIPT. */
 TRACER_EXPORT void tracer_interrupt(tracer_state* S);

@@ -477,6 +477,96 @@ static void test_dlpack(void) {
   tracer_close(S);
 }
 
+/* ---- native ops: y = x * factor (f32 only), a primitive of the host's ---- */
+
+static tracer_status scale_type(tracer_state* S, void* user, const tracer_type* in, size_t n, tracer_type* out) {
+  (void)user;
+  if (n != 1 || in[0].dtype != TRACER_F32) return tracer_native_error(S, "native.scaled takes one f32 tensor");
+  *out = in[0];
+  return TRACER_OK;
+}
+static int kernel_calls = 0;
+static tracer_status scale_kernel(tracer_state* S, void* user, const tracer_tensor* const* in, size_t n, void* out,
+                                  const tracer_type* t) {
+  (void)S, (void)n;
+  float factor = *(const float*)user;
+  ++kernel_calls;
+  const float* x = (const float*)tracer_tensor_data(in[0]);
+  int64_t numel = 1;
+  for (int i = 0; i < t->ndim; ++i) numel *= t->shape[i];
+  for (int64_t i = 0; i < numel; ++i) ((float*)out)[i] = x[i] * factor;
+  return TRACER_OK;
+}
+
+static void test_native_ops(void) {
+  tracer_state* S = NULL;
+  CHECK_OK(S, tracer_open(NULL, &S));
+  float factor = 3.0f;
+  tracer_op ops[1] = {{"scaled", "native.scaled(x: f32 tensor) -> f32 tensor", "x times the host's factor.", 1, scale_type,
+                       scale_kernel, &factor}};
+  CHECK_OK(S, tracer_register_ops(S, ops, 1));
+  tracer_op bad = {"2bad", "", "", 1, scale_type, scale_kernel, NULL};
+  CHECK(tracer_register_ops(S, &bad, 1) == TRACER_ERROR_ARGUMENT);
+  CHECK_OK(S, tracer_load_string(S, "ops.trace",
+                                 "def f(x: f32[4]):\n    return native.scaled(x) + 1.0\n\n"
+                                 "def loss(x: f32[4]):\n    return sum(native.scaled(x) * x)\n\n"
+                                 "def wrong(x):\n    return native.scaled(x)\n\n"
+                                 "def shown(x: f32[4]):\n    return trace(f)\n"));
+  tracer_function *f = NULL, *loss = NULL, *wrong = NULL;
+  CHECK_OK(S, tracer_function_get(S, "f", &f));
+  CHECK_OK(S, tracer_function_get(S, "loss", &loss));
+  CHECK_OK(S, tracer_function_get(S, "wrong", &wrong));
+  int64_t shape[1] = {4};
+  float xv[4] = {1, 2, 3, 4};
+  tracer_tensor* x = NULL;
+  CHECK_OK(S, tracer_tensor_new(S, TRACER_F32, 1, shape, xv, &x));
+  tracer_value args[1] = {tracer_value_tensor(x)}, out[2];
+  size_t n = 0;
+  /* eagerly: the kernel runs at the call */
+  CHECK_OK(S, tracer_call(S, f, args, 1, out, 2, &n));
+  CHECK(kernel_calls == 1);
+  CHECK(n == 1 && ((const float*)tracer_tensor_data(out[0].as.tensor))[3] == 13.0f);
+  tracer_values_release(out, n);
+  /* traced (a pass): recorded as native.scaled, run by the CPU executor with the kernel */
+  CHECK_OK(S, tracer_set_passes(S, "fuse,del_last_used"));
+  CHECK_OK(S, tracer_call(S, f, args, 1, out, 2, &n));
+  CHECK(kernel_calls == 2);
+  CHECK(n == 1 && ((const float*)tracer_tensor_data(out[0].as.tensor))[0] == 4.0f);
+  tracer_values_release(out, n);
+  /* grad refuses it: no gradient rule */
+  CHECK_OK(S, tracer_set_passes(S, "grad"));
+  CHECK(tracer_call(S, loss, args, 1, out, 2, &n) == TRACER_ERROR_SCRIPT);
+  CHECK(strstr(tracer_last_error(S), "no gradient rule for native.scaled") != NULL);
+  CHECK_OK(S, tracer_set_passes(S, ""));
+  /* the type function refuses an i64 tensor, with the host's message at the script's line */
+  tracer_tensor* xi = NULL;
+  CHECK_OK(S, tracer_tensor_new(S, TRACER_I64, 1, shape, NULL, &xi));
+  tracer_value iargs[1] = {tracer_value_tensor(xi)};
+  CHECK(tracer_call(S, wrong, iargs, 1, out, 2, &n) == TRACER_ERROR_SCRIPT);
+  CHECK(strstr(tracer_last_error(S), "takes one f32 tensor") != NULL);
+  CHECK(strstr(tracer_last_error(S), "ops.trace:8:") != NULL);
+  /* a printed trace names the op, and reads back */
+  tracer_function* shown = NULL;
+  CHECK_OK(S, tracer_function_get(S, "shown", &shown));
+  CHECK(tracer_call(S, shown, args, 1, out, 2, &n) == TRACER_ERROR_TYPE); /* a trace is no C value */
+  CHECK(strstr(tracer_last_error(S), "trace") != NULL);
+  CHECK_OK(S, tracer_load_string(S, "printed.trace",
+                                 "def f(x):\n  # x: \"cpu f32[4]\"\n  t0 = native.scaled(x)  # t0: \"cpu f32[4]\"\n  return t0\n"));
+  tracer_function* g = NULL;
+  CHECK_OK(S, tracer_function_get(S, "f", &g));
+  CHECK_OK(S, tracer_call(S, g, args, 1, out, 2, &n));
+  CHECK(n == 1 && ((const float*)tracer_tensor_data(out[0].as.tensor))[1] == 6.0f);
+  tracer_values_release(out, n);
+  tracer_function_release(g);
+  tracer_function_release(shown);
+  tracer_function_release(f);
+  tracer_function_release(loss);
+  tracer_function_release(wrong);
+  tracer_tensor_release(x);
+  tracer_tensor_release(xi);
+  tracer_close(S);
+}
+
 /* Two states in one process: independent modules, values and diagnostics. */
 static void test_two_states(void) {
   tracer_state *A = NULL, *B = NULL;
@@ -538,6 +628,7 @@ int main(void) {
   test_eager_calls_and_natives();
   test_traced_calls();
   test_dlpack();
+  test_native_ops();
   test_two_states();
   test_release_after_close();
   if (failures) {
