@@ -428,8 +428,22 @@ static void test_traced_calls(void) {
   /* traced calls take tensors only */
   tracer_value bad[2] = {tracer_value_tensor(tx), tracer_value_int(3)};
   CHECK(tracer_call(S, loss, bad, 2, out, 3, &n) == TRACER_ERROR_TYPE);
-  /* a shape the annotation does not allow */
-  CHECK(tracer_call(S, loss, args, 1, out, 3, &n) != TRACER_OK);
+  /* too few tensors for the function's inputs */
+  CHECK(tracer_call(S, loss, args, 1, out, 3, &n) == TRACER_ERROR_ARGUMENT);
+  CHECK(strstr(tracer_last_error(S), "takes 2 inputs, got 1") != NULL);
+  /* a shape and a dtype the annotations do not allow */
+  int64_t wrong_shape[2] = {4, 7};
+  tracer_tensor *t7 = NULL, *ti = NULL;
+  CHECK_OK(S, tracer_tensor_new(S, TRACER_F32, 2, wrong_shape, NULL, &t7));
+  CHECK_OK(S, tracer_tensor_new(S, TRACER_I32, 2, xs, NULL, &ti));
+  tracer_value wrong1[2] = {tracer_value_tensor(t7), tracer_value_tensor(tw)};
+  CHECK(tracer_call(S, loss, wrong1, 2, out, 3, &n) == TRACER_ERROR_SCRIPT);
+  CHECK(strstr(tracer_last_error(S), "f32[4, 7]") != NULL && strstr(tracer_last_error(S), "f32[4, 3]") != NULL);
+  tracer_value wrong2[2] = {tracer_value_tensor(ti), tracer_value_tensor(tw)};
+  CHECK(tracer_call(S, loss, wrong2, 2, out, 3, &n) == TRACER_ERROR_SCRIPT);
+  CHECK(strstr(tracer_last_error(S), "i32[4, 3]") != NULL);
+  tracer_tensor_release(t7);
+  tracer_tensor_release(ti);
   /* No GPU here (or one): either way a clear status, never a crash. */
   tracer_status st = tracer_set_device(S, "cuda:7");
   CHECK(st == TRACER_OK || st == TRACER_ERROR_DEVICE);
