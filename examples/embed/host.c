@@ -1,5 +1,6 @@
 /* Embedding tracer from C: load a .trace file, register a native function, run with tensors
- * the host owns (borrowed, no copies), read the outputs back. Usage: host_c MODEL.trace */
+ * the host owns (borrowed, no copies), read the outputs back. With a DEVICE ("cuda"), the
+ * training step runs there too and must agree with the CPU. Usage: host_c MODEL.trace [DEVICE] */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,8 +34,8 @@ static tracer_status host_clip(tracer_state* S, void* user, const tracer_value* 
 }
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: %s MODEL.trace\n", argv[0]);
+  if (argc != 2 && argc != 3) {
+    fprintf(stderr, "usage: %s MODEL.trace [DEVICE]\n", argv[0]);
     return 2;
   }
   tracer_state* S = NULL;
@@ -86,6 +87,20 @@ int main(int argc, char** argv) {
   printf("loss: %.6f; gradients of x [%lld, %lld], w1 [%lld, %lld] and w2\n", *(const float*)tracer_tensor_data(out[0].as.tensor),
          (long long)g1[0], (long long)g1[1], (long long)g2[0], (long long)g2[1]);
   ok = ok && n == 4; /* the loss and the gradients of x, w1 and w2 */
+  if (argc == 3) { /* the same step on the device */
+    float cpu_loss = *(const float*)tracer_tensor_data(out[0].as.tensor);
+    float cpu_g = ((const float*)tracer_tensor_data(out[2].as.tensor))[5];
+    tracer_values_release(out, n);
+    TRY(S, tracer_set_device(S, argv[2]));
+    TRY(S, tracer_call(S, loss, args, 3, out, 4, &n));
+    float dev_loss = *(const float*)tracer_tensor_data(out[0].as.tensor);
+    float dev_g = ((const float*)tracer_tensor_data(out[2].as.tensor))[5];
+    int same = fabsf(dev_loss - cpu_loss) <= 1e-4f * fabsf(cpu_loss) && fabsf(dev_g - cpu_g) <= 1e-3f * (fabsf(cpu_g) + 1e-3f);
+    printf("on %s: loss %.6f, a gradient %.6f (CPU: %.6f, %.6f): %s\n", argv[2], dev_loss, dev_g, cpu_loss, cpu_g,
+           same ? "agrees" : "DIFFERS");
+    ok = ok && same;
+    TRY(S, tracer_set_device(S, "cpu"));
+  }
   tracer_values_release(out, n);
   TRY(S, tracer_set_passes(S, ""));
 

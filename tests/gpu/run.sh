@@ -55,6 +55,15 @@ check() {  # label, CPU args..., --, GPU extra args...
   python3 tests/gpu/compare.py "$tmp/cpu" "$tmp/gpu" "$label" || fail=1
   if grep -q "^warning" "$tmp/gpu.log"; then echo "FAIL $label: $(grep '^warning' "$tmp/gpu.log")"; fail=1; fi
 }
+# The C API on the GPU: the embedding example's training step through tracer_call on cuda:0
+# against the same on the CPU (HOST_C: the built tests/tracer_embed_host_c, if given).
+if [ -n "${HOST_C:-}" ]; then
+  if "$HOST_C" examples/embed/model.trace cuda > "$tmp/host.log" 2>&1 && grep -q "agrees" "$tmp/host.log"; then
+    echo "ok   embedding C API on cuda: $(grep agrees "$tmp/host.log")"
+  else
+    echo "FAIL embedding C API on cuda"; cat "$tmp/host.log"; fail=1
+  fi
+fi
 # cuBLASLt's GELU epilogue (tests/gpu/epilogue.trace): the outputs as above, and the run must say
 # it used the epilogue.
 for passes in "" "del_last_used" "grad,philox,remat,fuse,del_last_used"; do
