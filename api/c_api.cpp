@@ -164,6 +164,17 @@ bool shape_from_c(int ndim, const int64_t* shape, rt::Shape* out, std::string* w
   return true;
 }
 
+// The checks tensor_new and tensor_borrow share: out given (and cleared), dtype and shape valid.
+tracer_status tensor_type(tracer_state* S, const char* fn, int dt, int ndim, const int64_t* shape, tracer_tensor** out,
+                          rt::DType* d, rt::Shape* sh) {
+  if (!out) return fail(S, TRACER_ERROR_ARGUMENT, std::string(fn) + ": out is null");
+  *out = nullptr;
+  if (!dtype_from_c(dt, d)) return fail(S, TRACER_ERROR_ARGUMENT, "unknown dtype " + std::to_string(dt));
+  std::string why;
+  if (!shape_from_c(ndim, shape, sh, &why)) return fail(S, TRACER_ERROR_ARGUMENT, why);
+  return TRACER_OK;
+}
+
 tracer_tensor* new_handle(tracer_state* S, rt::Tensor t) {
   auto* h = new tracer_tensor(S, std::move(t));
   state_ref(S);
@@ -572,13 +583,10 @@ size_t tracer_dtype_size(tracer_dtype dt) {
 tracer_status tracer_tensor_new(tracer_state* S, tracer_dtype dt, int ndim, const int64_t* shape, const void* data,
                                 tracer_tensor** out) {
   return guarded(S, [&] {
-    if (!out) return fail(S, TRACER_ERROR_ARGUMENT, "tracer_tensor_new: out is null");
-    *out = nullptr;
     rt::DType d;
-    if (!dtype_from_c(dt, &d)) return fail(S, TRACER_ERROR_ARGUMENT, "unknown dtype " + std::to_string(static_cast<int>(dt)));
     rt::Shape sh;
-    std::string why;
-    if (!shape_from_c(ndim, shape, &sh, &why)) return fail(S, TRACER_ERROR_ARGUMENT, why);
+    tracer_status st = tensor_type(S, "tracer_tensor_new", dt, ndim, shape, out, &d, &sh);
+    if (st != TRACER_OK) return st;
     rt::Tensor t = rt::Tensor::zeros(d, sh, &S->impl->in->allocator());
     if (data && t.nbytes()) std::memcpy(t.data(), data, t.nbytes());
     *out = new_handle(S, std::move(t));
@@ -589,13 +597,10 @@ tracer_status tracer_tensor_new(tracer_state* S, tracer_dtype dt, int ndim, cons
 tracer_status tracer_tensor_borrow(tracer_state* S, tracer_dtype dt, int ndim, const int64_t* shape, void* data,
                                    void (*release)(void*), void* ctx, tracer_tensor** out) {
   return guarded(S, [&] {
-    if (!out) return fail(S, TRACER_ERROR_ARGUMENT, "tracer_tensor_borrow: out is null");
-    *out = nullptr;
     rt::DType d;
-    if (!dtype_from_c(dt, &d)) return fail(S, TRACER_ERROR_ARGUMENT, "unknown dtype " + std::to_string(static_cast<int>(dt)));
     rt::Shape sh;
-    std::string why;
-    if (!shape_from_c(ndim, shape, &sh, &why)) return fail(S, TRACER_ERROR_ARGUMENT, why);
+    tracer_status st = tensor_type(S, "tracer_tensor_borrow", dt, ndim, shape, out, &d, &sh);
+    if (st != TRACER_OK) return st;
     if (!data && rt::numel(sh) > 0) return fail(S, TRACER_ERROR_ARGUMENT, "tracer_tensor_borrow: data is null");
     if (reinterpret_cast<uintptr_t>(data) % rt::dtype_size(d) != 0)
       return fail(S, TRACER_ERROR_ARGUMENT, std::string("tracer_tensor_borrow: data is not aligned to the size of ") + rt::dtype_name(d));
@@ -859,7 +864,11 @@ tracer_status tracer_register_ops(tracer_state* S, const tracer_op* table, size_
       d.kind = ir::OpKind::Other;
       d.doc = o.doc ? o.doc : "";
       d.signature = o.signature ? o.signature : "";
-      for (int k = 0; k < o.num_inputs; ++k) d.params.push_back(ir::ParamSpec{"x" + std::to_string(k)});
+      for (int k = 0; k < o.num_inputs; ++k) {
+        ir::ParamSpec p;
+        p.name = "x" + std::to_string(k);
+        d.params.push_back(std::move(p));
+      }
       std::string qual = "native." + d.name;
       // The C type of an argument (a proxy while tracing, a tensor when run).
       auto type_of = [qual](const ir::Arg& a, size_t k) {
