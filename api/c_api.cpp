@@ -604,9 +604,15 @@ tracer_status tracer_tensor_borrow(tracer_state* S, tracer_dtype dt, int ndim, c
     if (!data && rt::numel(sh) > 0) return fail(S, TRACER_ERROR_ARGUMENT, "tracer_tensor_borrow: data is null");
     if (reinterpret_cast<uintptr_t>(data) % rt::dtype_size(d) != 0)
       return fail(S, TRACER_ERROR_ARGUMENT, std::string("tracer_tensor_borrow: data is not aligned to the size of ") + rt::dtype_name(d));
+    // Armed once the handle exists: a failure (even out of memory making the handle) leaves the
+    // memory the host's, and release is not called.
+    auto armed = std::make_shared<bool>(false);
     std::function<void()> rel;
-    if (release) rel = [release, ctx] { release(ctx); };
+    if (release) rel = [release, ctx, armed] {
+      if (*armed) release(ctx);
+    };
     *out = new_handle(S, rt::Tensor::borrow(d, sh, data, std::move(rel)));
+    *armed = true;
     return TRACER_OK;
   });
 }
@@ -633,9 +639,14 @@ void* tracer_tensor_mutable_data(tracer_tensor* t) {
 }
 
 tracer_status tracer_tensor_from_dlpack(tracer_state* S, DLManagedTensor* m, tracer_tensor** out) {
-  // m is owned from here on: every failure runs its deleter.
-  auto drop = [m] {
-    if (m && m->deleter) m->deleter(m);
+  // m is owned from here on: its deleter runs exactly once, when the tensor goes or at a failure
+  // (also one inside new_handle, after the storage already holds it).
+  auto done = std::make_shared<bool>(false);
+  auto drop = [m, done] {
+    if (m && m->deleter && !*done) {
+      *done = true;
+      m->deleter(m);
+    }
   };
   if (!S) {
     drop();
@@ -669,9 +680,7 @@ tracer_status tracer_tensor_from_dlpack(tracer_state* S, DLManagedTensor* m, tra
     if (!data && rt::numel(sh) > 0) return fail(S, TRACER_ERROR_ARGUMENT, "a DLPack tensor with null data");
     if (reinterpret_cast<uintptr_t>(data) % rt::dtype_size(d) != 0)
       return fail(S, TRACER_ERROR_UNSUPPORTED, "a DLPack tensor whose data is not aligned to its element size");
-    *out = new_handle(S, rt::Tensor::borrow(d, sh, data, [m] {
-      if (m->deleter) m->deleter(m);
-    }));
+    *out = new_handle(S, rt::Tensor::borrow(d, sh, data, drop));
     return TRACER_OK;
   });
   if (st != TRACER_OK) drop();
@@ -682,10 +691,9 @@ tracer_status tracer_tensor_to_dlpack(tracer_tensor* t, DLManagedTensor** out) {
   if (!t || !out) return TRACER_ERROR_ARGUMENT;
   *out = nullptr;
   try {
-    auto* e = new DLExport;
-    e->t = t;
-    tracer_tensor_retain(t);
+    auto e = std::make_unique<DLExport>();
     e->shape = t->shape;
+    e->t = t;
     DLTensor& d = e->m.dl_tensor;
     d.data = const_cast<void*>(t->t.data());
     d.device = {kDLCPU, 0};
@@ -694,13 +702,15 @@ tracer_status tracer_tensor_to_dlpack(tracer_tensor* t, DLManagedTensor** out) {
     d.shape = e->shape.data();
     d.strides = nullptr;
     d.byte_offset = 0;
-    e->m.manager_ctx = e;
+    e->m.manager_ctx = e.get();
     e->m.deleter = [](DLManagedTensor* self) {
       auto* x = static_cast<DLExport*>(self->manager_ctx);
       tracer_tensor_release(x->t);
       delete x;
     };
-    *out = &e->m;
+    tracer_tensor_retain(t);  // nothing can fail after this
+    DLExport* raw = e.release();
+    *out = &raw->m;
     return TRACER_OK;
   } catch (...) {
     return TRACER_ERROR_MEMORY;
@@ -826,14 +836,14 @@ tracer_status tracer_register_natives(tracer_state* S, const tracer_native* tabl
         tracer_value result{TRACER_NONE, {0}};
         S->native_error.clear();
         tracer_status st = nt.fn(S, nt.user, cargs.data(), cargs.size(), &result);
+        // The result first: a native may hand back one of its arguments without retaining it.
+        Value out = st != TRACER_OK || (result.kind == TRACER_TENSOR && !result.as.tensor) ? Value() : to_script(result);
         tracer_values_release(cargs.data(), cargs.size());
+        tracer_values_release(&result, 1);  // the reference the native handed over
         if (st != TRACER_OK) {
-          tracer_values_release(&result, 1);
           std::string msg = S->native_error.empty() ? std::string("failed: ") + tracer_status_name(st) : S->native_error;
           in.fail(loc, name + "(): " + msg);
         }
-        Value out = result.kind == TRACER_TENSOR && !result.as.tensor ? Value() : to_script(result);
-        tracer_values_release(&result, 1);
         return out;
       };
       S->impl->in->register_native(std::move(def));
@@ -853,6 +863,8 @@ tracer_status tracer_register_ops(tracer_state* S, const tracer_op* table, size_
       bool ident = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0]));
       for (char c : name) ident = ident && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
       if (!ident) return fail(S, TRACER_ERROR_ARGUMENT, "op '" + name + "': a name must be an identifier");
+      if (ir::find_op(name))  // every check by op name in the executors and passes means a prim
+        return fail(S, TRACER_ERROR_ARGUMENT, "op '" + name + "': prims." + name + " exists; choose another name");
       if (o.num_inputs < 0 || o.num_inputs > 64)
         return fail(S, TRACER_ERROR_ARGUMENT, "op '" + name + "': num_inputs must be between 0 and 64");
     }
@@ -929,7 +941,11 @@ void tracer_interrupt(tracer_state* S) {
 
 tracer_status tracer_native_error(tracer_state* S, const char* message) {
   if (!S) return TRACER_ERROR_ARGUMENT;
-  S->native_error = message ? message : "";
+  try {
+    S->native_error = message ? message : "";
+  } catch (...) {
+    S->native_error.clear();  // out of memory for the message: the status still says it failed
+  }
   return TRACER_ERROR_SCRIPT;
 }
 

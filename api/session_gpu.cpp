@@ -245,6 +245,7 @@ bool Session::Impl::run_gpu(const interp::Traces& program_traces, std::vector<rt
     rt::cuda::Device& dev = g.device();
     rep.device = "cuda:" + std::to_string(dev.ordinal()) + " (" + dev.name() + ")";
     try {
+      dev.make_current();  // this thread may not be the one that opened the device
       std::vector<rt::cuda::DeviceTensor> din;
       for (const auto& t : inputs) din.push_back(g.upload(t));
       inputs.clear();

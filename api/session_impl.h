@@ -65,6 +65,8 @@ struct Session::Impl {
 
   // The entry traced, then transformed by the session's passes.
   std::optional<interp::Traces> program(const std::string& entry) {
+    in->reset_steps();  // a new count and no stale interrupt for each top-level job
+    in->clear_interrupt();
     auto t = trace(entry);
     if (!t) return std::nullopt;
     if (passes.empty()) return interp::Traces{t};

@@ -99,6 +99,7 @@ std::shared_ptr<Module> Interpreter::load(const std::string& name, std::string t
   if (!m) return nullptr;
   m->names_values = names_values;
   modules_.push_back(m);
+  clear_interrupt();
   for (const auto& [k, v] : pinned) {
     m->globals[k] = v;
     ++m->globals_version;

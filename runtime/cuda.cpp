@@ -491,6 +491,8 @@ void Device::launch(void* fn, unsigned grid_x, unsigned grid_y, unsigned block, 
   check(rc, "cuLaunchKernel");
 }
 
+void Device::make_current() { check(api_->ctx_set(ctx_), "cuCtxSetCurrent"); }
+
 void Device::synchronize() {
   if (stream_) check(api_->stream_sync(stream_), "cuStreamSynchronize");
 }

@@ -20,30 +20,31 @@ size_t Allocator::default_limit() {
 }
 
 void* Allocator::allocate(size_t bytes) {
-  if (limit_ && (bytes > limit_ || current_.load() > limit_ - bytes))
-    throw OutOfMemory("out of memory: allocating " + mib(bytes) + " with " + mib(current_.load()) +
-                      " in use would pass the limit of " + mib(limit_));
+  Core& c = *core_;
+  if (c.limit && (bytes > c.limit || c.current.load() > c.limit - bytes))
+    throw OutOfMemory("out of memory: allocating " + mib(bytes) + " with " + mib(c.current.load()) +
+                      " in use would pass the limit of " + mib(c.limit));
   // aligned_alloc requires the size to be a multiple of the alignment.
   size_t rounded = (bytes + 63) / 64 * 64;
   if (rounded == 0 || rounded < bytes) rounded = 64;
-  void* p = rounded < bytes ? nullptr : hooks_.alloc ? hooks_.alloc(hooks_.user, rounded, 64) : std::aligned_alloc(64, rounded);
+  void* p = rounded < bytes ? nullptr : c.hooks.alloc ? c.hooks.alloc(c.hooks.user, rounded, 64) : std::aligned_alloc(64, rounded);
   if (!p) throw OutOfMemory("out of memory: cannot allocate " + mib(bytes));
-  size_t now = current_.fetch_add(bytes) + bytes;
-  size_t peak = peak_.load();
-  while (now > peak && !peak_.compare_exchange_weak(peak, now)) {
+  size_t now = c.current.fetch_add(bytes) + bytes;
+  size_t peak = c.peak.load();
+  while (now > peak && !c.peak.compare_exchange_weak(peak, now)) {
   }
   return p;
 }
 
-void Allocator::deallocate(void* p, size_t bytes) {
+void Allocator::Core::deallocate(void* p, size_t bytes) {
   if (!p) return;
-  if (hooks_.free) {
+  if (hooks.free) {
     size_t rounded = (bytes + 63) / 64 * 64;
-    hooks_.free(hooks_.user, p, rounded == 0 ? 64 : rounded);
+    hooks.free(hooks.user, p, rounded == 0 ? 64 : rounded);
   } else {
     std::free(p);
   }
-  current_.fetch_sub(bytes);
+  current.fetch_sub(bytes);
 }
 
 Allocator& Allocator::default_allocator() {
@@ -51,13 +52,13 @@ Allocator& Allocator::default_allocator() {
   return instance;
 }
 
-Storage::Storage(Allocator* a, size_t n) : bytes(n), allocator(a ? a : &Allocator::default_allocator()) {
+Storage::Storage(Allocator* a, size_t n) : bytes(n), allocator(a ? a : &Allocator::default_allocator()), core(allocator->core()) {
   // Zero-size tensors own no memory but are still defined.
   if (n > 0) data = allocator->allocate(n);
 }
 
 Storage::~Storage() {
-  if (allocator) allocator->deallocate(data, bytes);
+  if (core) core->deallocate(data, bytes);
   else if (release) release();
 }
 

@@ -28,33 +28,45 @@ struct AllocHooks {
 // Counts live and peak bytes of tensor storage. One per runtime context; no globals.
 class Allocator {
  public:
+  // The counters and hooks. Every storage the allocator makes shares them, so a tensor may
+  // outlive the Allocator object (an embedding host's state closed while another holds one of
+  // its tensors) and still give its memory back where it came from.
+  struct Core {
+    std::atomic<size_t> current{0};
+    std::atomic<size_t> peak{0};
+    size_t limit = 0;
+    AllocHooks hooks;
+    void deallocate(void* p, size_t bytes);
+  };
+  Allocator() : core_(std::make_shared<Core>()) {}
+  Allocator(const Allocator&) = delete;
+  Allocator& operator=(const Allocator&) = delete;
   // Memory from hooks instead of the C library (set before the first allocation).
-  void set_hooks(const AllocHooks& h) { hooks_ = h; }
+  void set_hooks(const AllocHooks& h) { core_->hooks = h; }
   void* allocate(size_t bytes);          // 64-byte aligned; throws OutOfMemory
   // Allocations that would take the live bytes past limit fail with OutOfMemory instead of
   // letting the operating system kill the process later. 0: no limit.
-  void set_limit(size_t bytes) { limit_ = bytes; }
-  size_t limit() const { return limit_; }
+  void set_limit(size_t bytes) { core_->limit = bytes; }
+  size_t limit() const { return core_->limit; }
   // 90% of the machine's physical memory.
   static size_t default_limit();
-  void deallocate(void* p, size_t bytes);
-  size_t current_bytes() const { return current_; }
-  size_t peak_bytes() const { return peak_; }
-  void reset_peak() { peak_ = current_.load(); }
+  void deallocate(void* p, size_t bytes) { core_->deallocate(p, bytes); }
+  size_t current_bytes() const { return core_->current; }
+  size_t peak_bytes() const { return core_->peak; }
+  void reset_peak() { core_->peak = core_->current.load(); }
+  const std::shared_ptr<Core>& core() const { return core_; }
   // Process-wide fallback used when no allocator is given (counts too).
   static Allocator& default_allocator();
 
  private:
-  std::atomic<size_t> current_{0};
-  std::atomic<size_t> peak_{0};
-  size_t limit_ = 0;
-  AllocHooks hooks_;
+  std::shared_ptr<Core> core_;
 };
 
 struct Storage {
   void* data = nullptr;
   size_t bytes = 0;
-  Allocator* allocator = nullptr;     // null for borrowed memory
+  Allocator* allocator = nullptr;     // null for borrowed memory (the one that made it, while it lives)
+  std::shared_ptr<Allocator::Core> core;  // where the memory goes back (it outlives the Allocator)
   std::function<void()> release;      // borrowed memory: what gives it back
   Storage(Allocator* a, size_t n);
   // Memory tracer does not own (an embedding host's, a DLPack producer's): never written into

@@ -9,8 +9,9 @@
  * exception and no abort crosses this boundary; a null handle gives TRACER_ERROR_ARGUMENT.
  *
  * Handles are reference counted: each function that hands one out gives the caller one
- * reference, which tracer_*_release drops. Tensors and functions may outlive their state's
- * calls but not the state itself: release them before tracer_close. */
+ * reference, which tracer_*_release drops. A handle may outlive tracer_close (it keeps what it
+ * needs alive); the allocation callbacks may then still be called, until the last tensor of the
+ * state is freed. */
 #ifndef TRACER_TRACER_H
 #define TRACER_TRACER_H
 
@@ -150,7 +151,8 @@ TRACER_EXPORT tracer_status tracer_tensor_new(tracer_state* S, tracer_dtype dt, 
                                               const void* data, tracer_tensor** out);
 /* A tensor over the host's memory, without a copy: data must stay valid and unchanged-by-others
  * until release(ctx) is called (when tracer drops its last reference; release may be null).
- * data must be aligned to its element size. tracer never writes into borrowed memory. */
+ * data must be aligned to its element size. tracer never writes into borrowed memory. If the
+ * call fails, release is not called: the memory stays the host's. */
 TRACER_EXPORT tracer_status tracer_tensor_borrow(tracer_state* S, tracer_dtype dt, int ndim, const int64_t* shape,
                                                  void* data, void (*release)(void* ctx), void* ctx,
                                                  tracer_tensor** out);
@@ -170,10 +172,11 @@ TRACER_EXPORT const void* tracer_tensor_data(const tracer_tensor* t);
 TRACER_EXPORT void* tracer_tensor_mutable_data(tracer_tensor* t);
 
 /* DLPack (dlpack/dlpack.h, v0.6 and later). from_dlpack takes ownership of m (its deleter runs
- * when tracer is done with it, also when the call fails) and copies nothing: the tensor must
+ * once, when tracer is done with it, or when the call fails) and copies nothing: the tensor must
  * be on the CPU (kDLCPU), of a dtype above, compact row-major (strides null or the row-major
  * ones) and aligned to its element size. to_dlpack gives a DLManagedTensor that holds a
- * reference to t; the consumer calls its deleter. */
+ * reference to t; the consumer calls its deleter and must treat the data as read-only (it may
+ * be shared with other tensors; DLPack 0.6 has no read-only flag). */
 struct DLManagedTensor;
 TRACER_EXPORT tracer_status tracer_tensor_from_dlpack(tracer_state* S, struct DLManagedTensor* m, tracer_tensor** out);
 TRACER_EXPORT tracer_status tracer_tensor_to_dlpack(tracer_tensor* t, struct DLManagedTensor** out);
@@ -272,7 +275,7 @@ typedef struct tracer_op {
   void* user;
 } tracer_op;
 
-/* Registers n ops (the table is copied). A native op is a primitive: called on tensors it runs
+/* Registers n ops (the table is copied). A name may not be a prims op's. A native op is a primitive: called on tensors it runs
  * its kernel at once; called while tracing it records a statement `t = native.NAME(x)` whose
  * type the type function gives, which the CPU executor runs with the kernel (on a GPU device,
  * on the CPU between device copies). Passes see it as a primitive of unknown semantics: fuse
@@ -280,7 +283,9 @@ typedef struct tracer_op {
 TRACER_EXPORT tracer_status tracer_register_ops(tracer_state* S, const tracer_op* table, size_t n);
 
 /* Makes the script running in S fail with "interrupted" at its next step: from a signal handler
- * (it only sets a flag) or another thread. The call in progress returns TRACER_ERROR_SCRIPT. */
+ * (it only sets a flag) or another thread. Scripts, tracing and passes check it; the execution
+ * of a traced program runs to its end. The interrupted call returns TRACER_ERROR_SCRIPT; an
+ * interrupt with nothing running is dropped at the next call. */
 TRACER_EXPORT void tracer_interrupt(tracer_state* S);
 
 /* Inside a native: the message its failure reports. Returns TRACER_ERROR_SCRIPT. */

@@ -401,6 +401,7 @@ class Repl {
 
 int run_repl(tracer::Session& s) {
   bool interactive = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
+  if (!interactive) return Repl(s, false).run();  // piped: Ctrl-C ends the process, as for any filter
   g_session = &s;
   struct sigaction sa {};
   sa.sa_handler = on_sigint;
@@ -408,7 +409,7 @@ int run_repl(tracer::Session& s) {
   sa.sa_flags = 0;  // no SA_RESTART: a read in progress returns
   struct sigaction old {};
   sigaction(SIGINT, &sa, &old);
-  int rc = Repl(s, interactive).run();
+  int rc = Repl(s, true).run();
   sigaction(SIGINT, &old, nullptr);
   g_session = nullptr;
   return rc;
