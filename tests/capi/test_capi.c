@@ -521,6 +521,9 @@ static void test_native_ops(void) {
   CHECK_OK(S, tracer_register_ops(S, ops, 1));
   tracer_op bad = {"2bad", "", "", 1, scale_type, scale_kernel, NULL};
   CHECK(tracer_register_ops(S, &bad, 1) == TRACER_ERROR_ARGUMENT);
+  tracer_op clash = {"matmul", "", "", 2, scale_type, scale_kernel, NULL}; /* a prims name */
+  CHECK(tracer_register_ops(S, &clash, 1) == TRACER_ERROR_ARGUMENT);
+  CHECK(strstr(tracer_last_error(S), "prims.matmul exists") != NULL);
   CHECK_OK(S, tracer_load_string(S, "ops.trace",
                                  "def f(x: f32[4]):\n    return native.scaled(x) + 1.0\n\n"
                                  "def loss(x: f32[4]):\n    return sum(native.scaled(x) * x)\n\n"
