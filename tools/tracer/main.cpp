@@ -337,6 +337,7 @@ void add_common(CLI::App* app, Common& c, bool with_inputs) {
 int main(int argc, char** argv) {
   CLI::App app{"tracer: run, print and check Thunder-style traces"};
   app.require_subcommand(0, 1);
+  app.footer("With no subcommand: the interactive REPL (docs/repl.md); :help there lists its commands.");
   Common c;
   std::string output_dir;
   bool parse_only = false;
