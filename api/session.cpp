@@ -541,6 +541,32 @@ std::optional<std::string> Session::help(const std::string& name) {
   return std::nullopt;
 }
 
+std::vector<std::string> Session::completions(const std::string& prefix) const {
+  std::set<std::string> out;
+  auto add = [&](const std::string& qual, const std::string& name) {
+    if ((qual + name).rfind(prefix, 0) == 0 && !name.empty() && name[0] != '_') out.insert(qual + name);
+  };
+  size_t dot = prefix.find('.');
+  if (dot != std::string::npos) {  // a namespace's members
+    std::string ns = prefix.substr(0, dot);
+    if (ns == "prims") {
+      for (const ir::OpDecl& op : ir::all_ops()) add("prims.", op.name);
+    } else if (const Value* v = impl_->in->builtins().lookup(ns)) {
+      if (v->is(VT::Namespace)) {
+        const auto* n = v->as<interp::NamespaceObj>();
+        for (const auto& [name, member] : n->members) add(ns + ".", name);
+        if (n->fallback)
+          for (const auto& [name, member] : n->fallback->members) add(ns + ".", name);
+      }
+    }
+    return {out.begin(), out.end()};
+  }
+  if (impl_->module)
+    for (const auto& [name, v] : impl_->module->globals) add("", name);
+  for (const auto& [name, v] : impl_->in->builtins().members) add("", name);
+  return {out.begin(), out.end()};
+}
+
 std::optional<std::vector<std::string>> Session::parameters(const std::string& entry) {
   const interp::FunctionObj* f = impl_->function(entry);
   if (!f) {

@@ -3,6 +3,7 @@
 // example and every shared Thunder printout.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <regex>
 
@@ -249,3 +250,20 @@ TEST_CASE("the memory estimate equals the CPU allocator's measured peak on every
 }
 
 }  // namespace tracer::test
+
+TEST_CASE("the session completes names for the REPL's Tab", "[repl]") {
+  tracer::Session s;
+  std::string shown;
+  REQUIRE(s.eval("<t>", "my_unique_value = 7\ndef my_function(x):\n    return x\n", &shown));
+  auto c = s.completions("my_");
+  CHECK(c == std::vector<std::string>{"my_function", "my_unique_value"});
+  auto p = s.completions("prims.ad");
+  CHECK(std::find(p.begin(), p.end(), "prims.add") != p.end());
+  for (const auto& x : p) CHECK(x.rfind("prims.ad", 0) == 0);
+  auto l = s.completions("ltorch.rms");
+  CHECK(std::find(l.begin(), l.end(), "ltorch.rms_norm") != l.end());
+  auto b = s.completions("pri");
+  CHECK(std::find(b.begin(), b.end(), "print") != b.end());
+  CHECK(std::find(b.begin(), b.end(), "prims") != b.end());
+  CHECK(s.completions("no_such_prefix_at_all").empty());
+}

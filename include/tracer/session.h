@@ -182,6 +182,9 @@ class Session {
   // The documentation of a name: a function of the module, a builtin or native, a prims op, an
   // ltorch function or a pass (signature first, then its docstring). nullopt if nothing has it.
   std::optional<std::string> help(const std::string& name);
+  // Names that complete `prefix` (the REPL's Tab): the module's globals, builtins and natives,
+  // and after "prims.", "ltorch." or "native." those namespaces' members. Sorted, distinct.
+  std::vector<std::string> completions(const std::string& prefix) const;
   // The parameter names of a function of the module, in order (a diagnostic if there is none).
   std::optional<std::vector<std::string>> parameters(const std::string& entry);
   // The type an input is traced with, as a type string ("f32[4, 8]"), like an input file gives.

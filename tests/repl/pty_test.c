@@ -1,5 +1,5 @@
 /* The REPL end to end through a pseudo-terminal, as a person uses it: prompts, an expression's
- * value, a multi-line block, line editing (cursor left, insert), history (cursor up), Ctrl-C
+ * value, Tab completion, a multi-line block, line editing (cursor left, insert), history (cursor up), Ctrl-C
  * interrupting a running loop and returning to the prompt, Ctrl-C dropping a half-typed line,
  * the history file, and Ctrl-D leaving with status 0. Usage: pty_test TRACER */
 #define _GNU_SOURCE
@@ -95,6 +95,18 @@ int main(int argc, char** argv) {
   send("x + 1\r");
   expect("42", 10, "an expression's value");
   expect(">>> ", 10, "the prompt after a value");
+
+  /* Tab completes a name of the session, and a command */
+  send("my_unique_value = 7\r");
+  expect(">>> ", 10, "the prompt after an assignment");
+  send("my_uniq\t");
+  send("\r");
+  expect("\n7", 10, "a name completed by Tab");
+  expect(">>> ", 10, "the prompt");
+  send(":pass\t");
+  send("\r");
+  expect("passes: (none)", 10, "a command completed by Tab");
+  expect(">>> ", 10, "the prompt");
 
   /* a block continues after ':' until a blank line */
   send("def f(n):\r");

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -33,6 +34,31 @@ struct Running {
   Running() { g_running = 1; }
   ~Running() { g_running = 0; }
 };
+
+// Tab completion: names from the session (and the commands after ':'), one by one as libedit's
+// generator protocol asks.
+std::vector<std::string> g_matches;
+const char* const kCommandNames[] = {":help", ":load", ":trace", ":passes", ":print", ":mem", ":run", ":quit"};
+
+char* complete_next(const char* text, int state) {
+  if (state == 0) {
+    g_matches.clear();
+    std::string t = text;
+    if (!t.empty() && t[0] == ':') {
+      for (const char* c : kCommandNames)
+        if (std::string(c).rfind(t, 0) == 0) g_matches.push_back(c);
+    } else if (tracer::Session* s = g_session.load()) {
+      g_matches = s->completions(t);
+    }
+  }
+  if (static_cast<size_t>(state) >= g_matches.size()) return nullptr;
+  return strdup(g_matches[static_cast<size_t>(state)].c_str());  // libedit frees it
+}
+
+char** complete(const char* text, int start, int end) {
+  (void)start, (void)end;
+  return rl_completion_matches(text, complete_next);
+}
 
 const char* kCommands =
     "Commands:\n"
@@ -113,6 +139,8 @@ class Repl {
       history_ = history_path();
       using_history();
       stifle_history(2000);
+      rl_attempted_completion_function = complete;
+      rl_basic_word_break_characters = " \t\n\"\\'`@$><=;|&{(,[+-*/%";
       if (!history_.empty()) read_history(history_.c_str());
     }
     int status = 0;
