@@ -46,6 +46,7 @@ struct tracer_function {
 struct tracer_state {
   std::atomic<int> refs{1};  // the host's (until tracer_close) and one per live handle
   tracer_config cfg{};
+  std::string help_text;     // tracer_help's last answer
   std::unique_ptr<Session> session;
   SessionAccess::Impl* impl = nullptr;
   std::string last_error;
@@ -933,6 +934,18 @@ tracer_status tracer_register_ops(tracer_state* S, const tracer_op* table, size_
     }
     return TRACER_OK;
   });
+}
+
+const char* tracer_help(tracer_state* S, const char* name) {
+  if (!S || !name) return nullptr;
+  try {
+    auto h = S->session->help(name);
+    if (!h) return nullptr;
+    S->help_text = *h;
+    return S->help_text.c_str();
+  } catch (...) {
+    return nullptr;
+  }
 }
 
 void tracer_interrupt(tracer_state* S) {

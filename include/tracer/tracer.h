@@ -104,7 +104,9 @@ TRACER_EXPORT void tracer_config_init(tracer_config* cfg);
 /* Opens a state. cfg may be null (defaults). On TRACER_ERROR_VERSION or TRACER_ERROR_MEMORY *out
  * stays null. */
 TRACER_EXPORT tracer_status tracer_open(const tracer_config* cfg, tracer_state** out);
-/* Closes a state and frees everything it holds. Null is allowed. */
+/* Closes a state: the host's reference to it goes. Its memory is freed then, or when the last
+ * tensor or function handle of it is released (each keeps the whole state alive). Null is
+ * allowed. */
 TRACER_EXPORT void tracer_close(tracer_state* S);
 
 /* The message of the last failed call on S ("" after a success). Valid until the next call. */
@@ -241,6 +243,11 @@ typedef struct tracer_native {
   tracer_native_fn fn;
   void* user;            /* passed to fn */
 } tracer_native;
+
+/* The documentation of a name, as the REPL's :help shows it: a function of the module, a builtin,
+ * a native (its signature and doc), a prims op, a native op, an ltorch function or a pass. Null
+ * when nothing has that name. Valid until the next call on S. */
+TRACER_EXPORT const char* tracer_help(tracer_state* S, const char* name);
 
 /* Registers n natives (copied: the table may be freed afterwards). They are visible to modules
  * loaded afterwards, as builtins are. A name already registered is replaced. */

@@ -281,6 +281,10 @@ static void test_eager_calls_and_natives(void) {
   tracer_native bad = {"not an identifier", "", "", host_fail, NULL};
   CHECK(tracer_register_natives(S, &bad, 1) == TRACER_ERROR_ARGUMENT);
   CHECK_OK(S, tracer_load_string(S, "m.trace", kModule));
+  /* help: a native's signature and doc, an op's doc, nothing for an unknown name */
+  CHECK(tracer_help(S, "host_scale") && strstr(tracer_help(S, "host_scale"), "Multiplies x by k") != NULL);
+  CHECK(tracer_help(S, "prims.add") && strstr(tracer_help(S, "prims.add"), "Elementwise") != NULL);
+  CHECK(tracer_help(S, "no_such_name_here") == NULL);
   CHECK_OK(S, tracer_load_string(S, "p.trace", "print('hello from the script')\n"));
   CHECK(strstr(printed, "hello from the script") != NULL);
   CHECK_OK(S, tracer_load_string(S, "m.trace", kModule));
@@ -521,6 +525,7 @@ static void test_native_ops(void) {
   CHECK_OK(S, tracer_register_ops(S, ops, 1));
   tracer_op bad = {"2bad", "", "", 1, scale_type, scale_kernel, NULL};
   CHECK(tracer_register_ops(S, &bad, 1) == TRACER_ERROR_ARGUMENT);
+  CHECK(tracer_help(S, "native.scaled") && strstr(tracer_help(S, "native.scaled"), "factor") != NULL);
   tracer_op clash = {"matmul", "", "", 2, scale_type, scale_kernel, NULL}; /* a prims name */
   CHECK(tracer_register_ops(S, &clash, 1) == TRACER_ERROR_ARGUMENT);
   CHECK(strstr(tracer_last_error(S), "prims.matmul exists") != NULL);

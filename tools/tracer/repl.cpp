@@ -315,6 +315,7 @@ class Repl {
       args >> fn;
       if (fn.empty()) {
         std::cerr << "usage: :trace F [TYPE...]   e.g. :trace f f32[4, 8] f32[8]\n";
+        failed_ = true;
         return true;
       }
       std::vector<std::string> types;
@@ -341,6 +342,7 @@ class Repl {
       }
       if (types.size() > params->size()) {
         std::cerr << fn << " has " << params->size() << " parameters, got " << types.size() << " types\n";
+        failed_ = true;
         return true;
       }
       s_.clear_input_types();
