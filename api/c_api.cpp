@@ -176,6 +176,12 @@ tracer_status tensor_type(tracer_state* S, const char* fn, int dt, int ndim, con
   return TRACER_OK;
 }
 
+bool is_identifier(const std::string& name) {
+  bool ok = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0]));
+  for (char c : name) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+  return ok;
+}
+
 tracer_tensor* new_handle(tracer_state* S, rt::Tensor t) {
   auto* h = new tracer_tensor(S, std::move(t));
   state_ref(S);
@@ -531,7 +537,8 @@ tracer_status tracer_load_file(tracer_state* S, const char* path) {
     std::string text, why;
     if (!SessionAccess::Impl::read_file(path, &text, &why))
       return fail(S, TRACER_ERROR_NOT_FOUND, std::string("cannot read ") + path + ": " + why);
-    if (!S->session->load_file(path)) return fail(S, TRACER_ERROR_SCRIPT, first_error_since(S, before, "the module did not load"));
+    if (!S->session->load_string(path, text))  // the text read above: the file is read once
+      return fail(S, TRACER_ERROR_SCRIPT, first_error_since(S, before, "the module did not load"));
     return TRACER_OK;
   });
 }
@@ -805,9 +812,7 @@ tracer_status tracer_register_natives(tracer_state* S, const tracer_native* tabl
       const tracer_native& nt = table[i];
       if (!nt.name || !nt.fn) return fail(S, TRACER_ERROR_ARGUMENT, "native " + std::to_string(i) + ": name and fn must be given");
       std::string name = nt.name;
-      bool ident = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0]));
-      for (char c : name) ident = ident && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
-      if (!ident) return fail(S, TRACER_ERROR_ARGUMENT, "native '" + name + "': a name must be an identifier");
+      if (!is_identifier(name)) return fail(S, TRACER_ERROR_ARGUMENT, "native '" + name + "': a name must be an identifier");
     }
     for (size_t i = 0; i < n; ++i) {
       const tracer_native nt = table[i];
@@ -861,9 +866,7 @@ tracer_status tracer_register_ops(tracer_state* S, const tracer_op* table, size_
       if (!o.name || !o.type || !o.kernel)
         return fail(S, TRACER_ERROR_ARGUMENT, "op " + std::to_string(i) + ": name, type and kernel must be given");
       std::string name = o.name;
-      bool ident = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0]));
-      for (char c : name) ident = ident && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
-      if (!ident) return fail(S, TRACER_ERROR_ARGUMENT, "op '" + name + "': a name must be an identifier");
+      if (!is_identifier(name)) return fail(S, TRACER_ERROR_ARGUMENT, "op '" + name + "': a name must be an identifier");
       if (ir::find_op(name))  // every check by op name in the executors and passes means a prim
         return fail(S, TRACER_ERROR_ARGUMENT, "op '" + name + "': prims." + name + " exists; choose another name");
       if (o.num_inputs < 0 || o.num_inputs > 64)

@@ -484,27 +484,12 @@ std::string signature_of(const std::string& qualname, const interp::FunctionObj&
 }  // namespace
 
 std::optional<std::string> Session::help(const std::string& name) {
-  std::string n = name;
-  if (n.rfind("native.", 0) == 0) {  // a host's op
-    if (const Value* nat = impl_->in->builtins().lookup("native"))
-      if (nat->is(VT::Namespace))
-        if (const Value* op = nat->as<interp::NamespaceObj>()->lookup(n.substr(7)))
-          if (op->is(VT::Op)) {
-            const ir::OpDecl& d = *op->as<interp::OpObj>()->op;
-            return (d.signature.empty() ? n + "(...)" : d.signature) + " [native op]" + (d.doc.empty() ? "" : "\n" + d.doc);
-          }
-    return std::nullopt;
-  }
-  for (const char* prefix : {"prims.", "ltorch.", "torch."})
-    if (n.rfind(prefix, 0) == 0 && n.size() > std::strlen(prefix)) {
-      std::string rest = n.substr(std::strlen(prefix));
-      if (std::string(prefix) == "prims.") {
-        if (const ir::OpDecl* op = ir::find_op(rest)) return "prims." + op->name + ": " + op->doc;
-        return std::nullopt;
-      }
-      n = rest;
-    }
-  auto function_doc = [](const std::string& shown, const Value& v) -> std::optional<std::string> {
+  auto op_doc = [](const ir::OpDecl& op) -> std::string {
+    if (op.ns == "prims") return "prims." + op.name + ": " + op.doc;
+    return (op.signature.empty() ? op.ns + "." + op.name + "(...)" : op.signature) + " [native op]" +
+           (op.doc.empty() ? "" : "\n" + op.doc);
+  };
+  auto function_doc = [&](const std::string& shown, const Value& v) -> std::optional<std::string> {
     if (v.is(VT::Function)) {
       const auto& f = *v.as<interp::FunctionObj>();
       std::string d = docstring(f);
@@ -516,14 +501,28 @@ std::optional<std::string> Session::help(const std::string& name) {
                            (b.native->doc.empty() ? "" : "\n" + b.native->doc);
       return std::string(b.def->name) + ": " + (b.def->doc ? b.def->doc : "");
     }
-    if (v.is(VT::Op)) {
-      const ir::OpDecl& op = *v.as<interp::OpObj>()->op;
-      if (op.ns != "prims") return (op.signature.empty() ? op.ns + "." + op.name + "(...)" : op.signature) + " [native op]" +
-                                   (op.doc.empty() ? "" : "\n" + op.doc);
-      return "prims." + op.name + ": " + op.doc;
-    }
+    if (v.is(VT::Op)) return op_doc(*v.as<interp::OpObj>()->op);
     return std::nullopt;
   };
+  // A member of a namespace among the builtins (ltorch, native).
+  auto member = [&](const std::string& ns, const std::string& n) -> const Value* {
+    const Value* v = impl_->in->builtins().lookup(ns);
+    return v && v->is(VT::Namespace) ? v->as<interp::NamespaceObj>()->lookup(n) : nullptr;
+  };
+  std::string n = name;
+  if (n.rfind("native.", 0) == 0) {  // a host's op
+    const Value* op = member("native", n.substr(7));
+    return op ? function_doc(n, *op) : std::nullopt;
+  }
+  for (const char* prefix : {"prims.", "ltorch.", "torch."})
+    if (n.rfind(prefix, 0) == 0 && n.size() > std::strlen(prefix)) {
+      std::string rest = n.substr(std::strlen(prefix));
+      if (std::string(prefix) == "prims.") {
+        const ir::OpDecl* op = ir::find_op(rest);
+        return op ? std::optional<std::string>(op_doc(*op)) : std::nullopt;
+      }
+      n = rest;
+    }
   if (impl_->module) {
     auto it = impl_->module->globals.find(n);
     if (it != impl_->module->globals.end())
@@ -531,13 +530,11 @@ std::optional<std::string> Session::help(const std::string& name) {
   }
   if (const Value* b = impl_->in->builtins().lookup(n))
     if (auto d = function_doc(n, *b)) return d;
-  if (const Value* lt = impl_->in->builtins().lookup("ltorch"))
-    if (lt->is(VT::Namespace))
-      if (const Value* f = lt->as<interp::NamespaceObj>()->lookup(n))
-        if (auto d = function_doc("ltorch." + n, *f)) return d;
+  if (const Value* f = member("ltorch", n))
+    if (auto d = function_doc("ltorch." + n, *f)) return d;
   if (const Value* p = impl_->in->find_pass(n))
     if (auto d = function_doc(n, *p)) return "pass " + *d;
-  if (const ir::OpDecl* op = ir::find_op(n)) return "prims." + op->name + ": " + op->doc;
+  if (const ir::OpDecl* op = ir::find_op(n)) return op_doc(*op);
   return std::nullopt;
 }
 

@@ -29,11 +29,17 @@ void on_sigint(int) {
   if (tracer::Session* s = g_session.load()) s->interrupt();  // async-signal-safe: sets a flag
 }
 
-// Marks the REPL as running code for the SIGINT handler while it lives.
-struct Running {
-  Running() { g_running = 1; }
-  ~Running() { g_running = 0; }
-};
+// Runs job() with Ctrl-C interrupting it (the SIGINT handler interrupts only while code runs).
+template <class F> auto interruptible(F job) {
+  struct Running {
+    Running() {
+      g_interrupted = 0;
+      g_running = 1;
+    }
+    ~Running() { g_running = 0; }
+  } running;
+  return job();
+}
 
 // Tab completion: names from the session (and the commands after ':'), one by one as libedit's
 // generator protocol asks.
@@ -246,12 +252,8 @@ class Repl {
 
   void eval(const std::string& chunk) {
     std::string shown;
-    g_interrupted = 0;
-    bool ok;
-    {
-      Running r;
-      ok = s_.eval(fmt::format("<repl {}>", ++chunks_), chunk, &shown);
-    }
+    std::string name = fmt::format("<repl {}>", ++chunks_);
+    bool ok = interruptible([&] { return s_.eval(name, chunk, &shown); });
     if (!ok) {
       report_errors();
       return;
@@ -300,11 +302,7 @@ class Repl {
       std::stringstream ss;
       ss << f.rdbuf();
       std::string shown;
-      bool ok;
-      {
-        Running r;
-        ok = s_.eval(rest, ss.str(), &shown);
-      }
+      bool ok = interruptible([&] { return s_.eval(rest, ss.str(), &shown); });
       if (!ok) report_errors();
       else std::cout << "loaded " << rest << "\n";
       return true;
@@ -380,11 +378,7 @@ class Repl {
     }
     if (cmd == "mem") {
       if (!need_entry()) return true;
-      std::optional<tracer::MemoryReport> m;
-      {
-        Running r;
-        m = s_.memory(entry_);
-      }
+      auto m = interruptible([&] { return s_.memory(entry_); });
       if (!m) {
         report_errors();
         return true;
@@ -397,12 +391,7 @@ class Repl {
     }
     if (cmd == "run") {
       if (!need_entry()) return true;
-      g_interrupted = 0;
-      std::optional<tracer::RunReport> r;
-      {
-        Running running;
-        r = s_.run(entry_);
-      }
+      auto r = interruptible([&] { return s_.run(entry_); });
       if (!r) {
         report_errors();
         return true;
@@ -418,8 +407,7 @@ class Repl {
   }
 
   void print_entry() {
-    Running r;
-    auto text = s_.print(entry_);
+    auto text = interruptible([&] { return s_.print(entry_); });
     if (!text) report_errors();
     else std::cout << *text;
   }
