@@ -1,64 +1,10 @@
-// The C API (include/tracer/tracer.h) over the session's state. Every entry point catches
-// everything: a C++ exception becomes a status and a message, never an unwind into C.
-#include "tracer/tracer.h"
+// The C API (include/tracer/tracer.h) over the session's state: states, diagnostics, modules,
+// values and calls. Tensors and DLPack: c_api_tensors.cpp; natives and native ops:
+// c_api_natives.cpp. Every entry point catches everything: a C++ exception becomes a status and
+// a message, never an unwind into C.
+#include "api/c_api_impl.h"
 
-#include <dlpack/dlpack.h>
-
-#include <atomic>
-#include <cstring>
-#include <map>
-#include <new>
-
-#include "api/session_impl.h"
-#include "runtime/cuda.h"
-#include "runtime/kernel_util.h"
-
-using tracer::Session;
-using tracer::SessionAccess;
-namespace interp = tracer::interp;
-namespace ir = tracer::ir;
-namespace rt = tracer::rt;
-using interp::Value;
-using interp::VT;
-
-// Handles keep their state's core alive (a reference each), so a tensor or function released
-// after tracer_close still finds the allocator its memory came from.
-struct tracer_tensor {
-  std::atomic<int> refs{1};
-  tracer_state* S;
-  rt::Tensor t;
-  std::vector<int64_t> shape;  // t's shape, as the C API hands it out
-  tracer_tensor(tracer_state* s, rt::Tensor x) : S(s), t(std::move(x)), shape(t.shape().begin(), t.shape().end()) {}
-};
-
-// A program traced for one signature of inputs, after the passes, for one device.
-struct TracedProgram {
-  interp::Traces prog;
-};
-
-struct tracer_function {
-  std::atomic<int> refs{1};
-  tracer_state* S = nullptr;
-  Value fn;  // the FunctionObj (keeps its module alive)
-  std::map<std::string, TracedProgram> programs;  // by signature, passes and device
-};
-
-struct tracer_state {
-  std::atomic<int> refs{1};  // the host's (until tracer_close) and one per live handle
-  tracer_config cfg{};
-  std::string help_text;     // tracer_help's last answer
-  std::unique_ptr<Session> session;
-  SessionAccess::Impl* impl = nullptr;
-  std::string last_error;
-  std::string rendered;
-  size_t diags_forwarded = 0;  // diagnostics handed to cfg.diagnostic so far
-  std::vector<std::string> passes;
-  std::string device = "cpu";
-  std::string native_error;  // set by tracer_native_error inside a native
-  int live_functions = 0;
-};
-
-namespace {
+namespace tracer::capi {
 
 void state_ref(tracer_state* S) { S->refs.fetch_add(1); }
 void state_unref(tracer_state* S) {
@@ -90,31 +36,6 @@ std::string first_error_since(tracer_state* S, size_t from, const std::string& f
   for (size_t i = from; i < ds.size(); ++i)
     if (ds[i].severity == "error") return ds[i].rendered.empty() ? ds[i].message : ds[i].rendered;
   return fallback;
-}
-
-// Runs body, turning exceptions into statuses; forwards new diagnostics either way.
-template <class F> tracer_status guarded(tracer_state* S, F&& body) {
-  if (!S) return TRACER_ERROR_ARGUMENT;
-  S->last_error.clear();
-  tracer_status st;
-  try {
-    st = body();
-  } catch (const std::bad_alloc&) {
-    st = fail(S, TRACER_ERROR_MEMORY, "out of memory");
-  } catch (const rt::OutOfMemory& e) {
-    st = fail(S, TRACER_ERROR_MEMORY, e.what());
-  } catch (const rt::cuda::CudaError& e) {
-    st = fail(S, TRACER_ERROR_DEVICE, e.what());
-  } catch (const std::exception& e) {
-    st = fail(S, TRACER_ERROR_INTERNAL, std::string("internal error: ") + e.what());
-  } catch (...) {
-    st = fail(S, TRACER_ERROR_INTERNAL, "internal error: an unknown exception");
-  }
-  try {
-    forward_diagnostics(S);
-  } catch (...) {
-  }
-  return st;
 }
 
 bool dtype_from_c(int dt, rt::DType* out) {
@@ -188,6 +109,22 @@ tracer_tensor* new_handle(tracer_state* S, rt::Tensor t) {
   return h;
 }
 
+Value to_script(const tracer_value& v) {
+  switch (v.kind) {
+    case TRACER_BOOLEAN: return Value::boolean(v.as.boolean != 0);
+    case TRACER_INT: return Value::integer(v.as.i);
+    case TRACER_FLOAT: return Value::number(v.as.f);
+    case TRACER_TENSOR: return Value(new interp::TensorObj(v.as.tensor->t));
+    default: return Value();
+  }
+}
+
+}  // namespace tracer::capi
+
+using namespace tracer::capi;
+
+namespace {
+
 // A script value as a result entry (tensors: a new handle); false for kinds the C API has none
 // of. Nested tuples and lists are flattened in order.
 bool flatten_value(tracer_state* S, const Value& v, std::vector<tracer_value>& out, std::string* why) {
@@ -245,15 +182,6 @@ tracer_status deliver(tracer_state* S, std::vector<tracer_value>& got, tracer_va
   return TRACER_OK;
 }
 
-Value to_script(const tracer_value& v) {
-  switch (v.kind) {
-    case TRACER_BOOLEAN: return Value::boolean(v.as.boolean != 0);
-    case TRACER_INT: return Value::integer(v.as.i);
-    case TRACER_FLOAT: return Value::number(v.as.f);
-    case TRACER_TENSOR: return Value(new interp::TensorObj(v.as.tensor->t));
-    default: return Value();
-  }
-}
 
 bool check_values(tracer_state* S, const tracer_value* args, size_t nargs, std::string* why) {
   if (nargs && !args) {
@@ -385,45 +313,6 @@ tracer_status call_traced(tracer_state* S, tracer_function* f, const tracer_valu
       return fail(S, TRACER_ERROR_TYPE, why);
     }
   return TRACER_OK;
-}
-
-// DLPack export: the managed tensor keeps a reference to the handle.
-struct DLExport {
-  DLManagedTensor m{};
-  tracer_tensor* t = nullptr;
-  std::vector<int64_t> shape;
-};
-
-bool dl_dtype(rt::DType d, DLDataType* out) {
-  switch (d) {
-    case rt::DType::f32: *out = {kDLFloat, 32, 1}; return true;
-    case rt::DType::f64: *out = {kDLFloat, 64, 1}; return true;
-    case rt::DType::f16: *out = {kDLFloat, 16, 1}; return true;
-    case rt::DType::bf16: *out = {kDLBfloat, 16, 1}; return true;
-    case rt::DType::i8: *out = {kDLInt, 8, 1}; return true;
-    case rt::DType::u8: *out = {kDLUInt, 8, 1}; return true;
-    case rt::DType::i32: *out = {kDLInt, 32, 1}; return true;
-    case rt::DType::i64: *out = {kDLInt, 64, 1}; return true;
-    case rt::DType::b8: *out = {kDLUInt, 8, 1}; return true;  // DLPack 0.6 has no bool: one byte, 0 or 1
-  }
-  return false;
-}
-
-bool from_dl_dtype(DLDataType d, rt::DType* out) {
-  if (d.lanes != 1) return false;
-  if (d.code == kDLFloat && d.bits == 32) *out = rt::DType::f32;
-  else if (d.code == kDLFloat && d.bits == 64) *out = rt::DType::f64;
-  else if (d.code == kDLFloat && d.bits == 16) *out = rt::DType::f16;
-  else if (d.code == kDLBfloat && d.bits == 16) *out = rt::DType::bf16;
-  else if (d.code == kDLInt && d.bits == 8) *out = rt::DType::i8;
-  else if (d.code == kDLUInt && d.bits == 8) *out = rt::DType::u8;
-  else if (d.code == kDLInt && d.bits == 32) *out = rt::DType::i32;
-  else if (d.code == kDLInt && d.bits == 64) *out = rt::DType::i64;
-#if DLPACK_VERSION >= 80
-  else if (d.code == kDLBool && d.bits == 8) *out = rt::DType::b8;
-#endif
-  else return false;
-  return true;
 }
 
 }  // namespace
@@ -578,153 +467,6 @@ void tracer_function_release(tracer_function* f) {
   state_unref(S);
 }
 
-const char* tracer_dtype_name(tracer_dtype dt) {
-  rt::DType d;
-  return dtype_from_c(dt, &d) ? rt::dtype_name(d) : "?";
-}
-
-size_t tracer_dtype_size(tracer_dtype dt) {
-  rt::DType d;
-  return dtype_from_c(dt, &d) ? rt::dtype_size(d) : 0;
-}
-
-tracer_status tracer_tensor_new(tracer_state* S, tracer_dtype dt, int ndim, const int64_t* shape, const void* data,
-                                tracer_tensor** out) {
-  return guarded(S, [&] {
-    rt::DType d;
-    rt::Shape sh;
-    tracer_status st = tensor_type(S, "tracer_tensor_new", dt, ndim, shape, out, &d, &sh);
-    if (st != TRACER_OK) return st;
-    rt::Tensor t = rt::Tensor::zeros(d, sh, &S->impl->in->allocator());
-    if (data && t.nbytes()) std::memcpy(t.data(), data, t.nbytes());
-    *out = new_handle(S, std::move(t));
-    return TRACER_OK;
-  });
-}
-
-tracer_status tracer_tensor_borrow(tracer_state* S, tracer_dtype dt, int ndim, const int64_t* shape, void* data,
-                                   void (*release)(void*), void* ctx, tracer_tensor** out) {
-  return guarded(S, [&] {
-    rt::DType d;
-    rt::Shape sh;
-    tracer_status st = tensor_type(S, "tracer_tensor_borrow", dt, ndim, shape, out, &d, &sh);
-    if (st != TRACER_OK) return st;
-    if (!data && rt::numel(sh) > 0) return fail(S, TRACER_ERROR_ARGUMENT, "tracer_tensor_borrow: data is null");
-    if (reinterpret_cast<uintptr_t>(data) % rt::dtype_size(d) != 0)
-      return fail(S, TRACER_ERROR_ARGUMENT, std::string("tracer_tensor_borrow: data is not aligned to the size of ") + rt::dtype_name(d));
-    // Armed once the handle exists: a failure (even out of memory making the handle) leaves the
-    // memory the host's, and release is not called.
-    auto armed = std::make_shared<bool>(false);
-    std::function<void()> rel;
-    if (release) rel = [release, ctx, armed] {
-      if (*armed) release(ctx);
-    };
-    *out = new_handle(S, rt::Tensor::borrow(d, sh, data, std::move(rel)));
-    *armed = true;
-    return TRACER_OK;
-  });
-}
-
-void tracer_tensor_retain(tracer_tensor* t) {
-  if (t) t->refs.fetch_add(1);
-}
-
-void tracer_tensor_release(tracer_tensor* t) {
-  if (!t || t->refs.fetch_sub(1) != 1) return;
-  tracer_state* S = t->S;
-  delete t;
-  state_unref(S);
-}
-
-tracer_dtype tracer_tensor_dtype(const tracer_tensor* t) { return t ? dtype_to_c(t->t.dtype()) : TRACER_F32; }
-int tracer_tensor_ndim(const tracer_tensor* t) { return t ? static_cast<int>(t->shape.size()) : 0; }
-const int64_t* tracer_tensor_shape(const tracer_tensor* t) { return t ? t->shape.data() : nullptr; }
-int64_t tracer_tensor_numel(const tracer_tensor* t) { return t ? t->t.numel() : 0; }
-size_t tracer_tensor_nbytes(const tracer_tensor* t) { return t ? t->t.nbytes() : 0; }
-const void* tracer_tensor_data(const tracer_tensor* t) { return t ? t->t.data() : nullptr; }
-void* tracer_tensor_mutable_data(tracer_tensor* t) {
-  return t && t->refs.load() == 1 && t->t.sole_owner() ? t->t.data() : nullptr;
-}
-
-tracer_status tracer_tensor_from_dlpack(tracer_state* S, DLManagedTensor* m, tracer_tensor** out) {
-  // m is owned from here on: its deleter runs exactly once, when the tensor goes or at a failure
-  // (also one inside new_handle, after the storage already holds it).
-  auto done = std::make_shared<bool>(false);
-  auto drop = [m, done] {
-    if (m && m->deleter && !*done) {
-      *done = true;
-      m->deleter(m);
-    }
-  };
-  if (!S) {
-    drop();
-    return TRACER_ERROR_ARGUMENT;
-  }
-  tracer_status st = guarded(S, [&] {
-    if (!out || !m) return fail(S, TRACER_ERROR_ARGUMENT, "tracer_tensor_from_dlpack: m and out must be given");
-    *out = nullptr;
-    const DLTensor& t = m->dl_tensor;
-    if (t.device.device_type != kDLCPU)
-      return fail(S, TRACER_ERROR_UNSUPPORTED, "a DLPack tensor on device type " + std::to_string(t.device.device_type) +
-                                                   ": only CPU tensors (kDLCPU) can be shared");
-    rt::DType d;
-    if (!from_dl_dtype(t.dtype, &d))
-      return fail(S, TRACER_ERROR_UNSUPPORTED, "a DLPack tensor of dtype code " + std::to_string(t.dtype.code) + ", " +
-                                                   std::to_string(t.dtype.bits) + " bits, " + std::to_string(t.dtype.lanes) +
-                                                   " lanes has no tracer dtype");
-    rt::Shape sh;
-    std::string why;
-    if (!shape_from_c(t.ndim, t.shape, &sh, &why)) return fail(S, TRACER_ERROR_ARGUMENT, "DLPack tensor: " + why);
-    if (t.strides) {
-      int64_t expect = 1;
-      for (int i = t.ndim - 1; i >= 0; --i) {
-        if (sh[i] != 1 && t.strides[i] != expect)
-          return fail(S, TRACER_ERROR_UNSUPPORTED, "a DLPack tensor with strides that are not compact row-major: "
-                                                       "copy it to a contiguous tensor first");
-        expect *= sh[i];
-      }
-    }
-    char* data = static_cast<char*>(t.data) + t.byte_offset;
-    if (!data && rt::numel(sh) > 0) return fail(S, TRACER_ERROR_ARGUMENT, "a DLPack tensor with null data");
-    if (reinterpret_cast<uintptr_t>(data) % rt::dtype_size(d) != 0)
-      return fail(S, TRACER_ERROR_UNSUPPORTED, "a DLPack tensor whose data is not aligned to its element size");
-    *out = new_handle(S, rt::Tensor::borrow(d, sh, data, drop));
-    return TRACER_OK;
-  });
-  if (st != TRACER_OK) drop();
-  return st;
-}
-
-tracer_status tracer_tensor_to_dlpack(tracer_tensor* t, DLManagedTensor** out) {
-  if (!t || !out) return TRACER_ERROR_ARGUMENT;
-  *out = nullptr;
-  try {
-    auto e = std::make_unique<DLExport>();
-    e->shape = t->shape;
-    e->t = t;
-    DLTensor& d = e->m.dl_tensor;
-    d.data = const_cast<void*>(t->t.data());
-    d.device = {kDLCPU, 0};
-    d.ndim = static_cast<int>(e->shape.size());
-    dl_dtype(t->t.dtype(), &d.dtype);
-    d.shape = e->shape.data();
-    d.strides = nullptr;
-    d.byte_offset = 0;
-    e->m.manager_ctx = e.get();
-    e->m.deleter = [](DLManagedTensor* self) {
-      auto* x = static_cast<DLExport*>(self->manager_ctx);
-      tracer_tensor_release(x->t);
-      delete x;
-    };
-    tracer_tensor_retain(t);  // nothing can fail after this
-    DLExport* raw = e.release();
-    *out = &raw->m;
-    return TRACER_OK;
-  } catch (...) {
-    return TRACER_ERROR_MEMORY;
-  }
-}
-
 tracer_value tracer_value_tensor(tracer_tensor* t) {
   tracer_value v{TRACER_TENSOR, {0}};
   v.as.tensor = t;
@@ -805,140 +547,6 @@ tracer_status tracer_call(tracer_state* S, tracer_function* f, const tracer_valu
   });
 }
 
-tracer_status tracer_register_natives(tracer_state* S, const tracer_native* table, size_t n) {
-  return guarded(S, [&] {
-    if (n && !table) return fail(S, TRACER_ERROR_ARGUMENT, "tracer_register_natives: table is null");
-    for (size_t i = 0; i < n; ++i) {
-      const tracer_native& nt = table[i];
-      if (!nt.name || !nt.fn) return fail(S, TRACER_ERROR_ARGUMENT, "native " + std::to_string(i) + ": name and fn must be given");
-      std::string name = nt.name;
-      if (!is_identifier(name)) return fail(S, TRACER_ERROR_ARGUMENT, "native '" + name + "': a name must be an identifier");
-    }
-    for (size_t i = 0; i < n; ++i) {
-      const tracer_native nt = table[i];
-      auto def = std::make_shared<interp::NativeDef>();
-      def->name = nt.name;
-      def->signature = nt.signature ? nt.signature : "";
-      def->doc = nt.doc ? nt.doc : "";
-      std::string name = def->name;
-      def->fn = [S, nt, name](interp::Interpreter& in, interp::CallArgs& args, tracer::SourceLoc loc) -> Value {
-        if (!args.kw.empty()) in.fail(loc, name + "() takes no keyword arguments");
-        std::vector<tracer_value> cargs;
-        for (const Value& v : args.pos) {
-          switch (v.type()) {
-            case VT::None: cargs.push_back(tracer_value{TRACER_NONE, {0}}); break;
-            case VT::Bool: cargs.push_back(tracer_value_bool(v.as_bool())); break;
-            case VT::Int: cargs.push_back(tracer_value_int(v.as_int())); break;
-            case VT::Float: cargs.push_back(tracer_value_float(v.as_float())); break;
-            case VT::Tensor: cargs.push_back(tracer_value_tensor(new_handle(S, v.as<interp::TensorObj>()->t))); break;
-            case VT::Proxy:
-              tracer_values_release(cargs.data(), cargs.size());
-              in.fail(loc, name + "() is a native function: it runs on tensors and cannot be traced");
-            default:
-              tracer_values_release(cargs.data(), cargs.size());
-              in.fail(loc, name + "() takes tensors, numbers, bools and None, not a " + interp::type_name(v.type()));
-          }
-        }
-        tracer_value result{TRACER_NONE, {0}};
-        S->native_error.clear();
-        tracer_status st = nt.fn(S, nt.user, cargs.data(), cargs.size(), &result);
-        // The result first: a native may hand back one of its arguments without retaining it.
-        Value out = st != TRACER_OK || (result.kind == TRACER_TENSOR && !result.as.tensor) ? Value() : to_script(result);
-        tracer_values_release(cargs.data(), cargs.size());
-        tracer_values_release(&result, 1);  // the reference the native handed over
-        if (st != TRACER_OK) {
-          std::string msg = S->native_error.empty() ? std::string("failed: ") + tracer_status_name(st) : S->native_error;
-          in.fail(loc, name + "(): " + msg);
-        }
-        return out;
-      };
-      S->impl->in->register_native(std::move(def));
-    }
-    return TRACER_OK;
-  });
-}
-
-tracer_status tracer_register_ops(tracer_state* S, const tracer_op* table, size_t n) {
-  return guarded(S, [&] {
-    if (n && !table) return fail(S, TRACER_ERROR_ARGUMENT, "tracer_register_ops: table is null");
-    for (size_t i = 0; i < n; ++i) {
-      const tracer_op& o = table[i];
-      if (!o.name || !o.type || !o.kernel)
-        return fail(S, TRACER_ERROR_ARGUMENT, "op " + std::to_string(i) + ": name, type and kernel must be given");
-      std::string name = o.name;
-      if (!is_identifier(name)) return fail(S, TRACER_ERROR_ARGUMENT, "op '" + name + "': a name must be an identifier");
-      if (ir::find_op(name))  // every check by op name in the executors and passes means a prim
-        return fail(S, TRACER_ERROR_ARGUMENT, "op '" + name + "': prims." + name + " exists; choose another name");
-      if (o.num_inputs < 0 || o.num_inputs > 64)
-        return fail(S, TRACER_ERROR_ARGUMENT, "op '" + name + "': num_inputs must be between 0 and 64");
-    }
-    for (size_t i = 0; i < n; ++i) {
-      const tracer_op o = table[i];
-      ir::OpDecl d;
-      d.name = o.name;
-      d.ns = "native";
-      d.kind = ir::OpKind::Other;
-      d.doc = o.doc ? o.doc : "";
-      d.signature = o.signature ? o.signature : "";
-      for (int k = 0; k < o.num_inputs; ++k) {
-        ir::ParamSpec p;
-        p.name = "x" + std::to_string(k);
-        d.params.push_back(std::move(p));
-      }
-      std::string qual = "native." + d.name;
-      // The C type of an argument (a proxy while tracing, a tensor when run).
-      auto type_of = [qual](const ir::Arg& a, size_t k) {
-        tracer_type t{};
-        rt::DType dt;
-        rt::Shape sh;
-        if (a.kind == ir::Arg::Kind::Proxy) {
-          dt = a.proxy->type.dtype;
-          sh = a.proxy->type.shape;
-        } else if (a.kind == ir::Arg::Kind::Tensor) {
-          dt = a.tensor.dtype();
-          sh = a.tensor.shape();
-        } else {
-          throw ir::OpError("argument " + std::to_string(k + 1) + " is not a tensor");
-        }
-        if (sh.size() > TRACER_MAX_NDIM) throw ir::OpError("argument " + std::to_string(k + 1) + " has more than 16 dimensions");
-        t.dtype = dtype_to_c(dt);
-        t.ndim = static_cast<int>(sh.size());
-        for (size_t j = 0; j < sh.size(); ++j) t.shape[j] = sh[j];
-        return t;
-      };
-      auto output_type = [S, o, type_of](const std::vector<ir::Arg>& args) {
-        std::vector<tracer_type> in;
-        for (size_t k = 0; k < args.size(); ++k) in.push_back(type_of(args[k], k));
-        tracer_type out{};
-        S->native_error.clear();
-        tracer_status st = o.type(S, o.user, in.data(), in.size(), &out);
-        if (st != TRACER_OK) throw ir::OpError(S->native_error.empty() ? std::string(tracer_status_name(st)) : S->native_error);
-        rt::DType dt;
-        if (!dtype_from_c(out.dtype, &dt)) throw ir::OpError("the type function gave an unknown dtype");
-        if (out.ndim < 0 || out.ndim > TRACER_MAX_NDIM) throw ir::OpError("the type function gave ndim " + std::to_string(out.ndim));
-        rt::Shape sh(out.shape, out.shape + out.ndim);
-        for (int64_t x : sh)
-          if (x < 0) throw ir::OpError("the type function gave a negative size");
-        return std::make_pair(ir::TensorType{dt, sh, "cpu"}, out);
-      };
-      d.meta = [output_type](const std::vector<ir::Arg>& args) { return std::vector<ir::TensorType>{output_type(args).first}; };
-      d.cpu = [S, o, output_type](const std::vector<ir::Arg>& args, ir::ExecContext& ctx) {
-        auto [type, ctype] = output_type(args);
-        rt::Tensor out = rt::Tensor::empty(type.dtype, type.shape, ctx.allocator);
-        std::vector<tracer_tensor*> in;
-        for (const auto& a : args) in.push_back(new_handle(S, a.tensor));
-        S->native_error.clear();
-        tracer_status st = o.kernel(S, o.user, in.data(), in.size(), out.data(), &ctype);
-        for (tracer_tensor* h : in) tracer_tensor_release(h);
-        if (st != TRACER_OK) throw ir::OpError(S->native_error.empty() ? std::string(tracer_status_name(st)) : S->native_error);
-        return std::vector<rt::Tensor>{std::move(out)};
-      };
-      S->impl->in->register_op(std::move(d));
-    }
-    return TRACER_OK;
-  });
-}
-
 const char* tracer_help(tracer_state* S, const char* name) {
   if (!S || !name) return nullptr;
   try {
@@ -953,16 +561,6 @@ const char* tracer_help(tracer_state* S, const char* name) {
 
 void tracer_interrupt(tracer_state* S) {
   if (S && S->session) S->session->interrupt();
-}
-
-tracer_status tracer_native_error(tracer_state* S, const char* message) {
-  if (!S) return TRACER_ERROR_ARGUMENT;
-  try {
-    S->native_error = message ? message : "";
-  } catch (...) {
-    S->native_error.clear();  // out of memory for the message: the status still says it failed
-  }
-  return TRACER_ERROR_SCRIPT;
 }
 
 }  // extern "C"
