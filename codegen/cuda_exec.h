@@ -128,7 +128,16 @@ class GpuExecutor {
                 const std::unordered_set<const ir::Proxy*>& lazy);
   void run_kernel(const ir::Stmt& s, Values& env, const std::unordered_set<const ir::Proxy*>& dying);
   void run_row_kernel(const ir::Stmt& s, Values& env);
+  // prims.matmul and prims.linear (codegen/cuda_exec_matmul.cpp).
   bool run_matmul(const ir::Stmt& s, Values& env, const std::unordered_set<const ir::Proxy*>& lazy);
+  // A linear's operands on the device, none read transposed: x [..., K], w [N, K], bias [N].
+  struct LinearOperands {
+    const rt::cuda::DeviceTensor *A = nullptr, *B = nullptr;
+    rt::cuda::DevPtr bias = 0;
+    int64_t M = 0, N = 0, K = 0;
+    rt::DType dt = rt::DType::f32;
+  };
+  bool linear_operands(const ir::Stmt& s, Values& env, LinearOperands* out);
   // stmts[i] a linear whose output the next statement j only passes through gelu(tanh): both by
   // one cuBLASLt call with the GELU epilogue; *j gets the statement it ran (to skip), or false.
   bool run_linear_gelu(const std::vector<ir::Stmt>& stmts, size_t i, Values& env, size_t* j);
