@@ -321,6 +321,10 @@ bool Session::Impl::run_gpu(const interp::Traces& program_traces, std::vector<rt
         rep.bench_launch_api_ms = (dev.launch_api_ms() - api0) / bench;
       }
       if (g.profiling()) g.print_profile(std::cerr);
+      if (g.check_failures()) {
+        error("TRACER_GPU_CHECK: " + std::to_string(g.check_failures()) + " statements disagree with the CPU (reported above)");
+        return false;
+      }
     } catch (const ir::ExecError& e) {
       add(Diagnostic{Severity::error, e.loc, e.message + (e.stmt.empty() ? "" : " (in: " + e.stmt + ")"), {}});
       return false;

@@ -8,13 +8,18 @@ median of N runs after warm-up, CUDA events; peak = torch.cuda.max_memory_alloca
   python3 bench/torch_twins.py chain eager|compile
   python3 bench/torch_twins.py llama eager|compile [--checkpoint]
   python3 bench/torch_twins.py attention eager|math   # bench/attention.trace: SDPA (flash) or the unfused math
+  python3 bench/torch_twins.py gpt eager|compile [--checkpoint] [--write FILE.safetensors] [--size B,T,V,D,NH,L]
 """
 import json
 import statistics
 import sys
 
+import os
+
 import torch
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 def timed(fn, runs=20, warmup=3):
@@ -143,6 +148,47 @@ def attention(mode, B=4, H=16, L=2048, E=128):
             "tflops": flops / med / 1e9}
 
 
+def count_kernels(step):
+    """CUDA kernels one call of step launches (torch.profiler's kernel events)."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        step()
+        torch.cuda.synchronize()
+    return sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
+
+
+def gpt(mode, ckpt, write=None, size=None):
+    """examples/gpt.trace's twin (bench/gpt_torch.py): forward and backward of GPT-2 small at batch
+    8, bf16. --write saves the parameters and batch for tracer's --input, so both run on the same
+    data (GPT-2's initialisation; the data matter: matmul clocks depend on the bits)."""
+    import gpt_torch
+    dims = dict(zip(["B", "T", "V", "D", "NH", "L"], size)) if size else gpt_torch.FULL
+    inputs = gpt_torch.make_inputs(**dims)
+    if write:
+        gpt_torch.save_safetensors(write, inputs)
+    params = {k: (v.requires_grad_() if v.is_floating_point() else v) for k, v in inputs.items()}
+    f = lambda: gpt_torch.loss_fn(params, **dims, checkpoint=ckpt)
+    m = torch.compile(f) if mode == "compile" else f
+
+    def step():
+        for v in params.values():
+            v.grad = None
+        m().backward()
+
+    step()
+    torch.cuda.synchronize()
+    for v in params.values():
+        v.grad = None
+    torch.cuda.reset_peak_memory_stats()
+    step()
+    torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated()
+    med, lo, hi = timed(step, runs=10, warmup=2)
+    tokens = dims["B"] * dims["T"]
+    return {"workload": "gpt" + ("_checkpoint" if ckpt else ""), "mode": mode, "median_ms": med, "min_ms": lo, "max_ms": hi,
+            "peak_bytes": peak, "tokens_per_s": tokens / med * 1e3, "kernels": count_kernels(step), "dims": dims}
+
+
 def launch(n=500):
     x = torch.randn(256, device="cuda")
 
@@ -166,6 +212,10 @@ if __name__ == "__main__":
         r = chain(sys.argv[2])
     elif what == "attention":
         r = attention(sys.argv[2])
+    elif what == "gpt":
+        opt = lambda k: sys.argv[sys.argv.index(k) + 1] if k in sys.argv else None
+        size = opt("--size")
+        r = gpt(sys.argv[2], "--checkpoint" in sys.argv, opt("--write"), [int(x) for x in size.split(",")] if size else None)
     else:
         r = llama(sys.argv[2], "--checkpoint" in sys.argv, "--normal" in sys.argv)
         r["data"] = "normal" if "--normal" in sys.argv else "uniform(-1, 1) as tracer's"

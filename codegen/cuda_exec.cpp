@@ -73,6 +73,7 @@ GpuExecutor::GpuExecutor(rt::cuda::Device& dev, std::shared_ptr<Nvrtc> nvrtc, Ke
   const char* p = std::getenv("TRACER_GPU_PROFILE");
   profile_ = p && *p && std::string(p) != "0";
   profile_each_ = profile_ && std::string(p) == "2";
+  if (const char* c = std::getenv("TRACER_GPU_CHECK")) check_ = std::atoi(c);
 }
 
 DeviceTensor GpuExecutor::alloc(const ir::TensorType& t) {
@@ -542,9 +543,21 @@ void GpuExecutor::run_stmts(const std::vector<ir::Stmt>& stmts, Values& env, ir:
                             const std::unordered_set<const ir::Proxy*>& lazy) {
   std::unordered_set<const ir::Proxy*> dying;
   size_t skip = stmts.size();  // a gelu already run by its linear's epilogue
+  struct Depth {
+    int& d;
+    explicit Depth(int& x) : d(x) { ++d; }
+    ~Depth() { --d; }
+  } depth(depth_);
   for (size_t i = 0; i < stmts.size(); ++i) {
     if (i == skip) continue;
     ir::dying_after(stmts, i, dying);
+    if (check_ && !in_graph_ && depth_ == 1 && stmts[i].kind != ir::StmtKind::Del) {
+      check_inputs(stmts[i], env, ctx);
+      size_t before = skip;
+      if (!run_linear_gelu(stmts, i, env, &skip)) run_stmt(stmts[i], env, ctx, dying, lazy);
+      check_outputs(stmts, i, skip != before ? skip : stmts.size(), env, ctx);
+      continue;
+    }
     if (!profile_ || in_graph_ || stmts[i].kind == ir::StmtKind::Del) {
       if (!run_linear_gelu(stmts, i, env, &skip)) run_stmt(stmts[i], env, ctx, dying, lazy);
       continue;
@@ -618,7 +631,9 @@ GpuExecutor::Values GpuExecutor::run(const ir::Trace& t, std::vector<DeviceTenso
     env[t.inputs[i].get()] = std::move(inputs[i]);
   }
   inputs.clear();
+  if (check_ && !in_graph_) check_begin(t, env, ctx);
   run_stmts(t.stmts, env, ctx, ir::lazy_transposes(t.stmts, &t.output));
+  if (check_ && !in_graph_) check_end(t);
   check_index_errors();  // a gather or scatter with a bad index fails the run here
   Values out;
   ir::for_each_proxy(t.output, [&](const ir::ProxyPtr& p) {

@@ -107,6 +107,8 @@ class GpuExecutor {
   }
 
   const GpuStats& stats() const { return stats_; }
+  // Problems TRACER_GPU_CHECK found so far (0 when checking is off).
+  size_t check_failures() const { return check_failures_; }
   void reset_stats() { stats_ = GpuStats(); }
   rt::cuda::Device& device() { return dev_; }
   // With TRACER_GPU_PROFILE=1 set: the device time of every statement run so far, by kind.
@@ -157,6 +159,13 @@ class GpuExecutor {
   bool run_uniform(const ir::Stmt& s, Values& env, ir::ExecContext& ctx);
   void ensure_rng_base(ir::ExecContext& ctx);  // the base written once per run (or by a replay)
   rt::cuda::DeviceTensor alloc(const ir::TensorType& t);
+  // TRACER_GPU_CHECK (codegen/cuda_exec_check.cpp): statement-by-statement comparison with the CPU.
+  rt::Tensor host_value(const ir::Proxy* p, const Values& env, rt::Allocator* al);
+  void check_begin(const ir::Trace& t, const Values& env, ir::ExecContext& ctx);
+  void check_inputs(const ir::Stmt& s, const Values& env, ir::ExecContext& ctx);
+  // After stmts[i] ran (and stmts[also], when a GELU epilogue ran it too; else also >= size).
+  void check_outputs(const std::vector<ir::Stmt>& stmts, size_t i, size_t also, const Values& env, ir::ExecContext& ctx);
+  void check_end(const ir::Trace& t);
 
   rt::cuda::Device& dev_;
   std::shared_ptr<Nvrtc> nvrtc_;
@@ -195,6 +204,18 @@ class GpuExecutor {
   bool index_check_pending_ = false;
   std::unordered_map<std::string, AttentionKernel> attention_kernels_;  // by dtype, head size, causality
   std::unordered_map<const ir::Stmt*, void*> uniform_fns_;               // run_uniform's kernels
+  int check_ = 0;    // TRACER_GPU_CHECK: 1 compares each statement with the CPU, 2 also watches live values
+  int depth_ = 0;    // run_stmts nesting: checks apply to a trace's own statements
+  std::vector<ir::ProxyPtr> check_in_names_;
+  std::vector<rt::Tensor> check_in_;
+  struct Snapshot {
+    rt::cuda::DevPtr ptr = 0;
+    rt::Tensor host;
+    std::string origin;
+  };
+  std::unordered_map<const ir::Proxy*, Snapshot> check_snap_;
+  size_t check_compared_ = 0, check_failures_ = 0, check_trace_failures_ = 0;
+  double check_worst_ = 0;
   bool profile_ = false;
   bool profile_each_ = false;  // TRACER_GPU_PROFILE=2: also every statement, with its bytes
   std::unordered_map<std::string, std::pair<double, int>> profile_table_;
