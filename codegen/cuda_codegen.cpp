@@ -371,7 +371,20 @@ bool is_elementwise_group(const Stmt& s, std::string* why) {
 }
 
 namespace {
-Kernel generate(const Stmt& s, const std::string& name, bool canonical);
+Kernel generate(const Stmt& s, const std::string& name, bool canonical, const std::unordered_set<const ir::Proxy*>& may_alias);
+}
+
+std::unordered_set<const ir::Proxy*> alias_candidates(const Stmt& s, const std::unordered_set<const ir::Proxy*>& dying) {
+  std::unordered_set<const ir::Proxy*> out;
+  if (dying.empty()) return out;
+  std::vector<const Stmt*> prims;
+  prims_of(s, prims);
+  for (const auto& p : group_inputs(prims)) {
+    if (!dying.count(p.get())) continue;
+    for (const auto& o : s.outputs)
+      if (o->type.dtype == p->type.dtype && o->type.shape == p->type.shape) out.insert(p.get());
+  }
+  return out;
 }
 
 const char* storage_name(DType d) {
@@ -407,16 +420,16 @@ std::string hash_hex(const std::string& text) {
   return buf;
 }
 
-Kernel generate_elementwise(const Stmt& s, const std::string& name) {
-  Kernel k = generate(s, name, false);
-  Kernel c = generate(s, "tr_kernel", true);
+Kernel generate_elementwise(const Stmt& s, const std::string& name, const std::unordered_set<const ir::Proxy*>& may_alias) {
+  Kernel k = generate(s, name, false, may_alias);
+  Kernel c = generate(s, "tr_kernel", true, may_alias);
   k.symbol = name_by_hash(c.source);
   k.structure = std::move(c.source);
   return k;
 }
 
 namespace {
-Kernel generate(const Stmt& s, const std::string& name, bool canonical) {
+Kernel generate(const Stmt& s, const std::string& name, bool canonical, const std::unordered_set<const ir::Proxy*>& may_alias) {
   std::string why;
   if (!is_elementwise_group(s, &why)) throw std::invalid_argument("codegen: '" + ir::print_stmt_line(s) + "' is not an elementwise group: " + why);
   std::vector<const Stmt*> prims;
@@ -431,8 +444,19 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical) {
   Namer name_of(canonical);
   std::vector<ir::ProxyPtr> full_in, bcast_in;
   for (const auto& p : inputs) (p->type.shape == shape ? full_in : bcast_in).push_back(p);
-  for (const auto& p : inputs) k.params.push_back({p->name, p->type, false, p});
-  for (const auto& o : s.outputs) k.params.push_back({o->name, o->type, true, o});
+  // Pointers that may share memory (an output written over a dying input) are not restrict.
+  auto aliased_output = [&](const ir::ProxyPtr& o) {
+    for (const auto& p : inputs)
+      if (may_alias.count(p.get()) && p->type.dtype == o->type.dtype && p->type.shape == o->type.shape) return true;
+    return false;
+  };
+  for (const auto& p : inputs) k.params.push_back({p->name, p->type, false, p, may_alias.count(p.get()) > 0});
+  for (const auto& o : s.outputs) k.params.push_back({o->name, o->type, true, o, aliased_output(o)});
+  auto restrict_of = [&](const ir::ProxyPtr& p) {
+    for (const KernelParam& q : k.params)
+      if (q.proxy == p) return q.may_alias ? "* " : "* __restrict__ ";
+    return "* __restrict__ ";
+  };
 
   // Vector width: 16 bytes of the narrowest full-size tensor per access, at most 8 elements.
   size_t narrow = 16;
@@ -524,11 +548,11 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical) {
   body << "extern \"C\" __global__ void __launch_bounds__(256) " << name << "(";
   bool first_param = true;
   for (const auto& p : inputs) {
-    body << (first_param ? "" : ", ") << "const " << storage_name(p->type.dtype) << "* __restrict__ p_" << name_of(p);
+    body << (first_param ? "" : ", ") << "const " << storage_name(p->type.dtype) << restrict_of(p) << "p_" << name_of(p);
     first_param = false;
   }
   for (const auto& o : s.outputs) {
-    body << (first_param ? "" : ", ") << storage_name(o->type.dtype) << "* __restrict__ p_" << name_of(o);
+    body << (first_param ? "" : ", ") << storage_name(o->type.dtype) << restrict_of(o) << "p_" << name_of(o);
     first_param = false;
   }
   body << ", long long n, int vec_ok) {\n";
@@ -630,7 +654,11 @@ std::vector<Kernel> kernels_for(const ir::Trace& t, int sm_count, int compute_ma
       if (s.kind == StmtKind::Prim && s.op && s.op->ns != "prims") continue;  // a host's op: its CPU kernel
       if (prefix.empty() && s.outputs.size() == 1 && lazy.count(s.outputs[0].get())) continue;
       if (is_elementwise_group(s)) {
-        out.push_back(generate_elementwise(s, label(s, at)));
+        // The executor's buffer reuse takes its donors from the dels right after a statement
+        // of the trace itself (a composite's parts have none).
+        std::unordered_set<const ir::Proxy*> dying;
+        if (prefix.empty()) ir::dying_after(stmts, i, dying);
+        out.push_back(generate_elementwise(s, label(s, at), alias_candidates(s, dying)));
       } else if (is_row_group(s)) {
         out.push_back(generate_row(s, label(s, at)));
       } else if (s.kind != StmtKind::Prim) {

@@ -9,6 +9,7 @@
 // and stores); a scalar loop handles the tail.
 #pragma once
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "ir/trace.h"
@@ -21,6 +22,9 @@ struct KernelParam {
   ir::TensorType type;
   bool output = false;
   ir::ProxyPtr proxy;  // the value itself
+  // Declared without __restrict__: an input the executor may overwrite with an output (buffer
+  // reuse), or an output that may be written over an input. Only such pairs may share memory.
+  bool may_alias = false;
 };
 
 struct Kernel {
@@ -44,9 +48,19 @@ struct Kernel {
 // Whether s can become one elementwise kernel (and why not, in *why).
 bool is_elementwise_group(const ir::Stmt& s, std::string* why = nullptr);
 
-// The kernel of an elementwise group; name must be a C identifier. Throws std::invalid_argument
-// when s is not one (is_elementwise_group says why).
-Kernel generate_elementwise(const ir::Stmt& s, const std::string& name);
+// The inputs of elementwise group s whose buffers an output may take (the executor's buffer
+// reuse, docs/memory.md): those in `dying` (they die right after s) with an output's dtype and
+// shape. The kernel must not declare these inputs, nor the outputs that may take them,
+// __restrict__: with restrict the compiler may move a store to the output above a load of the
+// input it overwrites (NVRTC's ptxas does), and a value is read after it was overwritten.
+std::unordered_set<const ir::Proxy*> alias_candidates(const ir::Stmt& s, const std::unordered_set<const ir::Proxy*>& dying);
+
+// The kernel of an elementwise group; name must be a C identifier. may_alias: the inputs whose
+// buffers an output may take (alias_candidates); those and the outputs of their type are
+// declared without __restrict__ (KernelParam::may_alias). Throws std::invalid_argument when s is
+// not one (is_elementwise_group says why).
+Kernel generate_elementwise(const ir::Stmt& s, const std::string& name,
+                            const std::unordered_set<const ir::Proxy*>& may_alias = {});
 
 // Whether s is a row group (and why not): a fusion of elementwise statements and reductions over
 // the last dimension (ir::row_reduction) of one shape [..., C], every value of that shape, of

@@ -298,7 +298,7 @@ void GpuExecutor::run_kernel(const ir::Stmt& s, Values& env, const std::unordere
   auto kit = kernels_.find(&s);
   if (kit == kernels_.end()) {
     Prepared prep;
-    prep.kernel = generate_elementwise(s, "k");
+    prep.kernel = generate_elementwise(s, "k", alias_candidates(s, dying));
     prep.fn = kernel_function(prep.kernel);
     kit = kernels_.emplace(&s, std::move(prep)).first;
   }
@@ -324,7 +324,10 @@ void GpuExecutor::run_kernel(const ir::Stmt& s, Values& env, const std::unordere
     const ir::Proxy* donor = nullptr;
     for (const KernelParam& q : k.params) {
       if (dying.empty()) break;
-      if (q.output || !dying.count(q.proxy.get()) || q.type.dtype != p.type.dtype || q.type.shape != p.type.shape) continue;
+      // Only pairs the kernel declares without __restrict__ (alias_candidates) may share memory.
+      if (q.output || !q.may_alias || !p.may_alias || !dying.count(q.proxy.get()) || q.type.dtype != p.type.dtype ||
+          q.type.shape != p.type.shape)
+        continue;
       if (std::find(donors.begin(), donors.end(), q.proxy.get()) != donors.end()) continue;
       const DeviceTensor& d = env.at(q.proxy.get());
       if (d.buffer.use_count() == 1 && d.buffer->bytes == d.nbytes() && !transposed_.count(q.proxy.get())) {

@@ -6,7 +6,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 TRACER=${1:-build/tracer}
-SMALL="--set T=64 --set L=2 --set D=128 --set H=256 --set R=64 --set C=256 --set B=4 --set N=32"
+SMALL="--set T=64 --set L=2 --set D=128 --set H=256 --set R=64 --set C=256 --set B=4 --set N=32 --set NH=4 --set V=512"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail=0
 for f in examples/*.trace; do
@@ -109,6 +109,31 @@ if "$TRACER" run tests/cli/int_matmul.trace --device cuda --cuda-graph --output 
   python3 tests/gpu/compare.py "$tmp/cpu" "$tmp/gpu" "int_matmul.trace uncapturable --cuda-graph" || fail=1
 else
   echo "FAIL int_matmul.trace uncapturable --cuda-graph: no warning or a failed run"; cat "$tmp/gpu.log"; fail=1
+fi
+# The GPT (examples/gpt.trace, small, bf16) under every pipeline docs/passes.md recommends,
+# against the CPU; with checkpoint regions too. Then once with TRACER_GPU_CHECK=2 (every statement
+# against the CPU from the GPU's own inputs, and every live value watched for being overwritten),
+# and against PyTorch's float32 math on the same data (bench/gpt_check.py; issue 12's bug gave
+# errors of 1e5 on the bias and norm gradients under remat,fuse,del_last_used).
+GPT="--set B=2 --set T=64 --set V=512 --set D=128 --set NH=4 --set L=2"
+for passes in grad,del_last_used grad,fuse,del_last_used grad,remat,del_last_used grad,remat,fuse,del_last_used \
+              grad,remat,fuse_reorder,del_last_used grad,philox,remat,fuse,del_last_used; do
+  check "gpt.trace $passes" examples/gpt.trace $GPT --passes $passes --
+done
+for passes in grad,checkpoint,remat,fuse,del_last_used grad,checkpoint,remat,fuse_reorder,del_last_used; do
+  check "gpt.trace CHECKPOINT=1 $passes" examples/gpt.trace $GPT --set CHECKPOINT=1 --passes $passes --
+done
+for passes in grad,remat,fuse,del_last_used grad,checkpoint,remat,fuse_reorder,del_last_used; do
+  if TRACER_GPU_CHECK=2 "$TRACER" run examples/gpt.trace $GPT --set CHECKPOINT=1 --passes $passes --device cuda >"$tmp/chk.log" 2>&1; then
+    echo "ok   gpt.trace TRACER_GPU_CHECK=2 $passes: $(grep -c 'outputs compared' "$tmp/chk.log") traces, $(grep -o '[0-9]* outputs compared' "$tmp/chk.log" | tr '\n' ' ')"
+  else
+    echo "FAIL gpt.trace TRACER_GPU_CHECK=2 $passes"; grep "gpu-check\|error" "$tmp/chk.log" | head -20; fail=1
+  fi
+done
+if python3 -c "import torch" 2>/dev/null; then
+  python3 bench/gpt_check.py "$TRACER" --size small || fail=1
+else
+  echo "FAIL bench/gpt_check.py: PyTorch is not installed"; fail=1
 fi
 # The stateful uniform (dropout without the philox pass) draws on the device: the CPU's numbers,
 # eagerly and captured in a graph whose replays draw anew.
