@@ -183,7 +183,7 @@ void round_trip(const std::string& name, const std::string& text, const std::str
 }
 
 const std::vector<std::pair<std::string, std::string>> kSmall = {{"T", "16"}, {"L", "2"}, {"D", "32"},
-                                                                  {"H", "48"}, {"R", "8"},  {"C", "16"}};
+                                                                  {"H", "48"}, {"R", "8"},  {"C", "16"}, {"NH", "4"}, {"V", "64"}};
 
 }  // namespace
 
