@@ -80,6 +80,13 @@ const Case kCases[] = {
     {"silu_sigmoid", "def f(a: f64[3, 5]):\n    return loss(silu(a)) + loss(sigmoid(a))"},
     {"var_mean", "def f(a: f64[3, 5]):\n    return loss(var(a, 1)) + mean(a * a)"},
     {"cross_entropy", "def f(a: f64[4, 5]):\n    return cross_entropy(a, prims.iota(4, start=1, dtype=i64))"},
+    {"cross_entropy_ignore_sum", "def f(a: f64[4, 5]):\n"
+                                 "    t = prims.where(prims.eq(prims.iota(4, dtype=i64), 2), -100, prims.iota(4, start=1, dtype=i64))\n"
+                                 "    return cross_entropy(a, t, reduction='sum') + loss(cross_entropy(a * 2.0, t, reduction='none'))"},
+    {"layer_norm_3d", "def f(a: f64[2, 3, 5], w: f64[3, 5], b: f64[3, 5]):\n"
+                      "    return loss(layer_norm(a, (3, 5), w, b, eps=0.01)) + loss(layer_norm(a, (5,)))"},
+    {"layer_norm_weight_only", "def f(a: f64[4, 6], w: f64[6]):\n    return loss(layer_norm(a, (6,), weight=w))"},
+    {"softmax_dims", "def f(a: f64[3, 4, 5]):\n    return loss(softmax(a, 0)) + loss(log_softmax(a, -2)) + loss(softmax(a, 2, dtype=f64))"},
     {"attention", "def f(q: f64[2, 3, 4], k: f64[2, 3, 4], v: f64[2, 3, 4]):\n"
                   "    return loss(scaled_dot_product_attention(q, k, v, is_causal=True))"},
     {"embedding", "def f(e: f64[6, 3]):\n    return loss(embedding(prims.iota(5, dtype=i64), e))"},
