@@ -16,8 +16,10 @@
 #include "codegen/cuda_prelude.h"
 #include "codegen/cuda_reduce.h"
 #include "ir/fusion.h"
+#include "ir/group.h"
 #include "ir/op.h"
 #include "ir/op_rules.h"
+#include "runtime/kernels.h"
 
 namespace tracer::codegen {
 namespace detail {
@@ -298,6 +300,39 @@ std::string prim_expr(const Stmt& ps, const std::function<std::string(const ir::
   return expr;
 }
 
+// The element of view v read at flat index i of the group's shape S.
+std::string view_offset_expr(const ir::View& v, const ir::Shape& S, const char* suffix) {
+  std::string expr = v.offset ? std::to_string(v.offset) + suffix : "";
+  for (const ir::OffsetTerm& t : ir::view_terms(v, S)) {
+    std::string c = "i";
+    if (t.div != 1) c = "(" + c + " / " + std::to_string(t.div) + suffix + ")";
+    if (t.mod) c = "(" + c + " % " + std::to_string(t.mod) + suffix + ")";
+    if (t.stride != 1) c += " * " + std::to_string(t.stride) + suffix;
+    expr += (expr.empty() ? "" : " + ") + c;
+  }
+  return expr.empty() ? "0" : expr;
+}
+
+// A full or an iota inside a group, as its register value at flat index i of S: full's value
+// converted on the host exactly as the CPU converts it; iota's start + c * step (c: the
+// element's index along the iota) in 64 bits, converted as the CPU does.
+std::string creation_expr(const Stmt& p, const ir::Shape& S, const char* suffix) {
+  const ir::TensorType& t = p.outputs[0]->type;
+  Reg r = reg_of(t.dtype);
+  if (p.op->name == "full") {
+    rt::Tensor one = rt::full({1}, ir::to_scalar(p.args[1]), t.dtype, nullptr);
+    double v = one.get(0);
+    if (r == Reg::b8) return v != 0 ? "true" : "false";
+    if (r == Reg::i64) return std::to_string(static_cast<long long>(v)) + "LL";
+    return literal(Arg::of_float(v), r);
+  }
+  long long start = p.args[1].kind == K::Int ? p.args[1].i : 0, step = p.args[2].kind == K::Int ? p.args[2].i : 1;
+  std::string c = offset_expr(t.shape, S, suffix);
+  std::string v = "(long long)((unsigned long long)" + std::to_string(start) + "LL + (unsigned long long)(" + c +
+                  ") * (unsigned long long)" + std::to_string(step) + "LL)";
+  return convert(v, Reg::i64, t.dtype);
+}
+
 // A group's inputs: the proxies its primitives read before the group defines them, in order of
 // first use.
 std::vector<ir::ProxyPtr> group_inputs(const std::vector<const Stmt*>& prims) {
@@ -341,33 +376,14 @@ std::string store_expr(DType d, const std::string& v, bool exact) {
 
 
 bool is_elementwise_group(const Stmt& s, std::string* why) {
-  auto no = [&](const std::string& w) {
-    if (why) *why = w;
+  if (s.kind == StmtKind::Del) {
+    if (why) *why = "a del";
     return false;
-  };
-  if (s.kind == StmtKind::Del) return no("a del");
-  if (s.outputs.empty()) return no("no outputs");
-  std::vector<const Stmt*> prims;
-  prims_of(s, prims);
-  if (prims.empty()) return no("no primitives");
-  for (const Stmt* p : prims)
-    if (!ir::fusible_prim(*p)) return no("prims." + (p->op ? p->op->name : std::string("?")) + " is not elementwise");
-  const ir::Shape& shape = s.outputs[0]->type.shape;
-  for (const auto& o : s.outputs)
-    if (o->type.shape != shape) return no("its outputs have different shapes");
-  for (const Stmt* p : prims) {
-    if (p->op->name == "uniform_philox" && p->outputs[0]->type.shape != shape)
-      return no("a random draw of another shape than the output");
-    for (const auto& o : p->outputs)
-      if (!broadcasts_to(o->type.shape, shape)) return no("a value does not broadcast to the output's shape");
-    for (const Arg& a : p->args) {
-      bool ok = true;
-      ir::for_each_proxy(a, [&](const ir::ProxyPtr& q) { ok = ok && broadcasts_to(q->type.shape, shape); });
-      if (!ok) return no("an input does not broadcast to the output's shape");
-    }
   }
-  if (rt::numel(shape) == 0) return no("the output is empty");
-  return true;
+  ir::GroupPlan g = ir::plan_group(s);
+  if (g.kind == ir::GroupKind::Elementwise) return true;
+  if (why) *why = g.kind == ir::GroupKind::None ? g.why : "it reduces";
+  return false;
 }
 
 namespace {
@@ -377,10 +393,12 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical, const st
 std::unordered_set<const ir::Proxy*> alias_candidates(const Stmt& s, const std::unordered_set<const ir::Proxy*>& dying) {
   std::unordered_set<const ir::Proxy*> out;
   if (dying.empty()) return out;
-  std::vector<const Stmt*> prims;
-  prims_of(s, prims);
-  for (const auto& p : group_inputs(prims)) {
-    if (!dying.count(p.get())) continue;
+  ir::GroupPlan plan = ir::plan_group(s);
+  // An input read through a view is read at other elements than the one written: never shared.
+  std::unordered_set<const ir::Proxy*> viewed;
+  for (const auto& [v, view] : plan.views) viewed.insert(view.base);
+  for (const auto& p : plan.inputs) {
+    if (!dying.count(p.get()) || viewed.count(p.get())) continue;
     for (const auto& o : s.outputs)
       if (o->type.dtype == p->type.dtype && o->type.shape == p->type.shape) out.insert(p.get());
   }
@@ -430,20 +448,66 @@ Kernel generate_elementwise(const Stmt& s, const std::string& name, const std::u
 
 namespace {
 Kernel generate(const Stmt& s, const std::string& name, bool canonical, const std::unordered_set<const ir::Proxy*>& may_alias) {
-  std::string why;
-  if (!is_elementwise_group(s, &why)) throw std::invalid_argument("codegen: '" + ir::print_stmt_line(s) + "' is not an elementwise group: " + why);
+  ir::GroupPlan plan = ir::plan_group(s);
+  if (plan.kind != ir::GroupKind::Elementwise)
+    throw std::invalid_argument("codegen: '" + ir::print_stmt_line(s) + "' is not an elementwise group: " +
+                                (plan.why.empty() ? std::string("it reduces") : plan.why));
   std::vector<const Stmt*> prims;
   prims_of(s, prims);
-  const ir::Shape& shape = s.outputs[0]->type.shape;
+  const ir::Shape& shape = plan.shape;
   Kernel k;
   k.name = name;
   k.elements = rt::numel(shape);
   k.origin = ir::print_stmt_line(s);
 
-  const std::vector<ir::ProxyPtr> inputs = group_inputs(prims);
+  const std::vector<ir::ProxyPtr> inputs = plan.inputs;
   Namer name_of(canonical);
-  std::vector<ir::ProxyPtr> full_in, bcast_in;
-  for (const auto& p : inputs) (p->type.shape == shape ? full_in : bcast_in).push_back(p);
+  // What the arithmetic reads: inputs as they are, and views of inputs (read through strides;
+  // a view that reads its input in order is loaded as the input itself, vectorized).
+  std::vector<ir::ProxyPtr> read;  // in first-use order
+  {
+    std::unordered_set<const ir::Proxy*> seen, defined;
+    for (const Stmt* p : prims) {
+      bool view_op = ir::layout_prim(*p) && p->op->name != "full" && p->op->name != "iota";
+      if (!view_op)
+        for (const Arg& a : p->args)
+          ir::for_each_proxy(a, [&](const ir::ProxyPtr& q) {
+            if (!defined.count(q.get()) && seen.insert(q.get()).second) read.push_back(q);
+          });
+      for (const auto& o : p->outputs) defined.insert(o.get());
+      for (const auto& o : p->outputs)
+        if (plan.views.count(o.get())) defined.erase(o.get());
+    }
+  }
+  std::vector<ir::ProxyPtr> full_in, bcast_in, strided;  // full_in: values read at i, 16 bytes at a time
+  std::unordered_map<const ir::Proxy*, ir::ProxyPtr> base_of;  // full_in value -> the buffer it reads
+  std::vector<ir::ProxyPtr> strided_bases;
+  auto stripped = [](const ir::Shape& x) {
+    size_t j = 0;
+    while (j < x.size() && x[j] == 1) ++j;
+    return ir::Shape(x.begin() + static_cast<std::ptrdiff_t>(j), x.end());
+  };
+  auto input_ptr = [&](const ir::Proxy* b) -> ir::ProxyPtr {
+    for (const auto& q : inputs)
+      if (q.get() == b) return q;
+    throw std::logic_error("codegen: a view's input is not one of the group's");
+  };
+  for (const auto& q : read) {
+    auto v = plan.views.find(q.get());
+    if (v == plan.views.end()) {
+      if (q->type.shape == shape) {
+        full_in.push_back(q);
+        base_of[q.get()] = q;
+      } else {
+        bcast_in.push_back(q);
+      }
+    } else if (v->second.contiguous() && stripped(v->second.shape) == stripped(shape)) {
+      full_in.push_back(q);
+      base_of[q.get()] = input_ptr(v->second.base);
+    } else {
+      strided.push_back(q);
+    }
+  }
   // Pointers that may share memory (an output written over a dying input) are not restrict.
   auto aliased_output = [&](const ir::ProxyPtr& o) {
     for (const auto& p : inputs)
@@ -473,6 +537,13 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical, const st
     (is_row ? row_in : other_in).push_back(p);
   }
   bcast_in = other_in;
+  // The buffers views are read from (each passed once to the element function).
+  for (const auto& q : strided) {
+    ir::ProxyPtr b = input_ptr(plan.views.at(q.get()).base);
+    if (std::find(strided_bases.begin(), strided_bases.end(), b) == strided_bases.end() &&
+        std::find(bcast_in.begin(), bcast_in.end(), b) == bcast_in.end())
+      strided_bases.push_back(b);
+  }
 
   std::ostringstream body;
   // The element function: one line per primitive.
@@ -486,6 +557,8 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical, const st
   for (const auto& p : full_in) body << ", const " << reg_name(reg_of(p->type.dtype)) << " " << name_of(p);
   for (const auto& p : row_in) body << ", const " << reg_name(reg_of(p->type.dtype)) << " " << name_of(p);
   for (const auto& p : bcast_in)
+    body << ", const " << storage_name(p->type.dtype) << "* __restrict__ p_" << name_of(p);
+  for (const auto& p : strided_bases)
     body << ", const " << storage_name(p->type.dtype) << "* __restrict__ p_" << name_of(p);
   // Random draws: the kernel computes the Philox words, four elements per block of the generator
   // (consecutive elements share one), and passes each element its word.
@@ -509,13 +582,23 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical, const st
   for (const auto& p : bcast_in)
     body << "  const " << reg_name(reg_of(p->type.dtype)) << " " << name_of(p) << " = "
          << load_expr(p->type.dtype, "p_" + name_of(p) + "[" + offset_expr(p->type.shape, shape, suffix) + "]") << ";\n";
+  for (const auto& q : strided) {
+    const ir::View& v = plan.views.at(q.get());
+    body << "  const " << reg_name(reg_of(q->type.dtype)) << " " << name_of(q) << " = "
+         << load_expr(q->type.dtype, "p_" + name_of(input_ptr(v.base)) + "[" + view_offset_expr(v, shape, suffix) + "]") << ";\n";
+  }
   std::unordered_map<const ir::Proxy*, std::string> unit_words;  // uniform [0, 1) f32 draws: their words
   for (const Stmt* p : prims) {
     const std::string& op = p->op->name;
     const ir::ProxyPtr& out = p->outputs[0];
     DType od = out->type.dtype;
     std::string expr;
-    if (op == "uniform_philox") {
+    if (plan.views.count(out.get())) continue;  // read through strides where used
+    if (auto same = plan.same_as.find(out.get()); same != plan.same_as.end()) {
+      expr = name_of(same->second);
+    } else if (op == "full" || op == "iota") {
+      expr = creation_expr(*p, shape, suffix);
+    } else if (op == "uniform_philox") {
       // Element i of the draw (its shape is the output's: a draw of another shape is not fused).
       if (out->type.shape != shape) throw std::invalid_argument("codegen: a random draw of another shape than the group's output");
       auto word = [&](const Arg& a) {
@@ -575,6 +658,7 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical, const st
     for (const auto& p : full_in) c << ", " << full_value(p);
     for (const auto& p : row_in) c << ", " << row_value(p);
     for (const auto& p : bcast_in) c << ", p_" << name_of(p);
+    for (const auto& p : strided_bases) c << ", p_" << name_of(p);
     for (size_t d = 0; d < draws.size(); ++d) c << ", " << word(d);
     for (const auto& r : out_regs) c << ", " << r;
     c << ");";
@@ -585,7 +669,7 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical, const st
   for (const auto& p : full_in) {
     std::string t = storage_name(p->type.dtype);
     body << "    __align__(16) " << t << " " << name_of(p) << "_v[V];\n";
-    body << "    tr_copy<V * sizeof(" << t << ")>(" << name_of(p) << "_v, p_" << name_of(p) << " + i0);\n";
+    body << "    tr_copy<V * sizeof(" << t << ")>(" << name_of(p) << "_v, p_" << name_of(base_of.at(p.get())) << " + i0);\n";
   }
   for (const auto& p : row_in) {
     std::string t = storage_name(p->type.dtype);
@@ -619,7 +703,7 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical, const st
   body << "  for (" << idx << " i = nvec * V + first; i < (" << idx << ")n; i += stride) {\n";
   for (size_t j = 0; j < s.outputs.size(); ++j) body << "    " << reg_name(reg_of(s.outputs[j]->type.dtype)) << " " << out_regs[j] << ";\n";
   body << "    "
-       << call("i", [&](const ir::ProxyPtr& p) { return load_expr(p->type.dtype, "p_" + name_of(p) + "[i]"); },
+       << call("i", [&](const ir::ProxyPtr& p) { return load_expr(p->type.dtype, "p_" + name_of(base_of.at(p.get())) + "[i]"); },
                [&](size_t d) { return "tr_philox_word((unsigned long long)i, " + word_name(d) + "_seed, " + word_name(d) + "_offset)"; },
                [&](const ir::ProxyPtr& p) {
                  return load_expr(p->type.dtype, "p_" + name_of(p) + "[i % " + std::to_string(row) + suffix + "]");

@@ -8,6 +8,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "ir/group.h"
 #include "ir/trace.h"
 
 namespace tracer::codegen::detail {
@@ -24,6 +25,13 @@ std::string c_name(const std::string& s);
 // The element offset into a tensor of shape `in` broadcast to `out`, for flat output index i.
 std::string offset_expr(const ir::Shape& in, const ir::Shape& out, const char* suffix);
 bool broadcasts_to(const ir::Shape& in, const ir::Shape& out);
+
+// The element of a view (ir/group.h) read at flat index i of the group's shape S; a full's or an
+// iota's register value at i.
+std::string view_offset_expr(const ir::View& v, const ir::Shape& S, const char* suffix);
+std::string creation_expr(const ir::Stmt& p, const ir::Shape& S, const char* suffix);
+std::string literal(const ir::Arg& a, Reg math);
+std::string convert(const std::string& e, Reg from, rt::DType to);
 
 // The primitives of s (s itself, or its flattened subsymbols).
 void prims_of(const ir::Stmt& s, std::vector<const ir::Stmt*>& out);

@@ -9,6 +9,7 @@
 #include "codegen/cuda_codegen_detail.h"
 #include "codegen/cuda_prelude.h"
 #include "ir/fusion.h"
+#include "ir/group.h"
 #include "ir/op.h"
 
 namespace tracer::codegen {
@@ -25,36 +26,9 @@ bool is_row_group(const Stmt& s, std::string* why) {
     return false;
   };
   if (s.kind != StmtKind::Fusion && s.kind != StmtKind::Composite) return no("not a fusion");
-  if (s.outputs.empty()) return no("no outputs");
-  std::vector<const Stmt*> prims;
-  prims_of(s, prims);
-  ir::Shape shape;
-  bool any = false;
-  for (const Stmt* p : prims) {
-    ir::Shape in;
-    if (ir::row_reduction(*p, &in)) {
-      if (any && in != shape) return no("reductions over rows of different shapes");
-      shape = in;
-      any = true;
-    } else if (!ir::fusible_prim(*p) || p->op->name == "uniform_philox") {
-      return no("prims." + (p->op ? p->op->name : std::string("?")) + " is neither elementwise nor a reduction over rows");
-    }
-  }
-  if (!any) return no("no reduction over rows");
-  ir::Shape row = shape;
-  row.back() = 1;
-  for (const Stmt* p : prims) {
-    for (const auto& o : p->outputs)
-      if (!broadcasts_to(o->type.shape, shape)) return no("a value that does not broadcast to the rows");
-    for (const Arg& a : p->args) {
-      bool ok = true;
-      ir::for_each_proxy(a, [&](const ir::ProxyPtr& q) { ok = ok && broadcasts_to(q->type.shape, shape); });
-      if (!ok) return no("an input that does not broadcast to the rows");
-    }
-  }
-  for (const auto& o : s.outputs)
-    if (o->type.shape != shape && o->type.shape != row) return no("an output neither of the rows' shape nor one per row");
-  return true;
+  ir::GroupPlan g = ir::plan_group(s);
+  if (g.kind == ir::GroupKind::Rows) return true;
+  return no(g.kind == ir::GroupKind::None ? g.why : "no reduction over rows");
 }
 
 namespace {
@@ -63,8 +37,8 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
   if (!is_row_group(s, &why)) throw std::invalid_argument("codegen: '" + ir::print_stmt_line(s) + "' is not a row group: " + why);
   std::vector<const Stmt*> prims;
   prims_of(s, prims);
-  ir::Shape shape;
-  for (const Stmt* p : prims) ir::row_reduction(*p, &shape);
+  ir::GroupPlan plan = ir::plan_group(s);
+  ir::Shape shape = plan.shape;
   ir::Shape row = shape;
   row.back() = 1;
   const int64_t C = shape.back();
@@ -75,7 +49,22 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
   k.row_length = C;
   k.rows = C ? k.elements / C : 0;
 
-  const std::vector<ir::ProxyPtr> inputs = group_inputs(prims);
+  const std::vector<ir::ProxyPtr> inputs = plan.inputs;
+  auto input_ptr = [&](const ir::Proxy* b) -> ir::ProxyPtr {
+    for (const auto& q : inputs)
+      if (q.get() == b) return q;
+    throw std::logic_error("codegen: a view's input is not one of the group's");
+  };
+  auto stripped = [](const ir::Shape& x) {
+    size_t j = 0;
+    while (j < x.size() && x[j] == 1) ++j;
+    return ir::Shape(x.begin() + static_cast<std::ptrdiff_t>(j), x.end());
+  };
+  // A view that reads its input in order and has the rows' shape is read as the input itself.
+  auto full_view = [&](const ir::Proxy* q) {
+    auto v = plan.views.find(q);
+    return v != plan.views.end() && v->second.contiguous() && stripped(v->second.shape) == stripped(shape);
+  };
   Namer name_of(canonical);
   for (const auto& p : inputs) k.params.push_back({p->name, p->type, false, p});
   for (const auto& o : s.outputs) k.params.push_back({o->name, o->type, true, o});
@@ -88,6 +77,8 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
     if (p->type.shape == shape) narrow = std::min(narrow, rt::dtype_size(p->type.dtype));
   for (const auto& o : s.outputs)
     if (o->type.shape == shape) narrow = std::min(narrow, rt::dtype_size(o->type.dtype));
+  for (const auto& [q, v] : plan.views)
+    if (full_view(q)) narrow = std::min(narrow, rt::dtype_size(q->type.dtype));
   const int V = C % static_cast<int64_t>(std::min<size_t>(8, 16 / narrow)) == 0 ? static_cast<int>(std::min<size_t>(8, 16 / narrow)) : 1;
   k.vector_width = V;
 
@@ -102,26 +93,53 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
     std::vector<const Stmt*> chosen;
     for (size_t j = prims.size(); j-- > 0;) {
       const Stmt* p = prims[j];
-      if (ir::row_reduction(*p)) continue;
+      if (ir::row_reduction(*p) || plan.views.count(p->outputs[0].get())) continue;
       bool wanted = false;
       for (const auto& o : p->outputs) wanted = wanted || need.count(o.get());
       if (!wanted) continue;
       chosen.push_back(p);
+      auto same = plan.same_as.find(p->outputs[0].get());
+      if (same != plan.same_as.end()) {
+        need.insert(same->second.get());
+        continue;
+      }
       for (const Arg& a : p->args) ir::for_each_proxy(a, [&](const ir::ProxyPtr& q) { need.insert(q.get()); });
     }
     std::reverse(chosen.begin(), chosen.end());
     std::ostringstream o;
+    std::unordered_set<const ir::Proxy*> vec_loaded;
+    auto vector_base = [&](const ir::ProxyPtr& b) {
+      if (vec_loaded.insert(b.get()).second) row_inputs->push_back(b);
+    };
     for (const auto& p : inputs) {
-      if (!need.count(p.get())) continue;
+      if (!need.count(p.get()) || plan.view_only.count(p.get())) continue;
       bool row_shaped = p->type.shape == shape;
-      if (row_shaped) row_inputs->push_back(p);
+      if (row_shaped && vec) vector_base(p);
       std::string ref = vec && row_shaped ? name_of(p) + "_v[k]" : "p_" + name_of(p) + "[" + offset_expr(p->type.shape, shape, "LL") + "]";
       o << indent << "const " << reg_name(reg_of(p->type.dtype)) << " " << name_of(p) << " = " << load_expr(p->type.dtype, ref) << ";\n";
     }
+    for (const Stmt* p : prims) {  // views of inputs, in the group's order
+      const ir::ProxyPtr& q = p->outputs[0];
+      auto v = plan.views.find(q.get());
+      if (v == plan.views.end() || !need.count(q.get())) continue;
+      ir::ProxyPtr b = input_ptr(v->second.base);
+      std::string ref;
+      if (full_view(q.get())) {
+        if (vec) vector_base(b);
+        ref = vec ? name_of(b) + "_v[k]" : "p_" + name_of(b) + "[i]";
+      } else {
+        ref = "p_" + name_of(b) + "[" + view_offset_expr(v->second, shape, "LL") + "]";
+      }
+      o << indent << "const " << reg_name(reg_of(q->type.dtype)) << " " << name_of(q) << " = " << load_expr(q->type.dtype, ref) << ";\n";
+    }
     for (const Stmt* p : chosen) {
       const ir::ProxyPtr& out = p->outputs[0];
-      o << indent << "const " << reg_name(reg_of(out->type.dtype)) << " " << name_of(out) << " = "
-        << prim_expr(*p, [&](const ir::ProxyPtr& q) { return name_of(q); }) << ";  // "
+      std::string expr;
+      auto same = plan.same_as.find(out.get());
+      if (same != plan.same_as.end()) expr = name_of(same->second);
+      else if (p->op->name == "full" || p->op->name == "iota") expr = creation_expr(*p, shape, "LL");
+      else expr = prim_expr(*p, [&](const ir::ProxyPtr& q) { return name_of(q); });
+      o << indent << "const " << reg_name(reg_of(out->type.dtype)) << " " << name_of(out) << " = " << expr << ";  // "
         << (canonical ? name_of(out) : out->name) << " = prims." << p->op->name << "\n";
     }
     return o.str();

@@ -1,12 +1,17 @@
 // The CPU executor: runs a trace statement by statement with the primitives' CPU kernels.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <functional>
 #include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "ir/fusion.h"
+#include "ir/group.h"
+#include "ir/op_rules.h"
 #include "ir/verify.h"
+#include "runtime/kernels.h"
 
 namespace tracer::ir {
 namespace {
@@ -88,38 +93,128 @@ void run_prim(const Stmt& s, Env& env, ExecContext& ctx, const Dying& dying, con
 }
 
 bool row_split(const TensorType& t, size_t rank, int64_t rows) { return t.shape.size() == rank && t.shape[0] == rows; }
+bool row_split(const Shape& s, size_t rank, int64_t rows) { return s.size() == rank && s[0] == rows; }
 
-// Runs an elementwise group block by block: each block's intermediates live in a scratch
-// allocator for the length of the block only; the outputs are allocated whole up front.
+// Elements of `base` read through a view (ir/group.h): shape and strides in elements, from offset.
+rt::Tensor gather_view(const rt::Tensor& base, const Shape& shape, const std::vector<int64_t>& strides, int64_t offset,
+                       rt::Allocator* al) {
+  rt::Tensor out = rt::Tensor::empty(base.dtype(), shape, al);
+  size_t es = rt::dtype_size(base.dtype());
+  int64_t n = rt::numel(shape);
+  const char* src = static_cast<const char*>(base.data());
+  char* dst = static_cast<char*>(out.data());
+  std::vector<int64_t> idx(shape.size(), 0);
+  int64_t at = offset;
+  for (int64_t j = 0; j < n; ++j) {
+    std::memcpy(dst + static_cast<size_t>(j) * es, src + static_cast<size_t>(at) * es, es);
+    for (size_t d = shape.size(); d-- > 0;) {  // the next index, row-major
+      if (++idx[d] < shape[d]) {
+        at += strides[d];
+        break;
+      }
+      at -= strides[d] * (shape[d] - 1);
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
+// Runs a fused group block by block of rows (of its iteration shape, ir/group.h; else of its
+// first output): each block's intermediates live in a scratch allocator for the length of the
+// block only; the outputs are allocated whole up front. Views of inputs are gathered a block at a
+// time; reductions over the leading dimensions accumulate across the blocks in double, in the
+// order the unfused reduction adds (so the results are bit for bit the same), and the values
+// computed from them run once after the last block.
 void run_fused(const Stmt& s, Env& env, ExecContext& ctx, const Dying& dying) {
   std::vector<const Stmt*> prims;
   flat_prims(s, prims);
-  const Shape& shape = s.outputs[0]->type.shape;
+  GroupPlan g = plan_group(prims, s.outputs);
+  const bool planned = g.kind != GroupKind::None;
+  const Shape shape = planned ? g.shape : s.outputs[0]->type.shape;
   size_t rank = shape.size();
   int64_t rows = shape[0], row_elems = rows ? rt::numel(shape) / rows : 0;
   int64_t block = std::max<int64_t>(1, 65536 / std::max<int64_t>(row_elems, 1));
-  std::vector<rt::Tensor> outs;
+  // Column reductions and what is computed from them run after the blocks.
+  std::unordered_set<const Proxy*> post;
+  std::unordered_set<const Stmt*> post_prims;
+  struct Columns {
+    rt::ReduceOp op;
+    std::vector<double> acc;
+  };
+  std::unordered_map<const Stmt*, Columns> cols;
+  if (g.kind == GroupKind::Columns) {
+    int64_t per = rt::numel(Shape(shape.begin() + static_cast<std::ptrdiff_t>(g.lead), shape.end()));
+    for (const Stmt* p : prims) {
+      bool reads_post = false;
+      for (const Arg& a : p->args) for_each_proxy(a, [&](const ProxyPtr& q) { reads_post = reads_post || post.count(q.get()); });
+      if (column_reduction(*p)) {
+        const std::string& op = p->op->name;
+        rt::ReduceOp r = op == "sum" ? rt::ReduceOp::sum : op == "amax" ? rt::ReduceOp::amax : rt::ReduceOp::amin;
+        double init = r == rt::ReduceOp::sum ? 0.0 : r == rt::ReduceOp::amax ? -INFINITY : INFINITY;
+        cols[p] = Columns{r, std::vector<double>(static_cast<size_t>(per), init)};
+        post.insert(p->outputs[0].get());
+        post_prims.insert(p);
+      } else if (reads_post) {
+        for (const auto& o : p->outputs) post.insert(o.get());
+        post_prims.insert(p);
+      }
+    }
+  }
+  // An input read through a view is read at other rows than the block's: it lends no buffer.
   std::vector<const Proxy*> donors;
-  for (const auto& o : s.outputs) {
+  for (const auto& [v, view] : g.views) donors.push_back(view.base);
+  size_t viewed = donors.size();
+  std::vector<rt::Tensor> outs(s.outputs.size());
+  for (size_t i = 0; i < s.outputs.size(); ++i) {
+    const auto& o = s.outputs[i];
+    if (post.count(o.get())) continue;  // computed after the blocks
     const Proxy* d = dying.empty() ? nullptr : find_donor(s, o->type, dying, env, donors);
     if (d) {
       // Block r of the donor is read before block r of the output is written (row views).
       donors.push_back(d);
-      outs.push_back(env.at(d));
+      outs[i] = env.at(d);
     } else {
-      outs.push_back(rt::Tensor::empty(o->type.dtype, o->type.shape, ctx.allocator));
+      outs[i] = rt::Tensor::empty(o->type.dtype, o->type.shape, ctx.allocator);
     }
   }
   rt::Allocator scratch;
   ExecContext local_ctx = ctx;
   local_ctx.allocator = &scratch;
   local_ctx.reuse = nullptr;
+  auto block_shape = [&](Shape sh, int64_t b) {
+    if (row_split(sh, rank, rows)) sh[0] = b;
+    return sh;
+  };
+  auto run_prim_on = [&](const Stmt* p, const std::function<rt::Tensor(const ProxyPtr&)>& value, ExecContext& c) {
+    std::vector<Arg> args;
+    for (const Arg& a : p->args) {
+      if (a.kind == Arg::Kind::Proxy) args.push_back(Arg::of_tensor(value(a.proxy)));
+      else if (a.is_seq()) {
+        Arg x = a;
+        for (Arg& y : x.items)
+          if (y.kind == Arg::Kind::Proxy) y = Arg::of_tensor(value(y.proxy));
+        args.push_back(x);
+      } else {
+        args.push_back(a);
+      }
+    }
+    return p->op->cpu(args, c);
+  };
   for (int64_t r0 = 0; r0 < rows; r0 += block) {
-    int64_t r1 = std::min(rows, r0 + block);
+    int64_t r1 = std::min(rows, r0 + block), b = r1 - r0;
     Env local;
     auto value = [&](const ProxyPtr& p) -> rt::Tensor {
       auto it = local.find(p.get());
       if (it != local.end()) return it->second;
+      auto v = g.views.find(p.get());
+      if (v != g.views.end()) {
+        const View& w = v->second;
+        bool split = row_split(w.shape, rank, rows);
+        Shape bs = split ? block_shape(w.shape, b) : w.shape;
+        rt::Tensor t = gather_view(env.at(w.base), bs, w.strides, w.offset + (split ? r0 * w.strides[0] : 0), local_ctx.allocator);
+        local.emplace(p.get(), t);
+        return t;
+      }
       auto outer = env.find(p.get());
       if (outer == env.end()) throw std::runtime_error("'" + p->name + "' has no value (deleted or never defined)");
       rt::Tensor t = row_split(p->type, rank, rows) ? outer->second.rows(r0, r1) : outer->second;
@@ -127,35 +222,92 @@ void run_fused(const Stmt& s, Env& env, ExecContext& ctx, const Dying& dying) {
       return t;
     };
     for (const Stmt* p : prims) {
+      const ProxyPtr& out = p->outputs[0];
+      if (auto c = cols.find(p); c != cols.end()) {  // accumulate this block's rows, in order
+        rt::Tensor x = value(p->args[0].proxy);
+        std::vector<double>& acc = c->second.acc;
+        size_t per = acc.size();
+        int64_t n = x.numel();
+        for (int64_t j = 0; j < n; ++j) {
+          double v = x.get(j), &a = acc[static_cast<size_t>(j) % per];
+          switch (c->second.op) {
+            case rt::ReduceOp::sum: a = a + v; break;
+            case rt::ReduceOp::amax: a = (std::isnan(a) || a >= v) ? a : v; break;
+            default: a = (std::isnan(a) || a <= v) ? a : v; break;
+          }
+        }
+        continue;
+      }
+      if (post_prims.count(p) || g.views.count(out.get())) continue;
+      if (auto same = g.same_as.find(out.get()); same != g.same_as.end()) {
+        local[out.get()] = value(same->second).view(block_shape(out->type.shape, b));
+        continue;
+      }
+      if (p->op->name == "full") {
+        local[out.get()] = rt::full(block_shape(out->type.shape, b), to_scalar(p->args[1]), out->type.dtype, local_ctx.allocator);
+        continue;
+      }
+      if (p->op->name == "iota") {
+        int64_t n = p->args[0].i, start = p->args[1].kind == Arg::Kind::Int ? p->args[1].i : 0;
+        int64_t step = p->args[2].kind == Arg::Kind::Int ? p->args[2].i : 1;
+        bool split = row_split(out->type, rank, rows);
+        local[out.get()] = rt::iota(split ? b : n, split ? static_cast<int64_t>(static_cast<uint64_t>(start) + static_cast<uint64_t>(r0) * static_cast<uint64_t>(step)) : start,
+                                    step, out->type.dtype, local_ctx.allocator);
+        continue;
+      }
       if (p->op->name == "uniform_philox") {  // this block's elements of the draw
-        const TensorType& t = p->outputs[0]->type;
+        const TensorType& t = out->type;
         rt::Shape bs = t.shape;
         bool split = row_split(t, rank, rows);  // else it broadcasts along the rows: drawn whole
-        if (split) bs[0] = r1 - r0;
+        if (split) bs[0] = b;
         uint64_t start = split ? static_cast<uint64_t>(r0 * (rt::numel(t.shape) / rows)) : 0;
         auto word = [&](const Arg& a) -> uint64_t {
           if (a.kind == Arg::Kind::Proxy) return static_cast<uint64_t>(static_cast<int64_t>(value(a.proxy).get(0)));
           return static_cast<uint64_t>(a.i);
         };
-        local[p->outputs[0].get()] = rt::uniform_philox(bs, p->args[1].number(), p->args[2].number(), t.dtype, word(p->args[5]),
-                                                        word(p->args[6]), local_ctx.allocator, start);
+        local[out.get()] = rt::uniform_philox(bs, p->args[1].number(), p->args[2].number(), t.dtype, word(p->args[5]),
+                                              word(p->args[6]), local_ctx.allocator, start);
         continue;
       }
-      std::vector<Arg> args;
-      for (const Arg& a : p->args) {
-        if (a.kind == Arg::Kind::Proxy) args.push_back(Arg::of_tensor(value(a.proxy)));
-        else args.push_back(a);
-      }
-      std::vector<rt::Tensor> res = p->op->cpu(args, local_ctx);
+      std::vector<rt::Tensor> res = run_prim_on(p, value, local_ctx);
       for (size_t i = 0; i < res.size(); ++i) local[p->outputs[i].get()] = std::move(res[i]);
     }
     for (size_t i = 0; i < s.outputs.size(); ++i) {
+      if (post.count(s.outputs[i].get())) continue;
       const rt::Tensor& part = local.at(s.outputs[i].get());
       rt::Tensor dst = outs[i].rows(r0, r1);
       if (part.nbytes()) std::memcpy(dst.data(), part.data(), part.nbytes());
     }
   }
-  for (const Proxy* d : donors) env.erase(d);
+  if (!post.empty()) {  // the reduced values, then what is computed from them, whole
+    Env done;
+    auto value = [&](const ProxyPtr& p) -> rt::Tensor {
+      auto it = done.find(p.get());
+      if (it != done.end()) return it->second;
+      auto outer = env.find(p.get());
+      if (outer == env.end()) throw std::runtime_error("'" + p->name + "' has no value (deleted or never defined)");
+      return outer->second;
+    };
+    for (const Stmt* p : prims) {
+      if (!post_prims.count(p)) continue;
+      const ProxyPtr& out = p->outputs[0];
+      if (auto c = cols.find(p); c != cols.end()) {
+        rt::Tensor t = rt::Tensor::empty(out->type.dtype, out->type.shape, local_ctx.allocator);
+        for (size_t j = 0; j < c->second.acc.size(); ++j) t.set(static_cast<int64_t>(j), c->second.acc[j]);
+        done[out.get()] = t;
+        continue;
+      }
+      if (auto same = g.same_as.find(out.get()); same != g.same_as.end()) {
+        done[out.get()] = value(same->second).view(out->type.shape);
+        continue;
+      }
+      std::vector<rt::Tensor> res = run_prim_on(p, value, local_ctx);
+      for (size_t i = 0; i < res.size(); ++i) done[p->outputs[i].get()] = std::move(res[i]);
+    }
+    for (size_t i = 0; i < s.outputs.size(); ++i)
+      if (post.count(s.outputs[i].get())) outs[i] = rt::cast(done.at(s.outputs[i].get()), s.outputs[i]->type.dtype, ctx.allocator);
+  }
+  for (size_t k = viewed; k < donors.size(); ++k) env.erase(donors[k]);
   for (size_t i = 0; i < s.outputs.size(); ++i) env[s.outputs[i].get()] = std::move(outs[i]);
 }
 

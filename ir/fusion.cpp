@@ -1,6 +1,8 @@
 // Which statements run fused on the CPU (see fusion.h).
 #include "ir/fusion.h"
 
+#include "ir/group.h"
+
 #include "ir/op_rules.h"
 
 namespace tracer::ir {
@@ -86,14 +88,12 @@ std::unordered_set<const Proxy*> lazy_transposes(const std::vector<Stmt>& stmts,
   return lazy;
 }
 
-bool runs_fused(const Stmt& s) {
-  if (s.kind != StmtKind::Composite && s.kind != StmtKind::Fusion) return false;
-  if (s.outputs.empty()) return false;
-  std::vector<const Stmt*> prims;
-  flat_prims(s, prims);
-  if (prims.size() < 2) return false;
+namespace {
+
+// Elementwise primitives and reductions over the last dimension whose every value splits into
+// blocks of rows or broadcasts along them (the rule before groups held views and creations).
+bool splits_by_rows(const Stmt& s, const std::vector<const Stmt*>& prims) {
   const Shape& shape = s.outputs[0]->type.shape;
-  if (shape.empty() || shape[0] < 2) return false;
   size_t rank = shape.size();
   int64_t rows = shape[0];
   auto fits = [&](const TensorType& t, bool must_split) {
@@ -118,6 +118,44 @@ bool runs_fused(const Stmt& s) {
     if (!fits(o->type, true)) return false;
   // A row group splits by rows only when the reduced (last) dimension is not the row dimension.
   if (reduces && rank < 2) return false;
+  return true;
+}
+
+}  // namespace
+
+bool runs_fused(const Stmt& s) {
+  if (s.kind != StmtKind::Composite && s.kind != StmtKind::Fusion) return false;
+  if (s.outputs.empty()) return false;
+  std::vector<const Stmt*> prims;
+  flat_prims(s, prims);
+  if (prims.size() < 2) return false;
+  const Shape& first = s.outputs[0]->type.shape;
+  if (!first.empty() && first[0] >= 2 && splits_by_rows(s, prims)) return true;
+  // A group (ir/group.h) with views, creations or reductions over columns: blocks of rows of
+  // its iteration shape S; every value splits by rows of S or broadcasts along them.
+  GroupPlan g = plan_group(prims, s.outputs);
+  if (g.kind == GroupKind::None) return false;
+  const Shape& S = g.shape;
+  if (S.empty() || S[0] < 2) return false;
+  if (g.kind == GroupKind::Rows && S.size() < 2) return false;
+  size_t R = S.size();
+  int64_t rows = S[0];
+  auto fits = [&](const Shape& sh) { return (sh.size() == R && sh[0] == rows) || sh.size() < R || sh[0] == 1; };
+  for (const Stmt* p : prims) {
+    for (const auto& o : p->outputs) {
+      auto v = g.views.find(o.get());
+      if (v != g.views.end()) {
+        if (!g.view_only.count(o.get()) && !fits(v->second.shape)) return false;
+      } else if (!fits(o->type.shape)) {
+        return false;
+      }
+    }
+    for (const Arg& a : p->args) {
+      bool ok = true;
+      for_each_proxy(a, [&](const ProxyPtr& q) { ok = ok && (g.view_only.count(q.get()) || g.views.count(q.get()) || fits(q->type.shape)); });
+      if (!ok) return false;
+    }
+  }
   return true;
 }
 
