@@ -9,6 +9,7 @@
 #include "interpreter/mincut.h"
 #include "interpreter/trace_api.h"
 #include "ir/fusion.h"
+#include "ir/group.h"
 #include "ir/memory.h"
 
 namespace tracer::interp {
@@ -67,6 +68,13 @@ bool all_elementwise(const ir::Stmt& s) {
 
 // Every primitive elementwise or a stateless random draw: it can join a fused group (fuse).
 bool all_fusible(const ir::Stmt& s) { return all_prims(s, ir::fusible_prim); }
+
+// Every primitive one a fused kernel can hold (ir/group.h): elementwise, draws, reductions over
+// rows or columns, views and creations.
+bool all_groupable(const ir::Stmt& s) { return all_prims(s, ir::group_prim); }
+
+// Every primitive a view op or a creation: no arithmetic of its own.
+bool all_layout(const ir::Stmt& s) { return all_prims(s, ir::layout_prim); }
 
 Value stmt_args(const ir::Stmt& s) {
   std::vector<Value> out;
@@ -199,6 +207,9 @@ bool trace_attr(Interpreter& in, const Value& obj, const std::string& name, Valu
     else if (name == "region_id") *out = Value::integer(s.region_id);
     else if (name == "elementwise") *out = Value::boolean(all_elementwise(s));
     else if (name == "fusible") *out = Value::boolean(all_fusible(s));
+    else if (name == "groupable") *out = Value::boolean(all_groupable(s));
+    else if (name == "layout") *out = Value::boolean(all_layout(s));
+    else if (name == "column_reduction") *out = Value::boolean(ir::column_reduction(s));
     else if (name == "row_reduction") {
       ir::Shape sh;
       if (ir::row_reduction(s, &sh)) {
@@ -467,6 +478,28 @@ Value b_runs_fused(Interpreter& in, CallArgs& a, SourceLoc loc) {
   return Value::boolean(ir::runs_fused(f));
 }
 
+// group_kind(stmts, outputs): how their fusion runs as one kernel (ir::plan_group): "elementwise",
+// "rows", "columns", or None.
+Value b_group_kind(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  if (a.pos.size() != 2) in.fail(loc, "group_kind(stmts, outputs) takes a list of statements and a list of proxies");
+  ir::Stmt f;
+  f.kind = ir::StmtKind::Fusion;
+  for (const Value& v : in.iterate(a.pos[0], loc)) {
+    if (!v.is(VT::Stmt)) in.fail(loc, std::string("group_kind(): expected statements, got ") + type_name(v.type()));
+    f.subsymbols.push_back(*v.as<StmtObj>()->stmt);
+  }
+  for (const Value& v : in.iterate(a.pos[1], loc)) {
+    if (!v.is(VT::Proxy)) in.fail(loc, std::string("group_kind(): expected proxies as outputs, got ") + type_name(v.type()));
+    f.outputs.push_back(v.as<ProxyObj>()->p);
+  }
+  switch (ir::plan_group(f).kind) {
+    case ir::GroupKind::Elementwise: return str_value("elementwise");
+    case ir::GroupKind::Rows: return str_value("rows");
+    case ir::GroupKind::Columns: return str_value("columns");
+    default: return Value();
+  }
+}
+
 // name -> index of the top-level statement that defines it.
 Value b_producers(Interpreter& in, CallArgs& a, SourceLoc loc) {
   auto t = want_trace(in, a.pos.at(0), "producers", loc);
@@ -654,6 +687,9 @@ const BuiltinDef kTraceBuiltins[] = {
     {"runs_fused", b_runs_fused,
      "runs_fused(stmts, outputs): whether their fusion would run block by block on the CPU (only inputs and "
      "outputs at full size)."},
+    {"group_kind", b_group_kind,
+     "group_kind(stmts, outputs): how their fusion runs as one kernel: 'elementwise', 'rows', 'columns' or None "
+     "(docs/codegen.md, Groups)."},
     {"memory_estimate", b_memory_estimate,
      "memory_estimate(traces): (peak bytes, per trace the live bytes after each statement), as tracer mem "
      "estimates them (dels included)."},

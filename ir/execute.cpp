@@ -240,7 +240,12 @@ void run_fused(const Stmt& s, Env& env, ExecContext& ctx, const Dying& dying) {
       }
       if (post_prims.count(p) || g.views.count(out.get())) continue;
       if (auto same = g.same_as.find(out.get()); same != g.same_as.end()) {
-        local[out.get()] = value(same->second).view(block_shape(out->type.shape, b));
+        rt::Tensor a = value(same->second);
+        Shape bs = block_shape(out->type.shape, b);
+        if (p->op->name == "broadcast_in_dim")  // the same values, broadcast to the block
+          local[out.get()] = rt::broadcast_in_dim(a, bs, int_list(p->args[2], "broadcast_dimensions"), local_ctx.allocator);
+        else
+          local[out.get()] = a.view(bs);
         continue;
       }
       if (p->op->name == "full") {
@@ -298,7 +303,10 @@ void run_fused(const Stmt& s, Env& env, ExecContext& ctx, const Dying& dying) {
         continue;
       }
       if (auto same = g.same_as.find(out.get()); same != g.same_as.end()) {
-        done[out.get()] = value(same->second).view(out->type.shape);
+        rt::Tensor a = value(same->second);
+        done[out.get()] = p->op->name == "broadcast_in_dim"
+                              ? rt::broadcast_in_dim(a, out->type.shape, int_list(p->args[2], "broadcast_dimensions"), local_ctx.allocator)
+                              : a.view(out->type.shape);
         continue;
       }
       std::vector<rt::Tensor> res = run_prim_on(p, value, local_ctx);

@@ -2,6 +2,7 @@
 #include "ir/memory.h"
 
 #include "ir/fusion.h"
+#include "ir/group.h"
 #include "ir/op.h"
 
 #include <algorithm>
@@ -96,6 +97,11 @@ class Sim {
   void run_stmt(const Stmt& s, int phase, size_t index, const std::unordered_set<const Proxy*>& dying) {
     if (runs_fused(s)) {  // block by block: only the outputs exist at full size
       std::vector<int> taken, st;
+      // An input read through a view (ir/group.h) lends no buffer, as in the executors.
+      for (const auto& [v, view] : plan_group(s).views) {
+        int b = storage(view.base);
+        if (b >= 0) taken.push_back(b);
+      }
       for (const auto& p : s.outputs) st.push_back(dying.empty() ? -1 : donor_arg(s, p->type, dying, taken));
       for (size_t i = 0; i < s.outputs.size(); ++i)
         define(s.outputs[i].get(), st[i] >= 0 ? st[i] : new_storage(s.outputs[i]->type.nbytes()));
