@@ -744,7 +744,13 @@ std::vector<Kernel> kernels_for(const ir::Trace& t, int sm_count, int compute_ma
         if (prefix.empty()) ir::dying_after(stmts, i, dying);
         out.push_back(generate_elementwise(s, label(s, at), alias_candidates(s, dying)));
       } else if (is_row_group(s)) {
-        out.push_back(generate_row(s, label(s, at)));
+        std::unordered_set<const ir::Proxy*> dying;
+        if (prefix.empty()) ir::dying_after(stmts, i, dying);
+        out.push_back(generate_row(s, label(s, at), alias_candidates(s, dying)));
+      } else if (is_column_group(s)) {
+        std::unordered_set<const ir::Proxy*> dying;
+        if (prefix.empty()) ir::dying_after(stmts, i, dying);
+        out.push_back(generate_columns(s, label(s, at), alias_candidates(s, dying)));
       } else if (s.kind != StmtKind::Prim) {
         walk(s.subsymbols, at + "_");
       } else if (s.op && (s.op->name == "attention" || s.op->name == "attention_backward")) {

@@ -43,6 +43,11 @@ struct Kernel {
   // A row group's kernel (rows > 0): one block of 256 threads per row of row_length elements;
   // its parameters are the pointers, then `long long rows`.
   int64_t rows = 0, row_length = 0;
+  // A column group's two kernels (columns): rows x row_length, blocks of column_block columns
+  // by column_chunks chunks of rows; parameters: the pointers, then the double partials buffer
+  // of `partials` elements (generate_columns).
+  bool columns = false;
+  int64_t column_block = 0, column_chunks = 0, partials = 0;
 };
 
 // Whether s can become one elementwise kernel (and why not, in *why).
@@ -71,7 +76,18 @@ bool is_row_group(const ir::Stmt& s, std::string* why = nullptr);
 // per row computes each reduction in turn over the row (recomputing the elementwise values it
 // needs from the inputs; floats accumulate in double as on the CPU), then writes the outputs.
 // Throws std::invalid_argument when s is not a row group.
-Kernel generate_row(const ir::Stmt& s, const std::string& name);
+Kernel generate_row(const ir::Stmt& s, const std::string& name, const std::unordered_set<const ir::Proxy*>& may_alias = {});
+
+// Whether s is a column group (and why not): a fusion whose reductions are over its leading
+// dimensions (ir::column_reduction), with the elementwise values they reduce and the values
+// computed from the reduced ones (ir/group.h).
+bool is_column_group(const ir::Stmt& s, std::string* why = nullptr);
+
+// A column group's two kernels in one module (symbol, symbol2): the pass over the rows
+// accumulating each column in double and writing the outputs of the whole shape, then the
+// combination of the chunks in order and the per-column values (docs/codegen.md). may_alias as
+// for generate_elementwise (outputs of the whole shape may take a dying input's buffer).
+Kernel generate_columns(const ir::Stmt& s, const std::string& name, const std::unordered_set<const ir::Proxy*>& may_alias = {});
 
 // FNV-1a, 64 bits, as 16 hex digits (kernel cache keys).
 std::string hash_hex(const std::string& text);

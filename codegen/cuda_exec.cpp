@@ -294,29 +294,19 @@ void GpuExecutor::run_rng_state(const ir::Stmt& s, Values& env, ir::ExecContext&
   env[s.outputs[1].get()] = std::move(offset);
 }
 
-void GpuExecutor::run_kernel(const ir::Stmt& s, Values& env, const std::unordered_set<const ir::Proxy*>& dying) {
-  auto kit = kernels_.find(&s);
-  if (kit == kernels_.end()) {
-    Prepared prep;
-    prep.kernel = generate_elementwise(s, "k", alias_candidates(s, dying));
-    prep.fn = kernel_function(prep.kernel);
-    kit = kernels_.emplace(&s, std::move(prep)).first;
-  }
-  const Kernel& k = kit->second.kernel;
-  void* fn = kit->second.fn;
+void GpuExecutor::bind(const Kernel& k, Values& env, const std::unordered_set<const ir::Proxy*>& dying) {
   // Scratch kept across launches: the launch path allocates nothing of its own.
   std::vector<rt::cuda::DevPtr>& ptrs = scratch_ptrs_;
   std::vector<DeviceTensor>& outs = scratch_outs_;
   std::vector<const ir::Proxy*>& donors = scratch_donors_;
-  std::vector<void*>& args = scratch_args_;
   ptrs.clear();
   outs.clear();
   donors.clear();
-  args.clear();
   for (const KernelParam& p : k.params) {
     if (!p.output) {
       auto it = env.find(p.proxy.get());
       if (it == env.end()) throw std::runtime_error("'" + p.name + "' has no value (deleted or never defined)");
+      if (transposed_.count(p.proxy.get())) throw std::runtime_error("'" + p.name + "' is a lazy transpose read by a kernel");
       ptrs.push_back(it->second.ptr());
       continue;
     }
@@ -347,48 +337,54 @@ void GpuExecutor::run_kernel(const ir::Stmt& s, Values& env, const std::unordere
     ptrs.push_back(o.ptr());
     outs.push_back(std::move(o));
   }
-  long long n = k.elements;
-  int vec_ok = 1;
-  for (rt::cuda::DevPtr q : ptrs) vec_ok = vec_ok && (q % 16 == 0);
-  for (auto& q : ptrs) args.push_back(&q);
-  args.push_back(&n);
-  args.push_back(&vec_ok);
-  long long units = vec_ok ? n / k.vector_width + n % k.vector_width : n;
-  long long blocks = std::max<long long>(1, std::min<long long>((units + 255) / 256, 16LL * dev_.sm_count()));
-  dev_.launch(fn, static_cast<unsigned>(blocks), 256, args.data());
-  stats_.launches++;
-  for (const ir::Proxy* d : donors) env.erase(d);
-  size_t j = 0;
-  for (const KernelParam& p : k.params)
-    if (p.output) env[p.proxy.get()] = std::move(outs[j++]);
-  outs.clear();
 }
 
-void GpuExecutor::run_row_kernel(const ir::Stmt& s, Values& env) {
+void GpuExecutor::bind_outputs(const Kernel& k, Values& env) {
+  for (const ir::Proxy* d : scratch_donors_) env.erase(d);
+  size_t j = 0;
+  for (const KernelParam& p : k.params)
+    if (p.output) env[p.proxy.get()] = std::move(scratch_outs_[j++]);
+  scratch_outs_.clear();
+}
+
+void GpuExecutor::run_kernel(const ir::Stmt& s, Values& env, const std::unordered_set<const ir::Proxy*>& dying) {
   auto kit = kernels_.find(&s);
   if (kit == kernels_.end()) {
     Prepared prep;
-    prep.kernel = generate_row(s, "k");
+    prep.kernel = generate_elementwise(s, "k", alias_candidates(s, dying));
     prep.fn = kernel_function(prep.kernel);
     kit = kernels_.emplace(&s, std::move(prep)).first;
   }
   const Kernel& k = kit->second.kernel;
+  bind(k, env, dying);
+  std::vector<void*>& args = scratch_args_;
+  args.clear();
+  long long n = k.elements;
+  int vec_ok = 1;
+  for (rt::cuda::DevPtr q : scratch_ptrs_) vec_ok = vec_ok && (q % 16 == 0);
+  for (auto& q : scratch_ptrs_) args.push_back(&q);
+  args.push_back(&n);
+  args.push_back(&vec_ok);
+  long long units = vec_ok ? n / k.vector_width + n % k.vector_width : n;
+  long long blocks = std::max<long long>(1, std::min<long long>((units + 255) / 256, 16LL * dev_.sm_count()));
+  dev_.launch(kit->second.fn, static_cast<unsigned>(blocks), 256, args.data());
+  stats_.launches++;
+  bind_outputs(k, env);
+}
+
+void GpuExecutor::run_row_kernel(const ir::Stmt& s, Values& env, const std::unordered_set<const ir::Proxy*>& dying) {
+  auto kit = kernels_.find(&s);
+  if (kit == kernels_.end()) {
+    Prepared prep;
+    prep.kernel = generate_row(s, "k", alias_candidates(s, dying));
+    prep.fn = kernel_function(prep.kernel);
+    kit = kernels_.emplace(&s, std::move(prep)).first;
+  }
+  const Kernel& k = kit->second.kernel;
+  bind(k, env, dying);
   std::vector<rt::cuda::DevPtr>& ptrs = scratch_ptrs_;
   std::vector<void*>& args = scratch_args_;
-  ptrs.clear();
   args.clear();
-  std::vector<DeviceTensor> outs;
-  for (const KernelParam& p : k.params) {
-    if (!p.output) {
-      auto it = env.find(p.proxy.get());
-      if (it == env.end()) throw std::runtime_error("'" + p.name + "' has no value (deleted or never defined)");
-      if (transposed_.count(p.proxy.get())) throw std::runtime_error("'" + p.name + "' is a lazy transpose read by a row kernel");
-      ptrs.push_back(it->second.ptr());
-    } else {
-      outs.push_back(alloc(p.type));
-      ptrs.push_back(outs.back().ptr());
-    }
-  }
   long long rows = k.rows;
   // Vector accesses need every row-shaped tensor 16-byte aligned (rows then are too: the
   // generator vectorizes only when the vector width divides the row).
@@ -402,9 +398,34 @@ void GpuExecutor::run_row_kernel(const ir::Stmt& s, Values& env) {
     dev_.launch(kit->second.fn, static_cast<unsigned>(std::min<long long>(rows, 1LL << 30)), 256, args.data());
     stats_.launches++;
   }
-  size_t j = 0;
-  for (const KernelParam& p : k.params)
-    if (p.output) env[p.proxy.get()] = std::move(outs[j++]);
+  bind_outputs(k, env);
+}
+
+void GpuExecutor::run_column_kernel(const ir::Stmt& s, Values& env, const std::unordered_set<const ir::Proxy*>& dying) {
+  auto kit = kernels_.find(&s);
+  if (kit == kernels_.end()) {
+    Prepared prep;
+    prep.kernel = generate_columns(s, "k", alias_candidates(s, dying));
+    prep.fn = compiled(prep.kernel.structure, prep.kernel.symbol, prep.kernel.name);
+    prep.fn2 = compiled(prep.kernel.structure, prep.kernel.symbol2, prep.kernel.name);
+    kit = kernels_.emplace(&s, std::move(prep)).first;
+  }
+  const Kernel& k = kit->second.kernel;
+  bind(k, env, dying);
+  // The partials: one double per chunk of rows, reduction and column (stream ordered: freed
+  // to the allocator's cache after the launches are queued, reused only by later work).
+  rt::cuda::Buffer partial(&dev_, static_cast<size_t>(std::max<int64_t>(k.partials, 1)) * sizeof(double));
+  std::vector<void*>& args = scratch_args_;
+  args.clear();
+  rt::cuda::DevPtr pp = partial.ptr;
+  for (auto& q : scratch_ptrs_) args.push_back(&q);
+  args.push_back(&pp);
+  unsigned gx = static_cast<unsigned>((k.row_length + k.column_block - 1) / k.column_block);
+  dev_.launch(kit->second.fn, gx, static_cast<unsigned>(k.column_chunks), 256, 0, args.data());
+  long long blocks2 = std::max<long long>(1, std::min<long long>((k.row_length + 255) / 256, 16LL * dev_.sm_count()));
+  dev_.launch(kit->second.fn2, static_cast<unsigned>(blocks2), 256, args.data());
+  stats_.launches += 2;
+  bind_outputs(k, env);
 }
 
 void GpuExecutor::ensure_rng_base(ir::ExecContext& ctx) {
@@ -491,13 +512,18 @@ void GpuExecutor::run_stmt(const ir::Stmt& s, Values& env, ir::ExecContext& ctx,
     // Whether s is an elementwise group is decided once per statement (the launch path is hot:
     // bench/launch.trace measures it).
     auto pk = is_group_.find(&s);
-    if (pk == is_group_.end()) pk = is_group_.emplace(&s, is_elementwise_group(s) ? 1 : is_row_group(s) ? 2 : 0).first;
+    if (pk == is_group_.end())
+      pk = is_group_.emplace(&s, is_elementwise_group(s) ? 1 : is_row_group(s) ? 2 : is_column_group(s) ? 3 : 0).first;
     if (pk->second == 1) {
       run_kernel(s, env, dying);
       return;
     }
     if (pk->second == 2) {
-      run_row_kernel(s, env);
+      run_row_kernel(s, env, dying);
+      return;
+    }
+    if (pk->second == 3) {
+      run_column_kernel(s, env, dying);
       return;
     }
     if (s.kind != ir::StmtKind::Prim) {

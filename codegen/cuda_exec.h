@@ -129,7 +129,13 @@ class GpuExecutor {
   void run_stmt(const ir::Stmt& s, Values& env, ir::ExecContext& ctx, const std::unordered_set<const ir::Proxy*>& dying,
                 const std::unordered_set<const ir::Proxy*>& lazy);
   void run_kernel(const ir::Stmt& s, Values& env, const std::unordered_set<const ir::Proxy*>& dying);
-  void run_row_kernel(const ir::Stmt& s, Values& env);
+  void run_row_kernel(const ir::Stmt& s, Values& env, const std::unordered_set<const ir::Proxy*>& dying);
+  void run_column_kernel(const ir::Stmt& s, Values& env, const std::unordered_set<const ir::Proxy*>& dying);
+  // A generated kernel's pointers (scratch_ptrs_) in its parameter order: the inputs' buffers,
+  // then each output's, written over a dying input where the kernel allows (KernelParam::
+  // may_alias); bind_outputs then gives the outputs their values (and drops the donors).
+  void bind(const Kernel& k, Values& env, const std::unordered_set<const ir::Proxy*>& dying);
+  void bind_outputs(const Kernel& k, Values& env);
   // prims.matmul and prims.linear (codegen/cuda_exec_matmul.cpp).
   bool run_matmul(const ir::Stmt& s, Values& env, const std::unordered_set<const ir::Proxy*>& lazy);
   // A linear's operands on the device, none read transposed: x [..., K], w [N, K], bias [N].
@@ -173,6 +179,7 @@ class GpuExecutor {
   struct Prepared {
     Kernel kernel;
     void* fn = nullptr;
+    void* fn2 = nullptr;  // a column group's second kernel
   };
   std::unordered_map<const ir::Stmt*, Prepared> kernels_;    // generated and loaded once per statement
   std::unordered_map<const ir::Stmt*, int> is_group_;  // 1: elementwise group, 2: row group, 0: neither; once per statement

@@ -32,7 +32,7 @@ bool is_row_group(const Stmt& s, std::string* why) {
 }
 
 namespace {
-Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonical) {
+Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonical, const std::unordered_set<const ir::Proxy*>& may_alias) {
   std::string why;
   if (!is_row_group(s, &why)) throw std::invalid_argument("codegen: '" + ir::print_stmt_line(s) + "' is not a row group: " + why);
   std::vector<const Stmt*> prims;
@@ -66,8 +66,16 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
     return v != plan.views.end() && v->second.contiguous() && stripped(v->second.shape) == stripped(shape);
   };
   Namer name_of(canonical);
-  for (const auto& p : inputs) k.params.push_back({p->name, p->type, false, p});
-  for (const auto& o : s.outputs) k.params.push_back({o->name, o->type, true, o});
+  // Outputs of the rows' shape may be written over an input of their type that dies here: each
+  // thread writes the elements it read, after the row's last reduction (no restrict on either).
+  auto aliased_output = [&](const ir::ProxyPtr& o) {
+    if (o->type.shape != shape) return false;  // one per row: thread 0 writes it while others read
+    for (const auto& p : inputs)
+      if (may_alias.count(p.get()) && p->type.dtype == o->type.dtype && p->type.shape == o->type.shape) return true;
+    return false;
+  };
+  for (const auto& p : inputs) k.params.push_back({p->name, p->type, false, p, may_alias.count(p.get()) > 0});
+  for (const auto& o : s.outputs) k.params.push_back({o->name, o->type, true, o, aliased_output(o)});
 
   // The lines that compute `targets` for flat index i: loads of the inputs they need, then the
   // elementwise primitives in order. Reduction results are the row's variables already.
@@ -196,8 +204,8 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
   std::ostringstream body;
   if (!canonical) body << "// " << k.origin << "\n";
   body << "extern \"C\" __global__ void __launch_bounds__(256) " << name << "(";
-  for (const auto& p : inputs) body << "const " << storage_name(p->type.dtype) << "* __restrict__ p_" << name_of(p) << ", ";
-  for (const auto& o : s.outputs) body << storage_name(o->type.dtype) << "* __restrict__ p_" << name_of(o) << ", ";
+  for (const auto& p : k.params)
+    body << (p.output ? "" : "const ") << storage_name(p.type.dtype) << (p.may_alias ? "* p_" : "* __restrict__ p_") << name_of(p.proxy) << ", ";
   body << "long long tr_rows, int vec_ok) {\n";
   body << "  __shared__ double tr_part[256];\n";
   body << "  const long long tr_C = " << C << "LL;\n";
@@ -245,9 +253,9 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
 }
 }  // namespace
 
-Kernel generate_row(const Stmt& s, const std::string& name) {
-  Kernel k = generate_row_kernel(s, name, false);
-  Kernel c = generate_row_kernel(s, "tr_kernel", true);
+Kernel generate_row(const Stmt& s, const std::string& name, const std::unordered_set<const ir::Proxy*>& may_alias) {
+  Kernel k = generate_row_kernel(s, name, false, may_alias);
+  Kernel c = generate_row_kernel(s, "tr_kernel", true, may_alias);
   k.symbol = name_by_hash(c.source);
   k.structure = std::move(c.source);
   return k;

@@ -1,0 +1,258 @@
+// Column groups to CUDA kernels (docs/codegen.md, "Column groups"): reductions over the leading
+// dimensions (a bias or norm weight gradient: the sum over the tokens) fused with the elementwise
+// values they reduce, in one pass over the data, deterministically.
+//
+// The group's shape S = [R..., C...] is read as R rows of C columns. The first kernel gives each
+// block Ct columns (consecutive threads read consecutive columns: coalesced) and a chunk of
+// kRowsPerLane * Ly rows, Ly = 256 / Ct lanes of rows; each thread accumulates its rows in double,
+// the lanes combine in shared memory in a fixed order, and the block writes one partial per
+// column and reduction. It also writes the group's outputs of the whole shape. The second kernel
+// combines the chunks' partials in chunk order, rounds each result to its dtype as the CPU does,
+// computes the values the group derives from the reduced ones, and writes them. The split depends
+// only on the shape, so results are the same run to run and device to device.
+#include <algorithm>
+#include <sstream>
+#include <stdexcept>
+#include <unordered_set>
+
+#include "codegen/cuda_codegen.h"
+#include "codegen/cuda_codegen_detail.h"
+#include "codegen/cuda_prelude.h"
+#include "ir/fusion.h"
+#include "ir/group.h"
+#include "ir/op.h"
+
+namespace tracer::codegen {
+
+using namespace detail;
+using ir::Arg;
+using ir::DType;
+using ir::Stmt;
+
+namespace {
+
+constexpr int64_t kRowsPerLane = 32;
+
+struct ColumnShape {
+  int64_t R = 1, C = 1, Ct = 32, Ly = 8, chunks = 1, per_lane = kRowsPerLane;
+};
+
+ColumnShape column_shape(const ir::GroupPlan& g) {
+  ColumnShape c;
+  for (size_t d = 0; d < g.shape.size(); ++d) (d < g.lead ? c.R : c.C) *= g.shape[d];
+  c.Ct = 32;
+  while (c.Ct < c.C && c.Ct < 256) c.Ct *= 2;
+  c.Ly = 256 / c.Ct;
+  // At most 65535 chunks (the grid's second dimension): more rows per lane for very long columns.
+  while ((c.R + c.Ly * c.per_lane - 1) / (c.Ly * c.per_lane) > 65535) c.per_lane *= 2;
+  int64_t rows_per_block = c.Ly * c.per_lane;
+  c.chunks = std::max<int64_t>(1, (c.R + rows_per_block - 1) / rows_per_block);
+  return c;
+}
+
+std::string acc_init(const std::string& op) {
+  return op == "sum" ? "0.0" : op == "amax" ? "-__longlong_as_double(0x7ff0000000000000LL)" : "__longlong_as_double(0x7ff0000000000000LL)";
+}
+
+std::string acc_step(const std::string& op, const std::string& acc, const std::string& v) {
+  if (op == "sum") return acc + " + " + v;
+  if (op == "amax") return "(" + acc + " != " + acc + " || " + acc + " >= " + v + ") ? " + acc + " : " + v;
+  return "(" + acc + " != " + acc + " || " + acc + " <= " + v + ") ? " + acc + " : " + v;
+}
+
+Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool canonical, const std::unordered_set<const ir::Proxy*>& may_alias) {
+  ir::GroupPlan plan = ir::plan_group(s);
+  if (plan.kind != ir::GroupKind::Columns)
+    throw std::invalid_argument("codegen: '" + ir::print_stmt_line(s) + "' is not a column group: " + (plan.why.empty() ? "no reduction over columns" : plan.why));
+  std::vector<const Stmt*> prims;
+  prims_of(s, prims);
+  const ir::Shape& S = plan.shape;
+  ColumnShape cs = column_shape(plan);
+  Kernel k;
+  k.name = name;
+  k.origin = ir::print_stmt_line(s);
+  k.elements = rt::numel(S);
+  k.rows = cs.R;
+  k.row_length = cs.C;
+  k.columns = true;
+  k.column_block = cs.Ct;
+  k.column_chunks = cs.chunks;
+
+  const std::vector<ir::ProxyPtr>& inputs = plan.inputs;
+  auto input_ptr = [&](const ir::Proxy* b) -> ir::ProxyPtr {
+    for (const auto& q : inputs)
+      if (q.get() == b) return q;
+    throw std::logic_error("codegen: a view's input is not one of the group's");
+  };
+  // Reductions, and the values computed after them (per column).
+  std::vector<const Stmt*> reductions;
+  std::unordered_set<const ir::Proxy*> post;
+  std::unordered_set<const Stmt*> post_prims;
+  for (const Stmt* p : prims) {
+    bool reads_post = false;
+    for (const Arg& a : p->args) ir::for_each_proxy(a, [&](const ir::ProxyPtr& q) { reads_post = reads_post || post.count(q.get()); });
+    if (ir::column_reduction(*p)) {
+      reductions.push_back(p);
+      post.insert(p->outputs[0].get());
+    } else if (reads_post) {
+      post_prims.insert(p);
+      for (const auto& o : p->outputs) post.insert(o.get());
+    }
+  }
+  auto aliased_output = [&](const ir::ProxyPtr& o) {
+    for (const auto& p : inputs)
+      if (may_alias.count(p.get()) && p->type.dtype == o->type.dtype && p->type.shape == o->type.shape) return true;
+    return false;
+  };
+  for (const auto& p : inputs) k.params.push_back({p->name, p->type, false, p, may_alias.count(p.get()) > 0});
+  for (const auto& o : s.outputs) k.params.push_back({o->name, o->type, true, o, !post.count(o.get()) && aliased_output(o)});
+  k.partials = cs.chunks * static_cast<int64_t>(reductions.size()) * cs.C;
+  Namer name_of(canonical);
+
+  // The lines computing `targets` at flat index i (declared by the caller): loads of the inputs
+  // and views they need, then their primitives in order. In the first kernel the reductions are
+  // accumulated, not computed; in the second their results are registers already.
+  auto value_lines = [&](const std::vector<ir::ProxyPtr>& targets, const std::string& ind, bool second) {
+    std::unordered_set<const ir::Proxy*> need;
+    for (const auto& t : targets) need.insert(t.get());
+    std::vector<const Stmt*> chosen;
+    for (size_t j = prims.size(); j-- > 0;) {
+      const Stmt* p = prims[j];
+      if (ir::column_reduction(*p) || plan.views.count(p->outputs[0].get())) continue;
+      if (!second && post_prims.count(p)) continue;  // needs the reduced values
+      bool wanted = false;
+      for (const auto& o : p->outputs) wanted = wanted || need.count(o.get());
+      if (!wanted) continue;
+      chosen.push_back(p);
+      auto same = plan.same_as.find(p->outputs[0].get());
+      if (same != plan.same_as.end()) {
+        need.insert(same->second.get());
+        continue;
+      }
+      for (const Arg& a : p->args) ir::for_each_proxy(a, [&](const ir::ProxyPtr& q) { need.insert(q.get()); });
+    }
+    std::reverse(chosen.begin(), chosen.end());
+    std::ostringstream o;
+    for (const auto& p : inputs) {
+      if (!need.count(p.get()) || plan.view_only.count(p.get())) continue;
+      o << ind << "const " << reg_name(reg_of(p->type.dtype)) << " " << name_of(p) << " = "
+        << load_expr(p->type.dtype, "p_" + name_of(p) + "[" + offset_expr(p->type.shape, S, "LL") + "]") << ";\n";
+    }
+    for (const Stmt* p : prims) {
+      const ir::ProxyPtr& q = p->outputs[0];
+      auto v = plan.views.find(q.get());
+      if (v == plan.views.end() || !need.count(q.get())) continue;
+      o << ind << "const " << reg_name(reg_of(q->type.dtype)) << " " << name_of(q) << " = "
+        << load_expr(q->type.dtype, "p_" + name_of(input_ptr(v->second.base)) + "[" + view_offset_expr(v->second, S, "LL") + "]") << ";\n";
+    }
+    for (const Stmt* p : chosen) {
+      const ir::ProxyPtr& out = p->outputs[0];
+      std::string expr;
+      auto same = plan.same_as.find(out.get());
+      if (same != plan.same_as.end()) expr = name_of(same->second);
+      else if (p->op->name == "full" || p->op->name == "iota") expr = creation_expr(*p, S, "LL");
+      else expr = prim_expr(*p, [&](const ir::ProxyPtr& x) { return name_of(x); });
+      o << ind << "const " << reg_name(reg_of(out->type.dtype)) << " " << name_of(out) << " = " << expr << ";  // "
+        << (canonical ? name_of(out) : out->name) << " = prims." << p->op->name << "\n";
+    }
+    return o.str();
+  };
+
+  std::ostringstream params;
+  for (const auto& p : k.params)
+    params << (p.output ? "" : "const ") << storage_name(p.type.dtype) << (p.may_alias ? "* p_" : "* __restrict__ p_") << name_of(p.proxy) << ", ";
+  params << "double* __restrict__ tr_partial";
+  const size_t nr = reductions.size();
+  std::ostringstream body;
+  if (!canonical) body << "// " << k.origin << "\n";
+  // The pass over the rows.
+  body << "extern \"C\" __global__ void __launch_bounds__(256) " << name << "(" << params.str() << ") {\n";
+  body << "  const long long tr_C = " << cs.C << "LL, tr_R = " << cs.R << "LL;\n";
+  body << "  const int tr_tx = threadIdx.x % " << cs.Ct << ", tr_ty = threadIdx.x / " << cs.Ct << ";\n";
+  body << "  const long long tr_c = (long long)blockIdx.x * " << cs.Ct << " + tr_tx;\n";
+  body << "  const long long tr_r0 = (long long)blockIdx.y * " << cs.Ly * cs.per_lane << "LL;\n";
+  body << "  const long long tr_r1 = tr_r0 + " << cs.Ly * cs.per_lane << "LL < tr_R ? tr_r0 + " << cs.Ly * cs.per_lane << "LL : tr_R;\n";
+  for (size_t j = 0; j < nr; ++j) body << "  double tr_a" << j << " = " << acc_init(reductions[j]->op->name) << ";\n";
+  body << "  if (tr_c < tr_C) {\n";
+  body << "    for (long long tr_r = tr_r0 + tr_ty; tr_r < tr_r1; tr_r += " << cs.Ly << ") {\n";
+  body << "      const long long i = tr_r * tr_C + tr_c;\n";
+  std::vector<ir::ProxyPtr> targets, full_outs;
+  for (const Stmt* r : reductions) targets.push_back(r->args[0].proxy);
+  for (const auto& o : s.outputs)
+    if (!post.count(o.get())) {
+      targets.push_back(o);
+      full_outs.push_back(o);
+    }
+  body << value_lines(targets, "      ", false);
+  for (size_t j = 0; j < nr; ++j) {
+    const std::string acc = "tr_a" + std::to_string(j);
+    body << "      " << acc << " = " << acc_step(reductions[j]->op->name, acc, "(double)" + name_of(reductions[j]->args[0].proxy)) << ";\n";
+  }
+  for (const auto& o : full_outs) body << "      p_" << name_of(o) << "[i] = " << store_expr(o->type.dtype, name_of(o), true) << ";\n";
+  body << "    }\n  }\n";
+  if (nr > 0) {
+    body << "  __shared__ double tr_part[" << nr << "][256];\n";
+    for (size_t j = 0; j < nr; ++j) body << "  tr_part[" << j << "][threadIdx.x] = tr_a" << j << ";\n";
+    body << "  __syncthreads();\n";
+    body << "  if (tr_ty == 0 && tr_c < tr_C) {\n";
+    for (size_t j = 0; j < nr; ++j) {
+      const std::string& op = reductions[j]->op->name;
+      body << "    {\n      double a = tr_part[" << j << "][tr_tx];\n";
+      body << "      for (int l = 1; l < " << cs.Ly << "; ++l) { const double v = tr_part[" << j << "][l * " << cs.Ct << " + tr_tx]; a = "
+           << acc_step(op, "a", "v") << "; }\n";
+      body << "      tr_partial[((long long)blockIdx.y * " << nr << " + " << j << ") * tr_C + tr_c] = a;\n    }\n";
+    }
+    body << "  }\n";
+  }
+  body << "}\n\n";
+  // The combination of the chunks, then the values per column.
+  body << "extern \"C\" __global__ void __launch_bounds__(256) " << name << "_2(" << params.str() << ") {\n";
+  body << "  const long long tr_C = " << cs.C << "LL;\n";
+  body << "  for (long long tr_c = (long long)blockIdx.x * blockDim.x + threadIdx.x; tr_c < tr_C; tr_c += (long long)gridDim.x * blockDim.x) {\n";
+  body << "    const long long i = tr_c;\n";
+  for (size_t j = 0; j < nr; ++j) {
+    const Stmt* r = reductions[j];
+    const std::string& op = r->op->name;
+    const ir::ProxyPtr& y = r->outputs[0];
+    body << "    double tr_a" << j << " = " << acc_init(op) << ";\n";
+    body << "    for (long long q = 0; q < " << cs.chunks << "LL; ++q) { const double v = tr_partial[(q * " << nr << " + " << j
+         << ") * tr_C + tr_c]; tr_a" << j << " = " << acc_step(op, "tr_a" + std::to_string(j), "v") << "; }\n";
+    DType od = y->type.dtype;
+    std::string acc = "tr_a" + std::to_string(j);
+    std::string val = od == DType::f64 ? acc : od == DType::bf16 ? "tr_round_bf16((float)" + acc + ")"
+                      : od == DType::f16 ? "tr_round_f16((float)" + acc + ")" : "(float)" + acc;
+    body << "    const " << reg_name(reg_of(od)) << " " << name_of(y) << " = " << val << ";\n";
+  }
+  std::vector<ir::ProxyPtr> post_outs;
+  for (const auto& o : s.outputs)
+    if (post.count(o.get())) post_outs.push_back(o);
+  body << value_lines(post_outs, "    ", true);
+  for (const auto& o : post_outs) body << "    p_" << name_of(o) << "[tr_c] = " << store_expr(o->type.dtype, name_of(o), true) << ";\n";
+  body << "  }\n}\n";
+  k.source = std::string(cuda_prelude()) + "\n" + body.str();
+  return k;
+}
+
+}  // namespace
+
+bool is_column_group(const Stmt& s, std::string* why) {
+  if (s.kind == ir::StmtKind::Del) {
+    if (why) *why = "a del";
+    return false;
+  }
+  ir::GroupPlan g = ir::plan_group(s);
+  if (g.kind == ir::GroupKind::Columns) return true;
+  if (why) *why = g.kind == ir::GroupKind::None ? g.why : "no reduction over columns";
+  return false;
+}
+
+Kernel generate_columns(const Stmt& s, const std::string& name, const std::unordered_set<const ir::Proxy*>& may_alias) {
+  Kernel k = generate_columns_kernel(s, name, false, may_alias);
+  Kernel c = generate_columns_kernel(s, "tr_kernel", true, may_alias);
+  k.symbol = name_by_hash(c.source);
+  k.symbol2 = k.symbol + "_2";
+  k.structure = std::move(c.source);
+  return k;
+}
+
+}  // namespace tracer::codegen
