@@ -216,7 +216,20 @@ bool GpuExecutor::run_simple(const ir::Stmt& s, Values& env) {
     return static_cast<unsigned>(std::max<long long>(1, std::min<long long>((threads + k.block - 1) / k.block, 65535LL)));
   };
   if (k.checks_index) index_check_pending_ = true;
-  if (k.checks_index && !k.symbol2.empty()) {
+  if (k.stages == 5) {  // take_backward: sort the positions by index, then one block per row
+    rt::cuda::Buffer work(&dev_, static_cast<size_t>(k.partials) * sizeof(int));
+    rt::cuda::DevPtr g = ptrs[0], ix = ptrs[1], w = work.ptr, y = out.ptr(), err = index_errors();
+    void* args[] = {&g, &ix, &w, &y, &err};
+    std::string label = "prims.take_backward";
+    void* f[5] = {sp.fn, nullptr, nullptr, nullptr, nullptr};
+    for (int j = 2; j <= 5; ++j) f[j - 1] = compiled(k.source, k.symbol + "_" + std::to_string(j), label);
+    dev_.launch(f[0], grid(k.threads), 256, args);
+    dev_.launch(f[1], grid(k.threads2), 256, args);
+    dev_.launch(f[2], 1, 1024, args);
+    dev_.launch(f[3], grid(k.threads2), 256, args);
+    dev_.launch(f[4], static_cast<unsigned>(std::min<long long>(k.threads, 1LL << 30)), 256, args);
+    stats_.launches += 5;
+  } else if (k.checks_index && !k.symbol2.empty()) {
     // take_backward into a narrower dtype: accumulate in the math type, then convert.
     rt::cuda::Buffer acc(&dev_, static_cast<size_t>(k.partials) * k.accumulator_bytes);
     rt::cuda::DevPtr g = ptrs[0], ix = ptrs[1], a = acc.ptr, err = index_errors(), y = out.ptr();

@@ -461,43 +461,83 @@ bool generate_take_backward(const ir::Stmt& s, SimpleKernel* k, std::string* why
     *why = "the output is empty";
     return false;
   }
-  // As the CPU does it: every column's additions in index order, in the math type (one thread
-  // per column: deterministic and race-free), then one conversion to the gradient's dtype.
-  const bool direct = std::string(math_name(g.dtype)) == storage_name(out.dtype);
-  const std::string acc_t = math_name(g.dtype);
-  std::ostringstream src;
-  src << cuda_prelude() << "\n// prims.take_backward: " << n_idx << " rows of " << storage_name(g.dtype) << " added into "
-      << rt::shape_str(out.shape) << " at " << storage_name(idx.dtype) << " indices, in index order\n" << kIndexError;
-  src << "extern \"C\" __global__ void __launch_bounds__(256) tr_kernel(const " << storage_name(g.dtype) << "* __restrict__ grad, const "
-      << storage_name(idx.dtype) << "* __restrict__ index, " << acc_t << "* __restrict__ acc, unsigned long long* err) {\n";
-  src << "  const long long C = " << cols << "LL, ROWS = " << rows << "LL, N = " << n_idx << "LL;\n";
-  src << "  for (long long c = (long long)blockIdx.x * blockDim.x + threadIdx.x; c < C; c += (long long)gridDim.x * blockDim.x) {\n";
-  src << "    for (long long r = 0; r < ROWS; ++r) acc[r * C + c] = 0;\n";
-  src << "    for (long long i = 0; i < N; ++i) {\n";
-  src << "      const long long ix = (long long)index[i];\n";
-  src << "      if (ix < 0 || ix >= ROWS) {\n        tr_index_error(err, ix, ROWS, 2ULL);\n        continue;\n      }\n";
-  std::string add = rt::is_float(g.dtype) ? "acc[ix * C + c] + " + load_expr(g.dtype, "grad[i * C + c]")
-                                           : "(long long)((unsigned long long)acc[ix * C + c] + (unsigned long long)" +
-                                                 load_expr(g.dtype, "grad[i * C + c]") + ")";
-  src << "      acc[ix * C + c] = " << add << ";\n    }\n  }\n}\n";
-  if (!direct) {
-    src << "extern \"C\" __global__ void __launch_bounds__(256) tr_kernel_2(const " << acc_t << "* __restrict__ acc, "
-        << storage_name(out.dtype) << "* __restrict__ y) {\n";
-    src << "  for (long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x; o < " << rows * cols
-        << "LL; o += (long long)gridDim.x * blockDim.x) y[o] = " << store_expr(out.dtype, "acc[o]") << ";\n}\n";
+  if (n_idx >= (1LL << 31) || rows >= (1LL << 31)) {
+    *why = "more than 2^31 indices or rows";
+    return false;
   }
+  // A stable counting sort of the positions by index, then one block per row of the table adds
+  // its rows of grad in index order in the math type, as the CPU does (the same numbers, bit for
+  // bit), and converts once. Work: the table written once, grad read once.
+  //   _1: zero the counts    _2: count each index (and report bad ones)    _3: exclusive scan
+  //   _4: place each position in its row's segment (atomic cursor: any order)
+  //   _5: per row, sort the segment's positions (ranks among at most kSorted in shared memory;
+  //       longer segments scan the indices in order instead), then sum.
+  const std::string acc_t = math_name(g.dtype);
+  const std::string gt = storage_name(g.dtype), it = storage_name(idx.dtype), ot = storage_name(out.dtype);
+  std::ostringstream src;
+  src << cuda_prelude() << "\n// prims.take_backward: " << n_idx << " rows of " << gt << " added into " << rt::shape_str(out.shape)
+      << " at " << it << " indices, in index order\n" << kIndexError;
+  std::string params = "const " + gt + "* __restrict__ grad, const " + it + "* __restrict__ index, int* __restrict__ work, " + ot +
+                       "* __restrict__ y, unsigned long long* err";
+  src << "#define TR_N " << n_idx << "LL\n#define TR_ROWS " << rows << "LL\n#define TR_C " << cols << "LL\n#define TR_SORTED 2048\n";
+  // work: counts[ROWS], start[ROWS + 1], cursor[ROWS], list[N]
+  src << "extern \"C\" __global__ void __launch_bounds__(256) tr_kernel(" << params << ") {\n"
+      << "  for (long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x; r < TR_ROWS; r += (long long)gridDim.x * blockDim.x) {\n"
+      << "    work[r] = 0; work[2 * TR_ROWS + 1 + r] = 0;\n  }\n}\n";
+  src << "extern \"C\" __global__ void __launch_bounds__(256) tr_kernel_2(" << params << ") {\n"
+      << "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < TR_N; i += (long long)gridDim.x * blockDim.x) {\n"
+      << "    const long long ix = (long long)index[i];\n"
+      << "    if (ix < 0 || ix >= TR_ROWS) { tr_index_error(err, ix, TR_ROWS, 2ULL); continue; }\n"
+      << "    atomicAdd(&work[ix], 1);\n  }\n}\n";
+  // One block: each thread scans a contiguous stretch, then the stretches' totals are scanned.
+  src << "extern \"C\" __global__ void __launch_bounds__(1024) tr_kernel_3(" << params << ") {\n"
+      << "  __shared__ long long part[1024];\n"
+      << "  const long long per = (TR_ROWS + 1023) / 1024, lo = threadIdx.x * per, hi = lo + per < TR_ROWS ? lo + per : TR_ROWS;\n"
+      << "  long long t = 0;\n  for (long long r = lo; r < hi; ++r) t += work[r];\n"
+      << "  part[threadIdx.x] = t;\n  __syncthreads();\n"
+      << "  for (int d = 1; d < 1024; d <<= 1) {\n"
+      << "    long long v = threadIdx.x >= d ? part[threadIdx.x - d] : 0;\n    __syncthreads();\n"
+      << "    part[threadIdx.x] += v;\n    __syncthreads();\n  }\n"
+      << "  long long at = part[threadIdx.x] - t;\n"
+      << "  for (long long r = lo; r < hi; ++r) { work[TR_ROWS + r] = (int)at; at += work[r]; }\n"
+      << "  if (threadIdx.x == 1023) work[2 * TR_ROWS] = (int)part[1023];\n}\n";
+  src << "extern \"C\" __global__ void __launch_bounds__(256) tr_kernel_4(" << params << ") {\n"
+      << "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < TR_N; i += (long long)gridDim.x * blockDim.x) {\n"
+      << "    const long long ix = (long long)index[i];\n    if (ix < 0 || ix >= TR_ROWS) continue;\n"
+      << "    const int at = work[TR_ROWS + ix] + atomicAdd(&work[2 * TR_ROWS + 1 + ix], 1);\n"
+      << "    work[3 * TR_ROWS + 1 + at] = (int)i;\n  }\n}\n";
+  std::string add = rt::is_float(g.dtype) ? "acc + " + load_expr(g.dtype, "grad[(long long)p * TR_C + c]")
+                                           : "(long long)((unsigned long long)acc + (unsigned long long)" +
+                                                 load_expr(g.dtype, "grad[(long long)p * TR_C + c]") + ")";
+  src << "extern \"C\" __global__ void __launch_bounds__(256) tr_kernel_5(" << params << ") {\n"
+      << "  __shared__ int seg[TR_SORTED], sorted[TR_SORTED];\n"
+      << "  for (long long r = blockIdx.x; r < TR_ROWS; r += gridDim.x) {\n"
+      << "    const int start = work[TR_ROWS + r], n = work[r];\n"
+      << "    const int* list = work + 3 * TR_ROWS + 1 + start;\n"
+      << "    if (n <= TR_SORTED) {\n"
+      << "      for (int j = threadIdx.x; j < n; j += blockDim.x) seg[j] = list[j];\n      __syncthreads();\n"
+      << "      for (int j = threadIdx.x; j < n; j += blockDim.x) {\n"
+      << "        const int v = seg[j];\n        int rank = 0;\n"
+      << "        for (int q = 0; q < n; ++q) rank += seg[q] < v;\n        sorted[rank] = v;\n      }\n      __syncthreads();\n"
+      << "      for (long long c = threadIdx.x; c < TR_C; c += blockDim.x) {\n"
+      << "        " << acc_t << " acc = 0;\n"
+      << "        for (int j = 0; j < n; ++j) { const int p = sorted[j]; acc = " << add << "; }\n"
+      << "        y[r * TR_C + c] = " << store_expr(out.dtype, "acc") << ";\n      }\n"
+      << "    } else {  // a long segment: the positions in index order, by a scan of the indices\n"
+      << "      for (long long c = threadIdx.x; c < TR_C; c += blockDim.x) {\n"
+      << "        " << acc_t << " acc = 0;\n"
+      << "        for (long long p = 0; p < TR_N; ++p) if ((long long)index[p] == r) acc = " << add << ";\n"
+      << "        y[r * TR_C + c] = " << store_expr(out.dtype, "acc") << ";\n      }\n"
+      << "    }\n    __syncthreads();  // seg and sorted are reused\n  }\n}\n";
   std::string text = src.str();
   k->symbol = name_by_hash(text);
-  if (!direct) {
-    k->symbol2 = k->symbol + "_2";
-    k->threads2 = rows * cols;
-    k->partials = rows * cols;  // elements of the accumulator (math type)
-  }
   k->source = std::move(text);
-  k->threads = cols;
+  k->threads = rows;
+  k->threads2 = n_idx;
+  k->partials = 3 * rows + 1 + n_idx;  // ints of the work buffer
   k->inputs = 2;
   k->checks_index = true;
-  k->accumulator_bytes = std::string(acc_t) == "float" ? 4 : 8;
+  k->stages = 5;
   return true;
 }
 

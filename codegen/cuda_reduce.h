@@ -28,6 +28,9 @@ struct SimpleKernel {
   // (unsigned long long[3]), checked after the run.
   bool checks_index = false;
   size_t accumulator_bytes = 8;  // bytes per partial (two-stage kernels)
+  // take_backward: five kernels symbol, symbol_2 ... symbol_5 over (grad, index, work, y, err),
+  // work being `partials` ints (generate_take_backward).
+  int stages = 0;
 };
 
 // The input viewed as [A, R, B], reduced over R (dimensions that are not contiguous go to
@@ -53,9 +56,9 @@ bool generate_creation(const ir::Stmt& s, SimpleKernel* k, std::string* why);
 // through the error buffer.
 bool generate_take(const ir::Stmt& s, SimpleKernel* k, std::string* why);
 
-// take_backward as the CPU computes it: one thread per column adds the rows in index order in
-// the math type (deterministic, race-free), then a second kernel converts when the gradient's
-// dtype is narrower.
+// take_backward as the CPU computes it, in five kernels: the positions sorted by index (a stable
+// counting sort), then one block per row of the output adds its rows of the gradient in index
+// order in the math type and converts once: the CPU's numbers, at memory speed.
 bool generate_take_backward(const ir::Stmt& s, SimpleKernel* k, std::string* why);
 
 // A tensor of type out filled with v (converted as the CPU converts it).
