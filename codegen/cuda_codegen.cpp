@@ -300,17 +300,46 @@ std::string prim_expr(const Stmt& ps, const std::function<std::string(const ir::
   return expr;
 }
 
-// The element of view v read at flat index i of the group's shape S.
-std::string view_offset_expr(const ir::View& v, const ir::Shape& S, const char* suffix) {
+// The element of view v read at flat index i of the group's shape S (coordinate `dim` of S taken
+// less `shift`: a cat's piece).
+std::string view_offset_expr(const ir::View& v, const ir::Shape& S, const char* suffix, int64_t dim, int64_t shift) {
   std::string expr = v.offset ? std::to_string(v.offset) + suffix : "";
-  for (const ir::OffsetTerm& t : ir::view_terms(v, S)) {
-    std::string c = "i";
+  std::string coord;
+  if (dim >= 0) {  // the piece's coordinate along dim
+    int64_t ostride = 1;
+    for (size_t d = S.size(); d-- > static_cast<size_t>(dim) + 1;) ostride *= S[d];
+    coord = "i";
+    if (ostride != 1) coord = "(" + coord + " / " + std::to_string(ostride) + suffix + ")";
+    if (dim > 0) coord = "(" + coord + " % " + std::to_string(S[static_cast<size_t>(dim)]) + suffix + ")";
+    if (shift) coord = "(" + coord + " - " + std::to_string(shift) + suffix + ")";
+  }
+  for (const ir::OffsetTerm& t : ir::view_terms(v, S, dim)) {
+    std::string c = t.shifted ? coord : "i";
     if (t.div != 1) c = "(" + c + " / " + std::to_string(t.div) + suffix + ")";
     if (t.mod) c = "(" + c + " % " + std::to_string(t.mod) + suffix + ")";
     if (t.stride != 1) c += " * " + std::to_string(t.stride) + suffix;
     expr += (expr.empty() ? "" : " + ") + c;
   }
   return expr.empty() ? "0" : expr;
+}
+
+// A cat of views at flat index i of S: the piece that holds i's coordinate along the cat's
+// dimension, read through its view at the coordinate less the piece's start.
+std::string cat_expr(const ir::CatPlan& c, const ir::Shape& S, const char* suffix, DType dt,
+                     const std::function<std::string(const ir::Proxy*)>& pointer) {
+  std::vector<int64_t> ostride(S.size(), 1);
+  for (size_t d = S.size(); d-- > 1;) ostride[d - 1] = ostride[d] * S[d];
+  std::string coord = "i";
+  if (ostride[c.dim] != 1) coord = "(" + coord + " / " + std::to_string(ostride[c.dim]) + suffix + ")";
+  if (c.dim > 0) coord = "(" + coord + " % " + std::to_string(S[c.dim]) + suffix + ")";
+  std::string expr;
+  for (size_t k = c.pieces.size(); k-- > 0;) {
+    const ir::View& v = c.pieces[k];
+    std::string off = view_offset_expr(v, S, suffix, static_cast<int64_t>(c.dim), c.bounds[k]);
+    std::string load = load_expr(dt, pointer(v.base) + "[" + off + "]");
+    expr = expr.empty() ? load : "(" + coord + " < " + std::to_string(c.bounds[k + 1]) + suffix + " ? " + load + " : " + expr + ")";
+  }
+  return expr;
 }
 
 // A full or an iota inside a group, as its register value at flat index i of S: full's value
@@ -468,7 +497,7 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical, const st
   {
     std::unordered_set<const ir::Proxy*> seen, defined;
     for (const Stmt* p : prims) {
-      bool view_op = ir::layout_prim(*p) && p->op->name != "full" && p->op->name != "iota";
+      bool view_op = (ir::layout_prim(*p) && p->op->name != "full" && p->op->name != "iota") || plan.cats.count(p->outputs[0].get());
       if (!view_op)
         for (const Arg& a : p->args)
           ir::for_each_proxy(a, [&](const ir::ProxyPtr& q) {
@@ -478,6 +507,8 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical, const st
       for (const auto& o : p->outputs)
         if (plan.views.count(o.get())) defined.erase(o.get());
     }
+    for (const auto& o : s.outputs)  // a view the group hands on is written through a load
+      if (plan.views.count(o.get()) && seen.insert(o.get()).second) read.push_back(o);
   }
   std::vector<ir::ProxyPtr> full_in, bcast_in, strided;  // full_in: values read at i, 16 bytes at a time
   std::unordered_map<const ir::Proxy*, ir::ProxyPtr> base_of;  // full_in value -> the buffer it reads
@@ -538,12 +569,15 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical, const st
   }
   bcast_in = other_in;
   // The buffers views are read from (each passed once to the element function).
-  for (const auto& q : strided) {
-    ir::ProxyPtr b = input_ptr(plan.views.at(q.get()).base);
+  auto add_base = [&](const ir::Proxy* base) {
+    ir::ProxyPtr b = input_ptr(base);
     if (std::find(strided_bases.begin(), strided_bases.end(), b) == strided_bases.end() &&
         std::find(bcast_in.begin(), bcast_in.end(), b) == bcast_in.end())
       strided_bases.push_back(b);
-  }
+  };
+  for (const auto& q : strided) add_base(plan.views.at(q.get()).base);
+  for (const auto& [v, c] : plan.cats)
+    for (const ir::View& piece : c.pieces) add_base(piece.base);
 
   std::ostringstream body;
   // The element function: one line per primitive.
@@ -598,6 +632,8 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical, const st
       expr = name_of(same->second);
     } else if (op == "full" || op == "iota") {
       expr = creation_expr(*p, shape, suffix);
+    } else if (auto c = plan.cats.find(out.get()); c != plan.cats.end()) {
+      expr = cat_expr(c->second, shape, suffix, od, [&](const ir::Proxy* b) { return "p_" + name_of(input_ptr(b)); });
     } else if (op == "uniform_philox") {
       // Element i of the draw (its shape is the output's: a draw of another shape is not fused).
       if (out->type.shape != shape) throw std::invalid_argument("codegen: a random draw of another shape than the group's output");
@@ -676,7 +712,7 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical, const st
     body << "    __align__(16) " << t << " " << name_of(p) << "_v[V];\n";
     body << "    tr_copy<V * sizeof(" << t << ")>(" << name_of(p) << "_v, p_" << name_of(p) << " + i0 % " << row << suffix << ");\n";
   }
-  for (const auto& o : s.outputs) body << "    __align__(16) " << storage_name(o->type.dtype) << " " << name_of(o) << "_v[V];\n";
+  for (const auto& o : s.outputs) body << "    __align__(16) " << storage_name(o->type.dtype) << " " << name_of(o) << "_o[V];\n";
   bool blocked = V % 4 == 0;  // the vector covers whole generator blocks (i0 is a multiple of V)
   for (size_t d = 0; d < draws.size() && blocked; ++d) {
     std::string w = word_name(d);
@@ -695,10 +731,10 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical, const st
                [&](const ir::ProxyPtr& p) { return load_expr(p->type.dtype, name_of(p) + "_v[k]"); })
        << "\n";
   for (size_t j = 0; j < s.outputs.size(); ++j)
-    body << "      " << name_of(s.outputs[j]) << "_v[k] = " << store_expr(s.outputs[j]->type.dtype, out_regs[j], true) << ";\n";
+    body << "      " << name_of(s.outputs[j]) << "_o[k] = " << store_expr(s.outputs[j]->type.dtype, out_regs[j], true) << ";\n";
   body << "    }\n";
   for (const auto& o : s.outputs)
-    body << "    tr_copy<V * sizeof(" << storage_name(o->type.dtype) << ")>(p_" << name_of(o) << " + i0, " << name_of(o) << "_v);\n";
+    body << "    tr_copy<V * sizeof(" << storage_name(o->type.dtype) << ")>(p_" << name_of(o) << " + i0, " << name_of(o) << "_o);\n";
   body << "  }\n";
   body << "  for (" << idx << " i = nvec * V + first; i < (" << idx << ")n; i += stride) {\n";
   for (size_t j = 0; j < s.outputs.size(); ++j) body << "    " << reg_name(reg_of(s.outputs[j]->type.dtype)) << " " << out_regs[j] << ";\n";

@@ -28,8 +28,10 @@ bool broadcasts_to(const ir::Shape& in, const ir::Shape& out);
 
 // The element of a view (ir/group.h) read at flat index i of the group's shape S; a full's or an
 // iota's register value at i.
-std::string view_offset_expr(const ir::View& v, const ir::Shape& S, const char* suffix);
+std::string view_offset_expr(const ir::View& v, const ir::Shape& S, const char* suffix, int64_t dim = -1, int64_t shift = 0);
 std::string creation_expr(const ir::Stmt& p, const ir::Shape& S, const char* suffix);
+std::string cat_expr(const ir::CatPlan& c, const ir::Shape& S, const char* suffix, rt::DType dt,
+                     const std::function<std::string(const ir::Proxy*)>& pointer);
 std::string literal(const ir::Arg& a, Reg math);
 std::string convert(const std::string& e, Reg from, rt::DType to);
 

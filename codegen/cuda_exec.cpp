@@ -522,6 +522,11 @@ void GpuExecutor::run_stmt(const ir::Stmt& s, Values& env, ir::ExecContext& ctx,
       }
       return;
     }
+    if (!lazy.empty() && s.kind == ir::StmtKind::Prim && s.outputs.size() == 1 && lazy.count(s.outputs[0].get())) {
+      env[s.outputs[0].get()] = env.at(s.args[0].proxy.get());  // read transposed by the matmul
+      transposed_[s.outputs[0].get()] = true;
+      return;
+    }
     // Whether s is an elementwise group is decided once per statement (the launch path is hot:
     // bench/launch.trace measures it).
     auto pk = is_group_.find(&s);

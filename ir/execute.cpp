@@ -95,25 +95,22 @@ void run_prim(const Stmt& s, Env& env, ExecContext& ctx, const Dying& dying, con
 bool row_split(const TensorType& t, size_t rank, int64_t rows) { return t.shape.size() == rank && t.shape[0] == rows; }
 bool row_split(const Shape& s, size_t rank, int64_t rows) { return s.size() == rank && s[0] == rows; }
 
-// Elements of `base` read through a view (ir/group.h): shape and strides in elements, from offset.
-rt::Tensor gather_view(const rt::Tensor& base, const Shape& shape, const std::vector<int64_t>& strides, int64_t offset,
-                       rt::Allocator* al) {
+// Elements of `base` read through view w (ir/group.h): the block of `shape` whose first element
+// is w's element (r0, 0, ...) (r0 = 0: the whole view).
+rt::Tensor gather_view(const rt::Tensor& base, const View& w, const Shape& shape, int64_t r0, rt::Allocator* al) {
   rt::Tensor out = rt::Tensor::empty(base.dtype(), shape, al);
   size_t es = rt::dtype_size(base.dtype());
   int64_t n = rt::numel(shape);
   const char* src = static_cast<const char*>(base.data());
   char* dst = static_cast<char*>(out.data());
-  std::vector<int64_t> idx(shape.size(), 0);
-  int64_t at = offset;
+  std::vector<int64_t> c(shape.size(), 0);
   for (int64_t j = 0; j < n; ++j) {
-    std::memcpy(dst + static_cast<size_t>(j) * es, src + static_cast<size_t>(at) * es, es);
-    for (size_t d = shape.size(); d-- > 0;) {  // the next index, row-major
-      if (++idx[d] < shape[d]) {
-        at += strides[d];
-        break;
-      }
-      at -= strides[d] * (shape[d] - 1);
-      idx[d] = 0;
+    std::vector<int64_t> at = c;
+    if (!at.empty()) at[0] += r0;
+    std::memcpy(dst + static_cast<size_t>(j) * es, src + static_cast<size_t>(w.at(at)) * es, es);
+    for (size_t d = shape.size(); d-- > 0;) {  // the next coordinate, row-major
+      if (++c[d] < shape[d]) break;
+      c[d] = 0;
     }
   }
   return out;
@@ -211,7 +208,7 @@ void run_fused(const Stmt& s, Env& env, ExecContext& ctx, const Dying& dying) {
         const View& w = v->second;
         bool split = row_split(w.shape, rank, rows);
         Shape bs = split ? block_shape(w.shape, b) : w.shape;
-        rt::Tensor t = gather_view(env.at(w.base), bs, w.strides, w.offset + (split ? r0 * w.strides[0] : 0), local_ctx.allocator);
+        rt::Tensor t = gather_view(env.at(w.base), w, bs, split ? r0 : 0, local_ctx.allocator);
         local.emplace(p.get(), t);
         return t;
       }
@@ -239,6 +236,17 @@ void run_fused(const Stmt& s, Env& env, ExecContext& ctx, const Dying& dying) {
         continue;
       }
       if (post_prims.count(p) || g.views.count(out.get())) continue;
+      if (auto c = g.cats.find(out.get()); c != g.cats.end()) {  // the pieces' blocks, gathered and joined
+        std::vector<rt::Tensor> parts;
+        for (const View& w : c->second.pieces) {
+          bool split = row_split(w.shape, rank, rows);
+          Shape bs = split ? block_shape(w.shape, b) : w.shape;
+          parts.push_back(gather_view(env.at(w.base), w, bs, split ? r0 : 0, local_ctx.allocator));
+        }
+        rt::Tensor joined = rt::cat(parts, static_cast<int64_t>(c->second.dim), local_ctx.allocator);
+        local[out.get()] = joined.view(block_shape(out->type.shape, b));
+        continue;
+      }
       if (auto same = g.same_as.find(out.get()); same != g.same_as.end()) {
         rt::Tensor a = value(same->second);
         Shape bs = block_shape(out->type.shape, b);
@@ -279,7 +287,7 @@ void run_fused(const Stmt& s, Env& env, ExecContext& ctx, const Dying& dying) {
     }
     for (size_t i = 0; i < s.outputs.size(); ++i) {
       if (post.count(s.outputs[i].get())) continue;
-      const rt::Tensor& part = local.at(s.outputs[i].get());
+      const rt::Tensor part = value(s.outputs[i]);  // a view the group hands on is gathered here
       rt::Tensor dst = outs[i].rows(r0, r1);
       if (part.nbytes()) std::memcpy(dst.data(), part.data(), part.nbytes());
     }

@@ -140,6 +140,8 @@ bool runs_fused(const Stmt& s) {
   if (g.kind == GroupKind::Rows && S.size() < 2) return false;
   size_t R = S.size();
   int64_t rows = S[0];
+  for (const auto& [v, c] : g.cats)
+    if (c.dim == 0) return false;  // pieces along the rows: not by blocks
   auto fits = [&](const Shape& sh) { return (sh.size() == R && sh[0] == rows) || sh.size() < R || sh[0] == 1; };
   for (const Stmt* p : prims) {
     for (const auto& o : p->outputs) {

@@ -36,50 +36,76 @@ bool broadcasts(const Shape& in, const Shape& out) {
 
 bool is_op(const Stmt& p, const char* name) { return p.kind == StmtKind::Prim && p.op && p.op->ns == "prims" && p.op->name == name; }
 
-// The view reshaped to `shape` (same number of elements), if strides can express it: a view
-// whose non-broadcast dimensions are contiguous takes contiguous strides; otherwise only
-// dimensions of size 1 may come and go.
+View base_view(const ProxyPtr& q) {
+  View v;
+  v.base = q.get();
+  v.shape = q->type.shape;
+  std::vector<int64_t> st = contiguous_strides(q->type.shape);
+  for (size_t k = 0; k < v.shape.size(); ++k)
+    v.dims.push_back(v.shape[k] == 1 ? std::vector<SubDim>{} : std::vector<SubDim>{{v.shape[k], st[k]}});
+  return v;
+}
+
+// The view reshaped to `shape` (same number of elements): its sub-dimensions, outer to inner,
+// regrouped into the new dimensions, a sub-dimension split where a new dimension ends inside it
+// (always possible when the sizes divide; otherwise false).
 bool reshape_view(const View& v, const Shape& shape, View* out) {
+  std::vector<SubDim> flat;
+  for (const auto& d : v.dims)
+    for (const SubDim& x : d)
+      if (x.size != 1) flat.push_back(x);
   *out = v;
   out->shape = shape;
-  // Dimensions of size > 1 and their strides.
-  std::vector<std::pair<int64_t, int64_t>> big;
-  for (size_t k = 0; k < v.shape.size(); ++k)
-    if (v.shape[k] != 1) big.push_back({v.shape[k], v.strides[k]});
-  std::vector<int64_t> want;
-  for (int64_t s : shape)
-    if (s != 1) want.push_back(s);
-  bool same = want.size() == big.size();
-  for (size_t k = 0; same && k < want.size(); ++k) same = want[k] == big[k].first;
-  if (same) {  // only ones inserted or removed
-    out->strides.assign(shape.size(), 0);
-    size_t j = 0;
-    for (size_t k = 0; k < shape.size(); ++k)
-      if (shape[k] != 1) out->strides[k] = big[j++].second;
-    return true;
+  out->dims.assign(shape.size(), {});
+  size_t j = 0;
+  for (size_t k = 0; k < shape.size(); ++k) {
+    int64_t need = shape[k];
+    while (need > 1) {
+      if (j >= flat.size()) return false;
+      SubDim& x = flat[j];
+      if (x.size <= need) {
+        if (need % x.size != 0) return false;
+        out->dims[k].push_back(x);
+        need /= x.size;
+        ++j;
+      } else {
+        if (x.size % need != 0) return false;
+        int64_t rest = x.size / need;
+        out->dims[k].push_back({need, x.stride * rest});
+        x.size = rest;
+        need = 1;
+      }
+    }
   }
-  // Contiguous (in the order of the dimensions, no broadcast among them): any reshape.
-  int64_t expect = 1;
-  for (size_t k = big.size(); k-- > 0;) {
-    if (big[k].second != expect) return false;
-    expect *= big[k].first;
-  }
-  out->strides = contiguous_strides(shape);
-  for (size_t k = 0; k < shape.size(); ++k)
-    if (shape[k] == 1) out->strides[k] = 0;
-  return true;
+  return j == flat.size();
 }
 
 }  // namespace
 
 bool View::contiguous() const {
-  if (offset != 0) return false;
-  Shape s = strip_leading_ones(shape);
-  std::vector<int64_t> want = contiguous_strides(s);
-  size_t lead = shape.size() - s.size();
-  for (size_t k = 0; k < s.size(); ++k)
-    if (s[k] != 1 && strides[lead + k] != want[k]) return false;
-  return base && strip_leading_ones(base->type.shape) == s;
+  if (offset != 0 || !base) return false;
+  std::vector<SubDim> flat;
+  for (const auto& d : dims)
+    for (const SubDim& x : d)
+      if (x.size != 1) flat.push_back(x);
+  int64_t expect = 1;
+  for (size_t k = flat.size(); k-- > 0;) {
+    if (flat[k].stride != expect) return false;
+    expect *= flat[k].size;
+  }
+  return expect == rt::numel(base->type.shape) && rt::numel(shape) == expect;
+}
+
+int64_t View::at(const std::vector<int64_t>& c) const {
+  int64_t off = offset;
+  for (size_t k = 0; k < dims.size(); ++k) {
+    int64_t inner = 1;
+    for (size_t j = dims[k].size(); j-- > 0;) {
+      off += ((c[k] / inner) % dims[k][j].size) * dims[k][j].stride;
+      inner *= dims[k][j].size;
+    }
+  }
+  return off;
 }
 
 bool layout_prim(const Stmt& p) {
@@ -111,21 +137,30 @@ bool column_reduction(const Stmt& s, Shape* in_shape, size_t* lead) {
 }
 
 bool group_prim(const Stmt& p) {
-  return fusible_prim(p) || row_reduction(p) || column_reduction(p) || layout_prim(p);
+  return fusible_prim(p) || row_reduction(p) || column_reduction(p) || layout_prim(p) || is_op(p, "cat");
 }
 
-std::vector<OffsetTerm> view_terms(const View& v, const Shape& S) {
+std::vector<OffsetTerm> view_terms(const View& v, const Shape& S, int64_t dim) {
   std::vector<OffsetTerm> terms;
   size_t R = S.size(), r = v.shape.size();
   std::vector<int64_t> ostride = contiguous_strides(S);
   for (size_t e = 0; e < r; ++e) {
-    if (v.shape[e] == 1 || v.strides[e] == 0) continue;
     size_t d = e + (R - r);
-    OffsetTerm t;
-    t.div = ostride[d];
-    t.mod = d > 0 ? S[d] : 0;
-    t.stride = v.strides[e];
-    terms.push_back(t);
+    bool shifted = static_cast<int64_t>(d) == dim;
+    int64_t inner = 1;
+    for (size_t j = v.dims[e].size(); j-- > 0;) {
+      const SubDim& x = v.dims[e][j];
+      if (x.size != 1 && x.stride != 0) {
+        OffsetTerm t;
+        t.shifted = shifted;
+        t.div = shifted ? inner : ostride[d] * inner;
+        // The outermost sub-dimension of the outermost dimension needs no modulus.
+        t.mod = (d == 0 && j == 0 && !shifted && inner * x.size == S[d]) ? 0 : x.size;
+        t.stride = x.stride;
+        terms.push_back(t);
+      }
+      inner *= x.size;
+    }
   }
   return terms;
 }
@@ -146,12 +181,12 @@ GroupPlan plan_group(const std::vector<const Stmt*>& prims, const std::vector<Pr
   };
   if (prims.empty()) return no("no primitives");
   if (outputs.empty()) return no("no outputs");
-  bool any_compute = false;
+  bool moves = false;  // something a kernel must write: arithmetic, or a layout op that copies
   for (const Stmt* p : prims) {
     if (!group_prim(*p)) return no("prims." + (p->op ? p->op->name : std::string("?")) + " cannot be part of a fused kernel");
-    if (!layout_prim(*p)) any_compute = true;
+    if (!is_op(*p, "reshape")) moves = true;
   }
-  if (!any_compute) return no("it only moves or creates data");
+  if (!moves) return no("it only reshapes");
   // The kind and the iteration shape.
   Shape rows_shape, cols_shape;
   size_t lead = 0;
@@ -208,10 +243,7 @@ GroupPlan plan_group(const std::vector<const Stmt*>& prims, const std::vector<Pr
     }
     if (defined.count(q.get())) return false;
     input(q);
-    v->base = q.get();
-    v->shape = q->type.shape;
-    v->strides = contiguous_strides(q->type.shape);
-    v->offset = 0;
+    *v = base_view(q);
     return true;
   };
   auto aligned = [&](const ProxyPtr& q) { return !g.view_only.count(q.get()) && broadcasts(q->type.shape, S); };
@@ -235,24 +267,42 @@ GroupPlan plan_group(const std::vector<const Stmt*>& prims, const std::vector<Pr
           std::vector<int64_t> bd = int_list(p->args[2], "broadcast_dimensions");
           const Shape& shape = out->type.shape;
           w.shape = shape;
-          w.strides.assign(shape.size(), 0);
+          w.dims.assign(shape.size(), {});
+          for (size_t d = 0; d < shape.size(); ++d)
+            if (shape[d] != 1) w.dims[d] = {{shape[d], 0}};
           for (size_t k = 0; k < bd.size(); ++k) {
             size_t d = static_cast<size_t>(bd[k]);
-            if (v.shape[k] == shape[d]) w.strides[d] = v.strides[k];
+            if (v.shape[k] == shape[d]) w.dims[d] = v.dims[k];
             else if (v.shape[k] != 1) ok = false;
           }
         } else if (op == "transpose") {
           std::vector<int64_t> perm = normalized_perm(p->args[0], p->args[1]);
           for (size_t k = 0; k < perm.size(); ++k) {
             w.shape[k] = v.shape[static_cast<size_t>(perm[k])];
-            w.strides[k] = v.strides[static_cast<size_t>(perm[k])];
+            w.dims[k] = v.dims[static_cast<size_t>(perm[k])];
           }
         } else if (op == "slice") {
           SliceSpec sp = slice_spec(p->args[0], p->args[1], p->args[2], p->args[3]);
           w.shape = out->type.shape;
-          for (size_t k = 0; k < sp.start.size(); ++k) {
-            w.offset += sp.start[k] * v.strides[k];
-            w.strides[k] = v.strides[k] * sp.step[k];
+          for (size_t k = 0; k < sp.start.size() && ok; ++k) {
+            int64_t len = w.shape[k], start = sp.start[k], step = sp.step[k];
+            std::vector<SubDim>& ds = w.dims[k];
+            if (len == v.shape[k] && start == 0) continue;  // untouched
+            if (ds.size() <= 1) {
+              int64_t stride = ds.empty() ? 0 : ds[0].stride;
+              w.offset += start * stride;
+              ds = len == 1 ? std::vector<SubDim>{} : std::vector<SubDim>{{len, stride * step}};
+            } else {  // a merged dimension: only whole rows of its outermost sub-dimension
+              int64_t inner = 1;
+              for (size_t j = 1; j < ds.size(); ++j) inner *= ds[j].size;
+              if (step != 1 || start % inner != 0 || len % inner != 0) {
+                ok = false;
+                break;
+              }
+              w.offset += (start / inner) * ds[0].stride;
+              ds[0].size = len / inner;
+              if (ds[0].size == 1) ds.erase(ds.begin());
+            }
           }
         }
         if (!ok) return no("prims." + op + " of an input cannot be read through strides");
@@ -274,6 +324,35 @@ GroupPlan plan_group(const std::vector<const Stmt*>& prims, const std::vector<Pr
       if (!identity) return no("prims." + op + " of the computed value " + a->name + " moves its elements");
       if (reads_post) after_columns.insert(out.get());
       g.same_as[out.get()] = a;
+      defined.insert(out.get());
+      continue;
+    }
+    if (op == "cat") {  // a cat of views of inputs, read piece by piece
+      if (g.kind != GroupKind::Elementwise) return no("a cat in a reduction group");
+      const Shape& os = out->type.shape;
+      if (strip_leading_ones(os) != strip_leading_ones(S)) return no("a cat of another shape than the group's");
+      CatPlan c;
+      int64_t d = normalize_dim(p->args[1].i, static_cast<int64_t>(os.size()), "dim");
+      c.dim = static_cast<size_t>(d) + (S.size() - os.size());
+      int64_t at = 0;
+      for (const Arg& piece : p->args[0].items) {
+        if (piece.kind != K::Proxy) return no("a cat of a constant");
+        View v;
+        if (!view_of(piece.proxy, &v)) return no("a cat of the computed value " + piece.proxy->name);
+        if (v.shape.size() != os.size()) return no("a cat piece of another rank");
+        int64_t len = v.shape[static_cast<size_t>(d)];
+        if (len == 0) continue;
+        // Aligned to S: leading dimensions of size 1.
+        size_t lead = S.size() - v.shape.size();
+        v.shape.insert(v.shape.begin(), lead, 1);
+        v.dims.insert(v.dims.begin(), lead, std::vector<SubDim>{});
+        c.bounds.push_back(at);
+        c.pieces.push_back(v);
+        at += len;
+      }
+      c.bounds.push_back(at);
+      if (c.pieces.empty()) return no("an empty cat");
+      g.cats[out.get()] = c;
       defined.insert(out.get());
       continue;
     }
@@ -305,7 +384,11 @@ GroupPlan plan_group(const std::vector<const Stmt*>& prims, const std::vector<Pr
     for (const auto& o : p->outputs) defined.insert(o.get());
   }
   for (const auto& o : outputs) {
-    if (g.views.count(o.get()) || g.same_as.count(o.get())) return no("an output (" + o->name + ") is a view");
+    if (g.views.count(o.get()) || g.same_as.count(o.get())) {
+      // A view leaving the group is materialized by the kernel (a copy through strides).
+      if (g.kind != GroupKind::Elementwise || g.view_only.count(o.get())) return no("an output (" + o->name + ") is a view");
+      continue;
+    }
     if (!defined.count(o.get())) return no("an output (" + o->name + ") is not computed by the group");
     const Shape& os = o->type.shape;
     if (g.kind == GroupKind::Rows && os != S && os != row) return no("an output neither of the rows' shape nor one per row");

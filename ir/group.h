@@ -25,17 +25,35 @@ namespace tracer::ir {
 
 enum class GroupKind { None, Elementwise, Rows, Columns };
 
-// A view of a group input: element (c_0, ..., c_{r-1}) of `shape` is element
-// offset + sum(c_k * strides[k]) of the input's (contiguous) buffer. shape broadcasts to the
-// group's shape right-aligned; a dimension of size 1 or stride 0 is broadcast.
+// A view of a group input: logical dimension k of `shape` is made of sub-dimensions dims[k]
+// (outer to inner; their sizes multiply to shape[k]; none for a dimension of size 1), each with
+// a stride in elements into the input's contiguous buffer (0: broadcast). Element c of the view
+// is at offset + the sum over dimensions and sub-dimensions of ((c_k / inner) % size) * stride,
+// inner being the product of the sizes of the finer sub-dimensions of k. A reshape that merges
+// dimensions strides cannot express as one (the heads of a transposed attention output) keeps
+// them as sub-dimensions. shape broadcasts to the group's shape right-aligned.
+struct SubDim {
+  int64_t size = 1, stride = 0;
+};
 struct View {
   const Proxy* base = nullptr;
   Shape shape;
-  std::vector<int64_t> strides;
+  std::vector<std::vector<SubDim>> dims;
   int64_t offset = 0;
-  // Whether it reads its base in order: shape equal to the base's (up to leading ones),
-  // contiguous strides, no offset (the kernel may then vectorize it as the base itself).
+  // Whether it reads its whole base in order (element j of the view is element j of the input:
+  // a reshape of it, maybe with leading ones).
   bool contiguous() const;
+  // The offset of element `c` (logical coordinates).
+  int64_t at(const std::vector<int64_t>& c) const;
+};
+
+// A cat of views: element i reads pieces[k] where bounds[k] <= c < bounds[k + 1], c being its
+// coordinate along `dim` (of the group's shape). Each piece's view has the cat's shape but
+// along dim.
+struct CatPlan {
+  size_t dim = 0;
+  std::vector<int64_t> bounds;
+  std::vector<View> pieces;
 };
 
 struct GroupPlan {
@@ -54,6 +72,8 @@ struct GroupPlan {
   std::unordered_map<const Proxy*, ProxyPtr> same_as;
   // Inputs read only through views (not broadcastable to S themselves).
   std::unordered_set<const Proxy*> view_only;
+  // cats of views (elementwise groups): the value is read from its pieces' inputs.
+  std::unordered_map<const Proxy*, CatPlan> cats;
 };
 
 // Whether p can be part of a group at all: elementwise, a stateless random draw, a reduction
@@ -61,7 +81,8 @@ struct GroupPlan {
 // slice) or a creation (full, iota). Whether a particular group is one kernel is plan_group's.
 bool group_prim(const Stmt& p);
 
-// A view op or a creation: no arithmetic of its own (a run made only of these is not fused).
+// A view op or a creation: no arithmetic of its own. (cat is a group prim but not a layout
+// prim: it materializes its value, as an elementwise op does.)
 bool layout_prim(const Stmt& p);
 
 // A sum, amax or amin of a float tensor over its leading dimensions 0..k-1 (k < rank; with or
@@ -74,11 +95,14 @@ GroupPlan plan_group(const std::vector<const Stmt*>& prims, const std::vector<Pr
 // The same for a fusion or composite statement (or a single primitive).
 GroupPlan plan_group(const Stmt& s);
 
-// The element offset into a view for flat index i of the group shape `S`, as integer arithmetic
-// on i: a list of (divisor, modulus, stride) terms, offset + sum(((i / div) % mod) * stride).
+// The element offset into a view for flat index i of the group shape `S`, as integer
+// arithmetic on i: offset + sum(((i / div) % mod) * stride) over the terms (mod 0: none).
+// With `dim` set, coordinate `dim` of S is taken less `shift` (a cat's piece): those terms are
+// ((((i / sdiv) % smod) - shift) / div) % mod (sdiv, smod: the coordinate's own).
 struct OffsetTerm {
-  int64_t div = 1, mod = 0, stride = 0;  // mod 0: no modulus
+  int64_t div = 1, mod = 0, stride = 0;
+  bool shifted = false;
 };
-std::vector<OffsetTerm> view_terms(const View& v, const Shape& S);
+std::vector<OffsetTerm> view_terms(const View& v, const Shape& S, int64_t dim = -1);
 
 }  // namespace tracer::ir

@@ -248,6 +248,40 @@ TEST_CASE("checkpoint, philox, remat and fuse leave gradients bit for bit equal,
   CHECK(files == 1 + 1 + 3 * 3);  // the loss, then the gradients of x and of 3 blocks' 3 weights
 }
 
+// Runs FILE's `entry` with the passes, every output written as DIR/NAME.npy; returns DIR.
+std::string run_entry_to_dir(const std::string& file, const std::string& entry, const std::vector<std::string>& passes,
+                             const std::string& tag) {
+  std::string dir = (std::filesystem::temp_directory_path() / ("tracer_fuse_" + tag)).string();
+  std::filesystem::remove_all(dir);
+  Session s;
+  REQUIRE(s.set_passes(passes));
+  REQUIRE(s.load_file(file));
+  auto r = s.run(entry, dir);
+  INFO(s.rendered_diagnostics());
+  REQUIRE(r);
+  return dir;
+}
+
+// Every op of tests/gpu/ops.trace (views, cats, fills and iotas in groups among them) gives the
+// same bits fused as unfused on the CPU.
+TEST_CASE("fuse changes no output of tests/gpu/ops.trace on the CPU", "[fuse]") {
+  std::string f = source_dir() + "/tests/gpu/ops.trace";
+  for (const char* e : {"ops_f32", "ops_bf16", "ops_f16", "ops_i32", "ops_b8", "ops_reduce_f32", "ops_reduce_lowp", "ops_broadcast",
+                        "ops_layout", "ops_views", "ops_gather"}) {
+    DYNAMIC_SECTION(e) {
+      std::string a = run_entry_to_dir(f, e, {}, "plain"), b = run_entry_to_dir(f, e, {"fuse"}, "fused");
+      size_t files = 0;
+      for (const auto& x : std::filesystem::directory_iterator(a)) {
+        std::string name = x.path().filename().string();
+        INFO(name);
+        CHECK(read_file(x.path().string()) == read_file(b + "/" + name));
+        ++files;
+      }
+      CHECK(files > 0);
+    }
+  }
+}
+
 // Fusing changes no number on the CPU: groups with views, fills, iotas and reductions over rows
 // and columns (the GPT's cross entropy, layer norms and bias gradients) run block by block and
 // reduce in the unfused order.
