@@ -408,7 +408,8 @@ void GpuExecutor::run_row_kernel(const ir::Stmt& s, Values& env, const std::unor
   args.push_back(&rows);
   args.push_back(&vec_ok);
   if (rows > 0) {
-    dev_.launch(kit->second.fn, static_cast<unsigned>(std::min<long long>(rows, 1LL << 30)), 256, args.data());
+    long long blocks = k.row_lanes == 32 ? (rows + 7) / 8 : rows;
+    dev_.launch(kit->second.fn, static_cast<unsigned>(std::min<long long>(blocks, 1LL << 30)), 256, args.data());
     stats_.launches++;
   }
   bind_outputs(k, env);

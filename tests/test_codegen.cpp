@@ -191,7 +191,10 @@ def f(x: f32[64, 32], w: f32[32], big: f32[4096, 64]):
   INFO(k->source);
   CHECK(k->rows == 64);
   CHECK(k->row_length == 32);
-  CHECK_THAT(k->source, Catch::Contains("for (long long tr_r = blockIdx.x; tr_r < tr_rows; tr_r += gridDim.x)"));
+  // Rows of 32: one warp per row, 8 rows a block, reduced by shuffles.
+  CHECK(k->row_lanes == 32);
+  CHECK_THAT(k->source, Catch::Contains("for (long long tr_r = (long long)blockIdx.x * 8 + (threadIdx.x >> 5); tr_r < tr_rows;"));
+  CHECK_THAT(k->source, Catch::Contains("__shfl_down_sync"));
   CHECK_THAT(k->source, Catch::Contains("double tr_acc"));
   // f32 rows of 32: 16-byte accesses of 4 elements when the launcher finds the pointers
   // aligned, one element at a time otherwise.
@@ -206,6 +209,15 @@ def f(x: f32[64, 32], w: f32[32], big: f32[4096, 64]):
   size_t outputs = 0;
   for (const auto& p : k->params) outputs += p.output;
   CHECK(outputs == 2);
+  // Rows longer than 4096: one block of 256 threads each, reduced in shared memory.
+  auto wide = kernels_of("def f(x: f32[8, 5000], big: f32[4096, 4096]):\n    return ltorch.softmax(x, -1), big * 2.0\n", "f");
+  const codegen::Kernel* w = nullptr;
+  for (const auto& x : wide)
+    if (x.rows > 0) w = &x;
+  REQUIRE(w);
+  CHECK(w->row_lanes == 256);
+  CHECK_THAT(w->source, Catch::Contains("for (long long tr_r = blockIdx.x; tr_r < tr_rows; tr_r += gridDim.x)"));
+  CHECK_THAT(w->source, Catch::Contains("__syncthreads()"));
 }
 
 TEST_CASE("the training pipeline's norms become row kernels (llama_mlp_checkpoint)", "[codegen]") {
