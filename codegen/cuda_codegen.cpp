@@ -302,19 +302,20 @@ std::string prim_expr(const Stmt& ps, const std::function<std::string(const ir::
 
 // The element of view v read at flat index i of the group's shape S (coordinate `dim` of S taken
 // less `shift`: a cat's piece).
-std::string view_offset_expr(const ir::View& v, const ir::Shape& S, const char* suffix, int64_t dim, int64_t shift) {
+std::string view_offset_expr(const ir::View& v, const ir::Shape& S, const char* suffix, int64_t dim, int64_t shift,
+                             const std::string& index) {
   std::string expr = v.offset ? std::to_string(v.offset) + suffix : "";
   std::string coord;
   if (dim >= 0) {  // the piece's coordinate along dim
     int64_t ostride = 1;
     for (size_t d = S.size(); d-- > static_cast<size_t>(dim) + 1;) ostride *= S[d];
-    coord = "i";
+    coord = index;
     if (ostride != 1) coord = "(" + coord + " / " + std::to_string(ostride) + suffix + ")";
     if (dim > 0) coord = "(" + coord + " % " + std::to_string(S[static_cast<size_t>(dim)]) + suffix + ")";
     if (shift) coord = "(" + coord + " - " + std::to_string(shift) + suffix + ")";
   }
   for (const ir::OffsetTerm& t : ir::view_terms(v, S, dim)) {
-    std::string c = t.shifted ? coord : "i";
+    std::string c = t.shifted ? coord : index;
     if (t.div != 1) c = "(" + c + " / " + std::to_string(t.div) + suffix + ")";
     if (t.mod) c = "(" + c + " % " + std::to_string(t.mod) + suffix + ")";
     if (t.stride != 1) c += " * " + std::to_string(t.stride) + suffix;
@@ -512,6 +513,10 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical, const st
   }
   std::vector<ir::ProxyPtr> full_in, bcast_in, strided;  // full_in: values read at i, 16 bytes at a time
   std::unordered_map<const ir::Proxy*, ir::ProxyPtr> base_of;  // full_in value -> the buffer it reads
+  std::unordered_map<const ir::Proxy*, std::string> vec_ptr, scalar_ref;  // full_in views: where i0 and i read
+  std::unordered_set<const ir::Proxy*> vec_cats;  // cats read 16 bytes at a time (full_in too)
+  const bool small_idx = rt::numel(plan.shape) + (1LL << 24) < (1LL << 31);
+  const char* suffix = small_idx ? "" : "LL";
   std::vector<ir::ProxyPtr> strided_bases;
   auto stripped = [](const ir::Shape& x) {
     size_t j = 0;
@@ -539,6 +544,50 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical, const st
       strided.push_back(q);
     }
   }
+  // Views and cats read 16 bytes at a time where the elements of a vector are consecutive in
+  // their input (the innermost sub-dimension of the last dimension has stride 1 and a multiple
+  // of V elements, every other stride and the offset are multiples of V): the heads of q, k and
+  // v split from a qkv projection, a transposed attention output merged back, their cat.
+  std::vector<ir::ProxyPtr> cats_in;
+  for (const Stmt* p : prims)
+    if (plan.cats.count(p->outputs[0].get())) cats_in.push_back(p->outputs[0]);
+  {
+    size_t nv = 16;
+    for (const auto& p : full_in) nv = std::min(nv, rt::dtype_size(p->type.dtype));
+    for (const auto& o : s.outputs) nv = std::min(nv, rt::dtype_size(o->type.dtype));
+    for (const auto& q : strided) nv = std::min(nv, rt::dtype_size(q->type.dtype));
+    for (const auto& q : cats_in) nv = std::min(nv, rt::dtype_size(q->type.dtype));
+    const int64_t V0 = static_cast<int64_t>(std::min<size_t>(8, 16 / nv));
+    auto vec_view = [&](const ir::View& v, int64_t shift) {
+      if (shape.empty() || shape.back() % V0 != 0 || v.shape.empty() || v.dims.back().empty()) return false;
+      const ir::SubDim& last = v.dims.back().back();
+      if (last.stride != 1 || last.size % V0 != 0 || v.offset % V0 != 0 || shift % V0 != 0) return false;
+      for (size_t e = 0; e < v.dims.size(); ++e)
+        for (size_t j = 0; j < v.dims[e].size(); ++j)
+          if (!(e + 1 == v.dims.size() && j + 1 == v.dims[e].size()) && v.dims[e][j].stride % V0 != 0) return false;
+      return true;
+    };
+    std::vector<ir::ProxyPtr> still;
+    for (const auto& q : strided) {
+      const ir::View& v = plan.views.at(q.get());
+      if (vec_view(v, 0)) {
+        full_in.push_back(q);
+        vec_ptr[q.get()] = "p_" + name_of(input_ptr(v.base)) + " + (" + view_offset_expr(v, shape, suffix, -1, 0, "i0") + ")";
+        scalar_ref[q.get()] = "p_" + name_of(input_ptr(v.base)) + "[" + view_offset_expr(v, shape, suffix) + "]";
+      } else {
+        still.push_back(q);
+      }
+    }
+    strided = still;
+    for (const auto& q : cats_in) {
+      const ir::CatPlan& c = plan.cats.at(q.get());
+      bool ok = c.dim + 1 == shape.size();
+      for (size_t j = 0; ok && j < c.pieces.size(); ++j) ok = vec_view(c.pieces[j], c.bounds[j]) && c.bounds[j + 1] % V0 == 0;
+      if (ok) vec_cats.insert(q.get());
+    }
+    for (const auto& q : cats_in)
+      if (vec_cats.count(q.get())) full_in.push_back(q);
+  }
   // Pointers that may share memory (an output written over a dying input) are not restrict.
   auto aliased_output = [&](const ir::ProxyPtr& o) {
     for (const auto& p : inputs)
@@ -553,9 +602,11 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical, const st
     return "* __restrict__ ";
   };
 
-  // Vector width: 16 bytes of the narrowest full-size tensor per access, at most 8 elements.
+  // Vector width: 16 bytes of the narrowest full-size tensor per access, at most 8 elements
+  // (views read one element at a time count too: the vectorized views were chosen for it).
   size_t narrow = 16;
   for (const auto& p : full_in) narrow = std::min(narrow, rt::dtype_size(p->type.dtype));
+  for (const auto& p : strided) narrow = std::min(narrow, rt::dtype_size(p->type.dtype));
   for (const auto& o : s.outputs) narrow = std::min(narrow, rt::dtype_size(o->type.dtype));
   k.vector_width = static_cast<int>(std::min<size_t>(8, 16 / narrow));
   // Inputs broadcast along every dimension but the last (a bias, a norm's weight): the V
@@ -584,9 +635,8 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical, const st
   if (!canonical) body << "// " << k.origin << "\n";
   // Indices in 32 bits when every element's index fits (fewer instructions per element).
   // (with room for the grid-stride step past the end: up to 16 blocks of 256 per multiprocessor)
-  const bool small = k.elements + (1LL << 24) < (1LL << 31);
+  const bool small = small_idx;
   const std::string idx = small ? "int" : "long long";
-  const char* suffix = small ? "" : "LL";
   body << "__device__ __forceinline__ void " << name << "_element(" << idx << " i";
   for (const auto& p : full_in) body << ", const " << reg_name(reg_of(p->type.dtype)) << " " << name_of(p);
   for (const auto& p : row_in) body << ", const " << reg_name(reg_of(p->type.dtype)) << " " << name_of(p);
@@ -632,6 +682,8 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical, const st
       expr = name_of(same->second);
     } else if (op == "full" || op == "iota") {
       expr = creation_expr(*p, shape, suffix);
+    } else if (vec_cats.count(out.get())) {
+      continue;  // read 16 bytes at a time by the kernel, passed in as a value
     } else if (auto c = plan.cats.find(out.get()); c != plan.cats.end()) {
       expr = cat_expr(c->second, shape, suffix, od, [&](const ir::Proxy* b) { return "p_" + name_of(input_ptr(b)); });
     } else if (op == "uniform_philox") {
@@ -705,7 +757,20 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical, const st
   for (const auto& p : full_in) {
     std::string t = storage_name(p->type.dtype);
     body << "    __align__(16) " << t << " " << name_of(p) << "_v[V];\n";
-    body << "    tr_copy<V * sizeof(" << t << ")>(" << name_of(p) << "_v, p_" << name_of(base_of.at(p.get())) << " + i0);\n";
+    if (vec_cats.count(p.get())) {  // the piece that holds the vector, then 16 bytes of it
+      const ir::CatPlan& c = plan.cats.at(p.get());
+      body << "    {\n      const " << idx << " tr_cc = i0 % " << shape.back() << suffix << ";\n";
+      for (size_t j = 0; j < c.pieces.size(); ++j) {
+        std::string src = "p_" + name_of(input_ptr(c.pieces[j].base)) + " + (" +
+                          view_offset_expr(c.pieces[j], shape, suffix, static_cast<int64_t>(c.dim), c.bounds[j], "i0") + ")";
+        body << "      " << (j ? "else " : "") << (j + 1 < c.pieces.size() ? "if (tr_cc < " + std::to_string(c.bounds[j + 1]) + suffix + ") " : "")
+             << "tr_copy<V * sizeof(" << t << ")>(" << name_of(p) << "_v, " << src << ");\n";
+      }
+      body << "    }\n";
+    } else {
+      std::string src = vec_ptr.count(p.get()) ? vec_ptr.at(p.get()) : "p_" + name_of(base_of.at(p.get())) + " + i0";
+      body << "    tr_copy<V * sizeof(" << t << ")>(" << name_of(p) << "_v, " << src << ");\n";
+    }
   }
   for (const auto& p : row_in) {
     std::string t = storage_name(p->type.dtype);
@@ -739,7 +804,13 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical, const st
   body << "  for (" << idx << " i = nvec * V + first; i < (" << idx << ")n; i += stride) {\n";
   for (size_t j = 0; j < s.outputs.size(); ++j) body << "    " << reg_name(reg_of(s.outputs[j]->type.dtype)) << " " << out_regs[j] << ";\n";
   body << "    "
-       << call("i", [&](const ir::ProxyPtr& p) { return load_expr(p->type.dtype, "p_" + name_of(base_of.at(p.get())) + "[i]"); },
+       << call("i", [&](const ir::ProxyPtr& p) {
+                 if (vec_cats.count(p.get()))
+                   return cat_expr(plan.cats.at(p.get()), shape, suffix, p->type.dtype,
+                                   [&](const ir::Proxy* b) { return "p_" + name_of(input_ptr(b)); });
+                 if (scalar_ref.count(p.get())) return load_expr(p->type.dtype, scalar_ref.at(p.get()));
+                 return load_expr(p->type.dtype, "p_" + name_of(base_of.at(p.get())) + "[i]");
+               },
                [&](size_t d) { return "tr_philox_word((unsigned long long)i, " + word_name(d) + "_seed, " + word_name(d) + "_offset)"; },
                [&](const ir::ProxyPtr& p) {
                  return load_expr(p->type.dtype, "p_" + name_of(p) + "[i % " + std::to_string(row) + suffix + "]");

@@ -28,7 +28,8 @@ bool broadcasts_to(const ir::Shape& in, const ir::Shape& out);
 
 // The element of a view (ir/group.h) read at flat index i of the group's shape S; a full's or an
 // iota's register value at i.
-std::string view_offset_expr(const ir::View& v, const ir::Shape& S, const char* suffix, int64_t dim = -1, int64_t shift = 0);
+std::string view_offset_expr(const ir::View& v, const ir::Shape& S, const char* suffix, int64_t dim = -1, int64_t shift = 0,
+                             const std::string& index = "i");
 std::string creation_expr(const ir::Stmt& p, const ir::Shape& S, const char* suffix);
 std::string cat_expr(const ir::CatPlan& c, const ir::Shape& S, const char* suffix, rt::DType dt,
                      const std::function<std::string(const ir::Proxy*)>& pointer);
