@@ -424,13 +424,13 @@ std::unordered_set<const ir::Proxy*> alias_candidates(const Stmt& s, const std::
   std::unordered_set<const ir::Proxy*> out;
   if (dying.empty()) return out;
   ir::GroupPlan plan = ir::plan_group(s);
-  // An input read through a view is read at other elements than the one written: never shared.
-  std::unordered_set<const ir::Proxy*> viewed;
-  for (const auto& [v, view] : plan.views) viewed.insert(view.base);
+  // Only inputs read at the element written (directly or as a reshape): a transposed input is
+  // read at other elements than the one the output writes.
+  std::unordered_set<const ir::Proxy*> in_order = ir::in_order_inputs(plan);
   for (const auto& p : plan.inputs) {
-    if (!dying.count(p.get()) || viewed.count(p.get())) continue;
+    if (!dying.count(p.get()) || !in_order.count(p.get())) continue;
     for (const auto& o : s.outputs)
-      if (o->type.dtype == p->type.dtype && o->type.shape == p->type.shape) out.insert(p.get());
+      if (o->type.dtype == p->type.dtype && rt::numel(o->type.shape) == rt::numel(p->type.shape)) out.insert(p.get());
   }
   return out;
 }
@@ -591,7 +591,7 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical, const st
   // Pointers that may share memory (an output written over a dying input) are not restrict.
   auto aliased_output = [&](const ir::ProxyPtr& o) {
     for (const auto& p : inputs)
-      if (may_alias.count(p.get()) && p->type.dtype == o->type.dtype && p->type.shape == o->type.shape) return true;
+      if (may_alias.count(p.get()) && p->type.dtype == o->type.dtype && rt::numel(p->type.shape) == rt::numel(o->type.shape)) return true;
     return false;
   };
   for (const auto& p : inputs) k.params.push_back({p->name, p->type, false, p, may_alias.count(p.get()) > 0});

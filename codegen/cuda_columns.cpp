@@ -101,7 +101,7 @@ Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool cano
   }
   auto aliased_output = [&](const ir::ProxyPtr& o) {
     for (const auto& p : inputs)
-      if (may_alias.count(p.get()) && p->type.dtype == o->type.dtype && p->type.shape == o->type.shape) return true;
+      if (may_alias.count(p.get()) && p->type.dtype == o->type.dtype && rt::numel(p->type.shape) == rt::numel(o->type.shape)) return true;
     return false;
   };
   for (const auto& p : inputs) k.params.push_back({p->name, p->type, false, p, may_alias.count(p.get()) > 0});

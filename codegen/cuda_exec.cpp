@@ -329,7 +329,7 @@ void GpuExecutor::bind(const Kernel& k, Values& env, const std::unordered_set<co
       if (dying.empty()) break;
       // Only pairs the kernel declares without __restrict__ (alias_candidates) may share memory.
       if (q.output || !q.may_alias || !p.may_alias || !dying.count(q.proxy.get()) || q.type.dtype != p.type.dtype ||
-          q.type.shape != p.type.shape)
+          rt::numel(q.type.shape) != rt::numel(p.type.shape))
         continue;
       if (std::find(donors.begin(), donors.end(), q.proxy.get()) != donors.end()) continue;
       const DeviceTensor& d = env.at(q.proxy.get());

@@ -71,7 +71,7 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
   auto aliased_output = [&](const ir::ProxyPtr& o) {
     if (o->type.shape != shape) return false;  // one per row: thread 0 writes it while others read
     for (const auto& p : inputs)
-      if (may_alias.count(p.get()) && p->type.dtype == o->type.dtype && p->type.shape == o->type.shape) return true;
+      if (may_alias.count(p.get()) && p->type.dtype == o->type.dtype && rt::numel(p->type.shape) == rt::numel(o->type.shape)) return true;
     return false;
   };
   for (const auto& p : inputs) k.params.push_back({p->name, p->type, false, p, may_alias.count(p.get()) > 0});
@@ -223,36 +223,77 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
     body << "  for (long long tr_r = (long long)blockIdx.x * 8 + (threadIdx.x >> 5); tr_r < tr_rows; tr_r += (long long)gridDim.x * 8) {\n";
   }
   body << "    const long long tr_base = tr_r * tr_C;\n";
+  // Reductions that do not depend on one another share a pass over the row (a cross entropy's
+  // maximum and its target's logit); a reduction of a value computed from another's result
+  // starts a new pass.
+  std::unordered_map<const ir::Proxy*, std::unordered_set<size_t>> deps;  // value -> reductions it needs
+  for (const Stmt* p : prims) {
+    std::unordered_set<size_t> d;
+    for (const Arg& a : p->args)
+      ir::for_each_proxy(a, [&](const ir::ProxyPtr& q) {
+        auto it = deps.find(q.get());
+        if (it != deps.end()) d.insert(it->second.begin(), it->second.end());
+      });
+    auto same = plan.same_as.find(p->outputs[0].get());
+    if (same != plan.same_as.end() && deps.count(same->second.get())) d = deps[same->second.get()];
+    for (size_t j = 0; j < reductions.size(); ++j)
+      if (reductions[j] == p) d.insert(j);
+    for (const auto& o : p->outputs) deps[o.get()] = d;
+  }
+  std::vector<std::vector<size_t>> passes;
   for (size_t j = 0; j < reductions.size(); ++j) {
-    const Stmt* red = reductions[j];
-    const std::string& op = red->op->name;
-    const ir::ProxyPtr& x = red->args[0].proxy;
-    const ir::ProxyPtr& y = red->outputs[0];
-    std::string init = op == "sum" ? "0.0" : op == "amax" ? "-__longlong_as_double(0x7ff0000000000000LL)" : "__longlong_as_double(0x7ff0000000000000LL)";
-    std::string step = op == "sum" ? "tr_acc + v" : op == "amax" ? "(tr_acc != tr_acc || tr_acc >= v) ? tr_acc : v" : "(tr_acc != tr_acc || tr_acc <= v) ? tr_acc : v";
-    body << "    // " << (canonical ? name_of(y) : y->name) << " = prims." << op << " over the row\n";
-    body << "    double tr_red" << j << ";\n";
-    body << "    {\n      double tr_acc = " << init << ";\n";
-    body << column_loop({x}, {}, {"{ const double v = (double)" + name_of(x) + "; tr_acc = " + step + "; }"}, "      ");
-    if (lanes == 256) {
-      body << "      tr_part[threadIdx.x] = tr_acc;\n      __syncthreads();\n";
-      body << "      for (int tr_w = blockDim.x / 2; tr_w > 0; tr_w >>= 1) {\n";
-      body << "        if (threadIdx.x < tr_w) { const double v = tr_part[threadIdx.x + tr_w]; tr_acc = tr_part[threadIdx.x]; tr_part[threadIdx.x] = " << step << "; }\n";
-      body << "        __syncthreads();\n      }\n";
-      body << "      tr_red" << j << " = tr_part[0];\n      __syncthreads();  // tr_part is reused\n    }\n";
-    } else {
-      // A fixed tree (lane l takes lane l + w), then lane 0's result to every lane: the same value
-      // on all lanes and on every run.
-      body << "      for (int tr_w = 16; tr_w > 0; tr_w >>= 1) { const double v = __shfl_down_sync(0xffffffffu, tr_acc, tr_w); if (tr_lane < tr_w) tr_acc = " << step << "; }\n";
-      body << "      tr_red" << j << " = __shfl_sync(0xffffffffu, tr_acc, 0);\n    }\n";
+    const auto& need = deps[reductions[j]->args[0].proxy.get()];
+    bool joins = !passes.empty();
+    for (size_t q : joins ? passes.back() : std::vector<size_t>{}) joins = joins && !need.count(q);
+    if (joins) passes.back().push_back(j);
+    else passes.push_back({j});
+  }
+  auto red_init = [](const std::string& op) {
+    return op == "sum" ? std::string("0.0") : op == "amax" ? std::string("-__longlong_as_double(0x7ff0000000000000LL)")
+                                                          : std::string("__longlong_as_double(0x7ff0000000000000LL)");
+  };
+  auto red_step = [](const std::string& op, const std::string& acc) {
+    return op == "sum" ? acc + " + v" : op == "amax" ? "(" + acc + " != " + acc + " || " + acc + " >= v) ? " + acc + " : v"
+                                                     : "(" + acc + " != " + acc + " || " + acc + " <= v) ? " + acc + " : v";
+  };
+  for (const auto& pass : passes) {
+    std::vector<ir::ProxyPtr> targets;
+    std::vector<std::string> tail;
+    for (size_t j : pass) {
+      const Stmt* red = reductions[j];
+      const ir::ProxyPtr& y = red->outputs[0];
+      body << "    // " << (canonical ? name_of(y) : y->name) << " = prims." << red->op->name << " over the row\n";
+      body << "    double tr_red" << j << ", tr_acc" << j << " = " << red_init(red->op->name) << ";\n";
+      targets.push_back(red->args[0].proxy);
+      tail.push_back("{ const double v = (double)" + name_of(red->args[0].proxy) + "; tr_acc" + std::to_string(j) + " = " +
+                     red_step(red->op->name, "tr_acc" + std::to_string(j)) + "; }");
     }
-    // The result, stored as the CPU stores it (its dtype), as every thread's register.
-    DType od = y->type.dtype;
-    std::string r = "tr_red" + std::to_string(j);
-    std::string val = od == DType::f64 ? r : od == DType::bf16 ? "tr_round_bf16((float)" + r + ")"
-                      : od == DType::f16 ? "tr_round_f16((float)" + r + ")" : "(float)" + r;
-    body << "    const " << reg_name(reg_of(od)) << " " << name_of(y) << " = " << val << ";\n";
-    if (outs.count(y.get())) body << "    if (tr_lane == 0) p_" << name_of(y) << "[tr_r] = " << store_expr(od, name_of(y), true) << ";\n";
+    body << "    {\n" << column_loop(targets, {}, tail, "      ") << "    }\n";
+    for (size_t j : pass) {
+      const Stmt* red = reductions[j];
+      const std::string acc = "tr_acc" + std::to_string(j);
+      const std::string step = red_step(red->op->name, acc);
+      if (lanes == 256) {
+        body << "    tr_part[threadIdx.x] = " << acc << ";\n    __syncthreads();\n";
+        body << "    for (int tr_w = blockDim.x / 2; tr_w > 0; tr_w >>= 1) {\n";
+        body << "      if (threadIdx.x < tr_w) { const double v = tr_part[threadIdx.x + tr_w]; " << acc << " = tr_part[threadIdx.x]; tr_part[threadIdx.x] = " << step << "; }\n";
+        body << "      __syncthreads();\n    }\n";
+        body << "    tr_red" << j << " = tr_part[0];\n    __syncthreads();  // tr_part is reused\n";
+      } else {
+        // A fixed tree (lane l takes lane l + w), then lane 0's result to every lane: the same value
+        // on all lanes and on every run.
+        body << "    for (int tr_w = 16; tr_w > 0; tr_w >>= 1) { const double v = __shfl_down_sync(0xffffffffu, " << acc << ", tr_w); if (tr_lane < tr_w) " << acc << " = " << step << "; }\n";
+        body << "    tr_red" << j << " = __shfl_sync(0xffffffffu, " << acc << ", 0);\n";
+      }
+      // The result, stored as the CPU stores it (its dtype), as every thread's register.
+      const ir::ProxyPtr& y = red->outputs[0];
+      DType od = y->type.dtype;
+      std::string r = "tr_red" + std::to_string(j);
+      std::string val = od == DType::f64 ? r : od == DType::bf16 ? "tr_round_bf16((float)" + r + ")"
+                        : od == DType::f16 ? "tr_round_f16((float)" + r + ")" : "(float)" + r;
+      body << "    const " << reg_name(reg_of(od)) << " " << name_of(y) << " = " << val << ";\n";
+      if (outs.count(y.get())) body << "    if (tr_lane == 0) p_" << name_of(y) << "[tr_r] = " << store_expr(od, name_of(y), true) << ";\n";
+    }
   }
   std::vector<ir::ProxyPtr> full, per_row;
   for (const auto& o : s.outputs) {

@@ -40,16 +40,20 @@ void run_stmts(const std::vector<Stmt>& stmts, Env& env, ExecContext& ctx, const
 // whose last use it is (a `del` follows), when that argument's buffer has no other owner and
 // the output's dtype and shape. Returns the donor's proxy, or null. estimate_memory() makes the
 // same choice (donor_arg in ir/memory.cpp decides by the same rule on the static types).
+// in_order: for a fused group, the inputs it reads at the element it writes (ir/group.h); those
+// may lend their buffer to an output of their dtype and size (of another shape: a reshape).
 const Proxy* find_donor(const Stmt& s, const TensorType& out, const Dying& dying, const Env& env,
-                        const std::vector<const Proxy*>& taken) {
+                        const std::vector<const Proxy*>& taken, const std::unordered_set<const Proxy*>* in_order = nullptr) {
   const Proxy* found = nullptr;
   for (const Arg& a : s.args)
     for_each_proxy(a, [&](const ProxyPtr& p) {
       if (found || !dying.count(p.get()) || std::find(taken.begin(), taken.end(), p.get()) != taken.end()) return;
-      if (p->type.dtype != out.dtype || p->type.shape != out.shape) return;
+      if (in_order && !in_order->count(p.get())) return;
+      bool same = in_order ? rt::numel(p->type.shape) == rt::numel(out.shape) : p->type.shape == out.shape;
+      if (p->type.dtype != out.dtype || !same) return;
       auto it = env.find(p.get());
       if (it == env.end() || !it->second.sole_owner()) return;
-      if (it->second.dtype() != out.dtype || it->second.shape() != out.shape) return;
+      if (it->second.dtype() != out.dtype || it->second.numel() != rt::numel(out.shape)) return;
       found = p.get();
     });
   return found;
@@ -157,19 +161,19 @@ void run_fused(const Stmt& s, Env& env, ExecContext& ctx, const Dying& dying) {
       }
     }
   }
-  // An input read through a view is read at other rows than the block's: it lends no buffer.
+  // Only inputs read at the element written lend a buffer (a transposed one is read elsewhere).
   std::vector<const Proxy*> donors;
-  for (const auto& [v, view] : g.views) donors.push_back(view.base);
-  size_t viewed = donors.size();
+  std::unordered_set<const Proxy*> in_order;
+  if (planned) in_order = in_order_inputs(g);
   std::vector<rt::Tensor> outs(s.outputs.size());
   for (size_t i = 0; i < s.outputs.size(); ++i) {
     const auto& o = s.outputs[i];
     if (post.count(o.get())) continue;  // computed after the blocks
-    const Proxy* d = dying.empty() ? nullptr : find_donor(s, o->type, dying, env, donors);
+    const Proxy* d = dying.empty() ? nullptr : find_donor(s, o->type, dying, env, donors, planned ? &in_order : nullptr);
     if (d) {
       // Block r of the donor is read before block r of the output is written (row views).
       donors.push_back(d);
-      outs[i] = env.at(d);
+      outs[i] = env.at(d).view(o->type.shape);
     } else {
       outs[i] = rt::Tensor::empty(o->type.dtype, o->type.shape, ctx.allocator);
     }
@@ -323,7 +327,7 @@ void run_fused(const Stmt& s, Env& env, ExecContext& ctx, const Dying& dying) {
     for (size_t i = 0; i < s.outputs.size(); ++i)
       if (post.count(s.outputs[i].get())) outs[i] = rt::cast(done.at(s.outputs[i].get()), s.outputs[i]->type.dtype, ctx.allocator);
   }
-  for (size_t k = viewed; k < donors.size(); ++k) env.erase(donors[k]);
+  for (const Proxy* d : donors) env.erase(d);
   for (size_t i = 0; i < s.outputs.size(); ++i) env[s.outputs[i].get()] = std::move(outs[i]);
 }
 

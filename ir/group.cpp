@@ -136,6 +136,24 @@ bool column_reduction(const Stmt& s, Shape* in_shape, size_t* lead) {
   return true;
 }
 
+std::unordered_set<const Proxy*> in_order_inputs(const GroupPlan& g) {
+  std::unordered_set<const Proxy*> out, bad;
+  int64_t n = rt::numel(g.shape);
+  for (const auto& q : g.inputs)
+    if (!g.view_only.count(q.get()) && rt::numel(q->type.shape) == n) out.insert(q.get());
+  for (const auto& [v, view] : g.views)
+    if (!(view.contiguous() && rt::numel(view.shape) == n)) bad.insert(view.base);
+  for (const auto& [v, c] : g.cats)
+    for (const View& piece : c.pieces) bad.insert(piece.base);
+  for (const auto& [v, view] : g.views)
+    if (view.contiguous() && rt::numel(view.shape) == n && !bad.count(view.base)) out.insert(view.base);
+  for (const Proxy* b : bad) out.erase(b);
+  // An input read directly but of another size (broadcast) is not in order either.
+  for (const auto& q : g.inputs)
+    if (!g.view_only.count(q.get()) && rt::numel(q->type.shape) != n) out.erase(q.get());
+  return out;
+}
+
 bool group_prim(const Stmt& p) {
   return fusible_prim(p) || row_reduction(p) || column_reduction(p) || layout_prim(p) || is_op(p, "cat");
 }

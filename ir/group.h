@@ -76,6 +76,12 @@ struct GroupPlan {
   std::unordered_map<const Proxy*, CatPlan> cats;
 };
 
+// The inputs a kernel of plan g reads only at the element it writes (directly, or through views
+// that read them in order: a reshape): their buffers may take an output of their dtype and size
+// (buffer reuse). An input read through any other view (a transpose, a broadcast, a cat's piece)
+// is read at other elements than the one written, and lends nothing.
+std::unordered_set<const Proxy*> in_order_inputs(const GroupPlan& g);
+
 // Whether p can be part of a group at all: elementwise, a stateless random draw, a reduction
 // over the last or the leading dimensions, a view op (reshape, broadcast_in_dim, transpose,
 // slice) or a creation (full, iota). Whether a particular group is one kernel is plan_group's.

@@ -79,12 +79,14 @@ class Sim {
   // The executor's buffer reuse (find_donor in ir/execute.cpp): an argument that dies after s,
   // whose buffer nobody else holds, with the output's dtype and shape, becomes the output.
   int donor_arg(const Stmt& s, const TensorType& out, const std::unordered_set<const Proxy*>& dying,
-                std::vector<int>& taken) const {
+                std::vector<int>& taken, const std::unordered_set<const Proxy*>* in_order = nullptr) const {
     int found = -1;
     for (const Arg& a : s.args)
       for_each_proxy(a, [&](const ProxyPtr& p) {
         if (found >= 0 || !dying.count(p.get())) return;
-        if (p->type.dtype != out.dtype || p->type.shape != out.shape) return;
+        if (in_order && !in_order->count(p.get())) return;
+        bool same = in_order ? rt::numel(p->type.shape) == rt::numel(out.shape) : p->type.shape == out.shape;
+        if (p->type.dtype != out.dtype || !same) return;
         int st = storage(p.get());
         if (st < 0 || refs_[st] != 1 || bytes_[st] != out.nbytes()) return;
         if (std::find(taken.begin(), taken.end(), st) != taken.end()) return;
@@ -97,12 +99,12 @@ class Sim {
   void run_stmt(const Stmt& s, int phase, size_t index, const std::unordered_set<const Proxy*>& dying) {
     if (runs_fused(s)) {  // block by block: only the outputs exist at full size
       std::vector<int> taken, st;
-      // An input read through a view (ir/group.h) lends no buffer, as in the executors.
-      for (const auto& [v, view] : plan_group(s).views) {
-        int b = storage(view.base);
-        if (b >= 0) taken.push_back(b);
-      }
-      for (const auto& p : s.outputs) st.push_back(dying.empty() ? -1 : donor_arg(s, p->type, dying, taken));
+      // Only inputs read at the element written lend a buffer (ir/group.h), as in the executors.
+      GroupPlan g = plan_group(s);
+      std::unordered_set<const Proxy*> in_order;
+      if (g.kind != GroupKind::None) in_order = in_order_inputs(g);
+      for (const auto& p : s.outputs)
+        st.push_back(dying.empty() ? -1 : donor_arg(s, p->type, dying, taken, g.kind != GroupKind::None ? &in_order : nullptr));
       for (size_t i = 0; i < s.outputs.size(); ++i)
         define(s.outputs[i].get(), st[i] >= 0 ? st[i] : new_storage(s.outputs[i]->type.nbytes()));
       note_peak(phase, index, &s);

@@ -195,7 +195,8 @@ def f(x: f32[64, 32], w: f32[32], big: f32[4096, 64]):
   CHECK(k->row_lanes == 32);
   CHECK_THAT(k->source, Catch::Contains("for (long long tr_r = (long long)blockIdx.x * 8 + (threadIdx.x >> 5); tr_r < tr_rows;"));
   CHECK_THAT(k->source, Catch::Contains("__shfl_down_sync"));
-  CHECK_THAT(k->source, Catch::Contains("double tr_acc"));
+  // Accumulators in double; softmax's maximum and rms_norm's sum of squares share the first pass.
+  CHECK_THAT(k->source, Catch::Contains("double tr_red0, tr_acc0 = ") && Catch::Contains("double tr_red1, tr_acc1 = "));
   // f32 rows of 32: 16-byte accesses of 4 elements when the launcher finds the pointers
   // aligned, one element at a time otherwise.
   CHECK(k->vector_width == 4);

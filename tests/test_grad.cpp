@@ -86,6 +86,7 @@ const Case kCases[] = {
     {"layer_norm_3d", "def f(a: f64[2, 3, 5], w: f64[3, 5], b: f64[3, 5]):\n"
                       "    return loss(layer_norm(a, (3, 5), w, b, eps=0.01)) + loss(layer_norm(a, (5,)))"},
     {"layer_norm_weight_only", "def f(a: f64[4, 6], w: f64[6]):\n    return loss(layer_norm(a, (6,), weight=w))"},
+    {"logsumexp", "def f(a: f64[3, 4, 5]):\n    return loss(logsumexp(a, 1)) + loss(logsumexp(a, (0, 2), keepdim=True))"},
     {"softmax_dims", "def f(a: f64[3, 4, 5]):\n    return loss(softmax(a, 0)) + loss(log_softmax(a, -2)) + loss(softmax(a, 2, dtype=f64))"},
     {"attention", "def f(q: f64[2, 3, 4], k: f64[2, 3, 4], v: f64[2, 3, 4]):\n"
                   "    return loss(scaled_dot_product_attention(q, k, v, is_causal=True))"},
