@@ -44,6 +44,7 @@ struct Kernel {
   // its parameters are the pointers, then `long long rows`.
   int64_t rows = 0, row_length = 0;
   int row_lanes = 256;  // threads per row: 256 (a block per row) or 32 (a warp per row, 8 a block)
+  bool row_cached = false;  // a warp's row inputs are read once into registers (short rows)
   // A column group's two kernels (columns): rows x row_length, blocks of column_block columns
   // by column_chunks chunks of rows; parameters: the pointers, then the double partials buffer
   // of `partials` elements (generate_columns).

@@ -403,7 +403,7 @@ void GpuExecutor::run_row_kernel(const ir::Stmt& s, Values& env, const std::unor
   // generator vectorizes only when the vector width divides the row).
   int vec_ok = 1;
   for (size_t j = 0; j < k.params.size(); ++j)
-    if (rt::numel(k.params[j].type.shape) == k.elements && ptrs[j] % 16 != 0) vec_ok = 0;
+    if ((k.row_cached || rt::numel(k.params[j].type.shape) == k.elements) && ptrs[j] % 16 != 0) vec_ok = 0;
   for (auto& q : ptrs) args.push_back(&q);
   args.push_back(&rows);
   args.push_back(&vec_ok);

@@ -1,6 +1,7 @@
 // Row groups to CUDA kernels: one block per row (see cuda_codegen.h, generate_row, and
 // docs/codegen.md, "Row groups").
 #include <algorithm>
+#include <cctype>
 #include <sstream>
 #include <stdexcept>
 #include <unordered_set>
@@ -94,6 +95,29 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
   // barriers: 0.09 ms for a [8192, 768] layer norm, 140 GB/s.)
   const int lanes = C <= 4096 ? 32 : 256;
   k.row_lanes = lanes;
+  // Short rows whose inputs fit in registers are read once (one warp a row, each lane NCH vectors
+  // of V), and every pass over the row runs on the registers: a layer norm reads its input once,
+  // not once per statistic. mode: 0 vector or scalar loop per pass (vec_ok decides), 1 the
+  // cached registers, 2 scalar only.
+  int mode = 0;
+  const int64_t NCH = V > 1 ? C / (32 * V) : 0;
+  std::vector<ir::ProxyPtr> cached;
+  if (lanes == 32 && V > 1 && C % (32 * V) == 0) {
+    // Inputs with the rows' last dimension (the row itself, a position embedding broadcast over
+    // the batch, a norm's weight): the lane's columns of row r start at the row's offset.
+    for (const auto& p : inputs)
+      if (!plan.view_only.count(p.get()) && !p->type.shape.empty() && p->type.shape.back() == C) cached.push_back(p);
+    for (const auto& [q, v] : plan.views)
+      if (full_view(q)) {
+        ir::ProxyPtr b = input_ptr(v.base);
+        if (std::find(cached.begin(), cached.end(), b) == cached.end()) cached.push_back(b);
+      }
+    if (cached.empty() || NCH * V * static_cast<int64_t>(cached.size()) > 128) cached.clear();
+  }
+  k.row_cached = !cached.empty();
+  auto vec_ref = [&](const ir::ProxyPtr& p) {
+    return mode == 1 ? name_of(p) + "_r[tr_it * " + std::to_string(V) + " + k]" : name_of(p) + "_v[k]";
+  };
 
   // The lines that compute `targets` for element i = base + c: loads of the inputs they need
   // (row-shaped ones from the vector `NAME_v[k]` when vec), then the elementwise primitives in
@@ -127,8 +151,9 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
     for (const auto& p : inputs) {
       if (!need.count(p.get()) || plan.view_only.count(p.get())) continue;
       bool row_shaped = p->type.shape == shape;
+      bool in_regs = mode == 1 && std::find(cached.begin(), cached.end(), p) != cached.end();
       if (row_shaped && vec) vector_base(p);
-      std::string ref = vec && row_shaped ? name_of(p) + "_v[k]" : "p_" + name_of(p) + "[" + offset_expr(p->type.shape, shape, "LL") + "]";
+      std::string ref = (vec && row_shaped) || in_regs ? vec_ref(p) : "p_" + name_of(p) + "[" + offset_expr(p->type.shape, shape, "LL") + "]";
       o << indent << "const " << reg_name(reg_of(p->type.dtype)) << " " << name_of(p) << " = " << load_expr(p->type.dtype, ref) << ";\n";
     }
     for (const Stmt* p : prims) {  // views of inputs, in the group's order
@@ -139,7 +164,7 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
       std::string ref;
       if (full_view(q.get())) {
         if (vec) vector_base(b);
-        ref = vec ? name_of(b) + "_v[k]" : "p_" + name_of(b) + "[i]";
+        ref = vec ? vec_ref(b) : "p_" + name_of(b) + "[i]";
       } else {
         ref = "p_" + name_of(b) + "[" + view_offset_expr(v->second, shape, "LL") + "]";
       }
@@ -170,7 +195,24 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
     };
     std::ostringstream o;
     std::string in2 = indent + "  ", in3 = indent + "    ", in4 = indent + "      ";
-    if (V > 1) {
+    if (mode == 1) {  // the lane's NCH vectors, from the registers loaded at the row's start
+      std::vector<ir::ProxyPtr> row_in;
+      std::string lines = element_lines(targets, in3, true, &row_in);
+      o << indent << "#pragma unroll\n" << indent << "for (int tr_it = 0; tr_it < " << NCH << "; ++tr_it) {\n";
+      o << in2 << "const long long tr_c0 = (long long)tr_lane * " << V << " + tr_it * " << 32 * V << "LL;\n";
+      for (const auto& p : full_outs)
+        o << in2 << "__align__(16) " << storage_name(p->type.dtype) << " " << name_of(p) << "_o[" << V << "];\n";
+      o << in2 << "#pragma unroll\n" << in2 << "for (int k = 0; k < " << V << "; ++k) {\n";
+      o << in3 << "const long long tr_c = tr_c0 + k, i = tr_base + tr_c;\n" << lines;
+      for (const auto& p : full_outs) o << in3 << name_of(p) << "_o[k] = " << store_expr(p->type.dtype, name_of(p), true) << ";\n";
+      o << tail(in3) << in2 << "}\n";
+      for (const auto& p : full_outs)
+        o << in2 << "tr_copy<" << V << " * sizeof(" << storage_name(p->type.dtype) << ")>(p_" << name_of(p) << " + tr_base + tr_c0, "
+          << name_of(p) << "_o);\n";
+      o << indent << "}\n";
+      return o.str();
+    }
+    if (V > 1 && mode == 0) {
       std::vector<ir::ProxyPtr> row_in;
       std::string lines = element_lines(targets, in4, true, &row_in);
       o << indent << "if (vec_ok) {\n";
@@ -191,12 +233,13 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
       o << in2 << "}\n" << indent << "} else {\n";
     }
     std::vector<ir::ProxyPtr> unused;
-    std::string ind = V > 1 ? in2 : indent;
+    const bool both = V > 1 && mode == 0;
+    std::string ind = both ? in2 : indent;
     o << ind << "for (long long tr_c = tr_lane; tr_c < tr_C; tr_c += " << lanes << ") {\n" << ind << "  const long long i = tr_base + tr_c;\n";
     o << element_lines(targets, ind + "  ", false, &unused);
     for (const auto& p : full_outs) o << ind << "  p_" << name_of(p) << "[i] = " << store_expr(p->type.dtype, name_of(p), true) << ";\n";
     o << tail(ind + "  ") << ind << "}\n";
-    if (V > 1) o << indent << "}\n";
+    if (both) o << indent << "}\n";
     return o.str();
   };
 
@@ -223,6 +266,7 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
     body << "  for (long long tr_r = (long long)blockIdx.x * 8 + (threadIdx.x >> 5); tr_r < tr_rows; tr_r += (long long)gridDim.x * 8) {\n";
   }
   body << "    const long long tr_base = tr_r * tr_C;\n";
+  auto emit_row = [&](std::ostringstream& body) {
   // Reductions that do not depend on one another share a pass over the row (a cross entropy's
   // maximum and its target's logit); a reduction of a value computed from another's result
   // starts a new pass.
@@ -308,6 +352,32 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
     std::vector<std::string> tail;
     for (const auto& o : per_row) tail.push_back("if (tr_c == 0) p_" + name_of(o) + "[tr_r] = " + store_expr(o->type.dtype, name_of(o), true) + ";");
     body << column_loop(targets, full, tail, "    ");
+  }
+  };
+  if (cached.empty()) {
+    mode = 0;
+    emit_row(body);
+  } else {
+    body << "    if (vec_ok) {\n";
+    for (const auto& c : cached) {
+      std::string t = storage_name(c->type.dtype);
+      body << "    __align__(16) " << t << " " << name_of(c) << "_r[" << NCH * V << "];\n";
+      // Where the row starts in this input: its element for (row, column 0).
+      std::string start = c->type.shape == shape ? std::string("tr_base") : "(" + offset_expr(c->type.shape, shape, "LL") + ")";
+      for (size_t at = start.find('i'); at != std::string::npos; at = start.find('i', at + 1))
+        if ((at == 0 || !std::isalnum(static_cast<unsigned char>(start[at - 1]))) &&
+            (at + 1 == start.size() || !std::isalnum(static_cast<unsigned char>(start[at + 1]))))
+          start.replace(at, 1, "tr_base");
+      body << "    #pragma unroll\n    for (int tr_it = 0; tr_it < " << NCH << "; ++tr_it) tr_copy<" << V << " * sizeof(" << t
+           << ")>(" << name_of(c) << "_r + tr_it * " << V << ", p_" << name_of(c) << " + " << start << " + tr_lane * " << V << " + tr_it * "
+           << 32 * V << "LL);\n";
+    }
+    mode = 1;
+    emit_row(body);
+    body << "    } else {\n";
+    mode = 2;
+    emit_row(body);
+    body << "    }\n";
   }
   body << "  }\n}\n";
   k.source = std::string(cuda_prelude()) + "\n" + body.str();
