@@ -129,6 +129,7 @@ Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool cano
         need.insert(same->second.get());
         continue;
       }
+      if (plan.cats.count(p->outputs[0].get())) continue;  // read piece by piece by its expression
       for (const Arg& a : p->args) ir::for_each_proxy(a, [&](const ir::ProxyPtr& q) { need.insert(q.get()); });
     }
     std::reverse(chosen.begin(), chosen.end());
@@ -151,6 +152,8 @@ Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool cano
       auto same = plan.same_as.find(out.get());
       if (same != plan.same_as.end()) expr = name_of(same->second);
       else if (p->op->name == "full" || p->op->name == "iota") expr = creation_expr(*p, S, "LL");
+      else if (auto c = plan.cats.find(out.get()); c != plan.cats.end())
+        expr = cat_expr(c->second, S, "LL", out->type.dtype, [&](const ir::Proxy* b) { return "p_" + name_of(input_ptr(b)); });
       else expr = prim_expr(*p, [&](const ir::ProxyPtr& x) { return name_of(x); });
       o << ind << "const " << reg_name(reg_of(out->type.dtype)) << " " << name_of(out) << " = " << expr << ";  // "
         << (canonical ? name_of(out) : out->name) << " = prims." << p->op->name << "\n";

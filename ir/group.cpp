@@ -346,7 +346,7 @@ GroupPlan plan_group(const std::vector<const Stmt*>& prims, const std::vector<Pr
       continue;
     }
     if (op == "cat") {  // a cat of views of inputs, read piece by piece
-      if (g.kind != GroupKind::Elementwise) return no("a cat in a reduction group");
+      if (g.kind == GroupKind::Rows) return no("a cat in a row group");
       const Shape& os = out->type.shape;
       if (strip_leading_ones(os) != strip_leading_ones(S)) return no("a cat of another shape than the group's");
       CatPlan c;
