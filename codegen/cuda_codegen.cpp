@@ -853,7 +853,7 @@ std::vector<Kernel> kernels_for(const ir::Trace& t, int sm_count, int compute_ma
       } else if (is_row_group(s)) {
         std::unordered_set<const ir::Proxy*> dying;
         if (prefix.empty()) ir::dying_after(stmts, i, dying);
-        out.push_back(generate_row(s, label(s, at), alias_candidates(s, dying)));
+        out.push_back(generate_row(s, label(s, at), alias_candidates(s, dying), max_shared_bytes));
       } else if (is_column_group(s)) {
         std::unordered_set<const ir::Proxy*> dying;
         if (prefix.empty()) ir::dying_after(stmts, i, dying);

@@ -45,6 +45,7 @@ struct Kernel {
   int64_t rows = 0, row_length = 0;
   int row_lanes = 256;  // threads per row: 256 (a block per row) or 32 (a warp per row, 8 a block)
   bool row_cached = false;  // a warp's row inputs are read once into registers (short rows)
+  int64_t shared_bytes = 0;  // dynamic shared memory per block (long rows copied there once)
   // A column group's two kernels (columns): rows x row_length, blocks of column_block columns
   // by column_chunks chunks of rows; parameters: the pointers, then the double partials buffer
   // of `partials` elements (generate_columns).
@@ -78,7 +79,9 @@ bool is_row_group(const ir::Stmt& s, std::string* why = nullptr);
 // per row computes each reduction in turn over the row (recomputing the elementwise values it
 // needs from the inputs; floats accumulate in double as on the CPU), then writes the outputs.
 // Throws std::invalid_argument when s is not a row group.
-Kernel generate_row(const ir::Stmt& s, const std::string& name, const std::unordered_set<const ir::Proxy*>& may_alias = {});
+// max_shared: the device's dynamic shared memory per block (long rows are copied there once).
+Kernel generate_row(const ir::Stmt& s, const std::string& name, const std::unordered_set<const ir::Proxy*>& may_alias = {},
+                    long long max_shared = 232448);
 
 // Whether s is a column group (and why not): a fusion whose reductions are over its leading
 // dimensions (ir::column_reduction), with the elementwise values they reduce and the values

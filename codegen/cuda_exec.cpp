@@ -389,7 +389,7 @@ void GpuExecutor::run_row_kernel(const ir::Stmt& s, Values& env, const std::unor
   auto kit = kernels_.find(&s);
   if (kit == kernels_.end()) {
     Prepared prep;
-    prep.kernel = generate_row(s, "k", alias_candidates(s, dying));
+    prep.kernel = generate_row(s, "k", alias_candidates(s, dying), dev_.max_shared_per_block());
     prep.fn = kernel_function(prep.kernel);
     kit = kernels_.emplace(&s, std::move(prep)).first;
   }
@@ -409,7 +409,11 @@ void GpuExecutor::run_row_kernel(const ir::Stmt& s, Values& env, const std::unor
   args.push_back(&vec_ok);
   if (rows > 0) {
     long long blocks = k.row_lanes == 32 ? (rows + 7) / 8 : rows;
-    dev_.launch(kit->second.fn, static_cast<unsigned>(std::min<long long>(blocks, 1LL << 30)), 256, args.data());
+    unsigned grid = static_cast<unsigned>(std::min<long long>(blocks, 1LL << 30));
+    if (k.shared_bytes > 0)
+      dev_.launch(kit->second.fn, grid, 1, 256, static_cast<unsigned>(k.shared_bytes), args.data());
+    else
+      dev_.launch(kit->second.fn, grid, 256, args.data());
     stats_.launches++;
   }
   bind_outputs(k, env);

@@ -33,7 +33,8 @@ bool is_row_group(const Stmt& s, std::string* why) {
 }
 
 namespace {
-Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonical, const std::unordered_set<const ir::Proxy*>& may_alias) {
+Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonical, const std::unordered_set<const ir::Proxy*>& may_alias,
+                           long long max_shared) {
   std::string why;
   if (!is_row_group(s, &why)) throw std::invalid_argument("codegen: '" + ir::print_stmt_line(s) + "' is not a row group: " + why);
   std::vector<const Stmt*> prims;
@@ -115,6 +116,32 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
     if (cached.empty() || NCH * V * static_cast<int64_t>(cached.size()) > 128) cached.clear();
   }
   k.row_cached = !cached.empty();
+  // Long rows (a block each): inputs of the rows' shape are copied once per row into shared
+  // memory (two blocks a multiprocessor) and every pass reads them there, not from
+  // memory (a cross entropy over a 50304-word vocabulary makes three passes over each row).
+  std::vector<ir::ProxyPtr> shared;
+  std::unordered_map<const ir::Proxy*, int64_t> shared_at;
+  if (lanes == 256 && V > 1) {
+    int64_t at = 0;
+    auto add = [&](const ir::ProxyPtr& p) {
+      if (shared_at.count(p.get())) return;
+      shared.push_back(p);
+      shared_at[p.get()] = at;
+      at += (C * static_cast<int64_t>(rt::dtype_size(p->type.dtype)) + 15) / 16 * 16;
+    };
+    for (const auto& p : inputs)
+      if (p->type.shape == shape && !plan.view_only.count(p.get())) add(p);
+    for (const auto& [q, v] : plan.views)  // a reshape of an input read in order: its rows are the input's
+      if (full_view(q)) add(input_ptr(v.base));
+    // Up to 112 KiB (two blocks a multiprocessor on Hopper), within what the device allows.
+    if (at > std::min<long long>(112 * 1024, max_shared - 8 * 1024) || shared.empty()) {
+      shared.clear();
+      shared_at.clear();
+    } else {
+      k.shared_bytes = at;
+    }
+  }
+  auto in_shared = [&](const ir::ProxyPtr& p) { return shared_at.count(p.get()) > 0; };
   auto vec_ref = [&](const ir::ProxyPtr& p) {
     return mode == 1 ? name_of(p) + "_r[tr_it * " + std::to_string(V) + " + k]" : name_of(p) + "_v[k]";
   };
@@ -153,7 +180,9 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
       bool row_shaped = p->type.shape == shape;
       bool in_regs = mode == 1 && std::find(cached.begin(), cached.end(), p) != cached.end();
       if (row_shaped && vec) vector_base(p);
-      std::string ref = (vec && row_shaped) || in_regs ? vec_ref(p) : "p_" + name_of(p) + "[" + offset_expr(p->type.shape, shape, "LL") + "]";
+      std::string ref = (vec && row_shaped) || in_regs ? vec_ref(p)
+                        : in_shared(p) ? name_of(p) + "_s[tr_c]"
+                                       : "p_" + name_of(p) + "[" + offset_expr(p->type.shape, shape, "LL") + "]";
       o << indent << "const " << reg_name(reg_of(p->type.dtype)) << " " << name_of(p) << " = " << load_expr(p->type.dtype, ref) << ";\n";
     }
     for (const Stmt* p : prims) {  // views of inputs, in the group's order
@@ -164,7 +193,7 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
       std::string ref;
       if (full_view(q.get())) {
         if (vec) vector_base(b);
-        ref = vec ? vec_ref(b) : "p_" + name_of(b) + "[i]";
+        ref = vec ? vec_ref(b) : in_shared(b) ? name_of(b) + "_s[tr_c]" : "p_" + name_of(b) + "[i]";
       } else {
         ref = "p_" + name_of(b) + "[" + view_offset_expr(v->second, shape, "LL") + "]";
       }
@@ -219,8 +248,8 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
       o << in2 << "for (long long tr_c0 = (long long)tr_lane * " << V << "; tr_c0 < tr_C; tr_c0 += " << lanes * V << "LL) {\n";
       for (const auto& p : row_in)
         o << in3 << "__align__(16) " << storage_name(p->type.dtype) << " " << name_of(p) << "_v[" << V << "];\n"
-          << in3 << "tr_copy<" << V << " * sizeof(" << storage_name(p->type.dtype) << ")>(" << name_of(p) << "_v, p_" << name_of(p)
-          << " + tr_base + tr_c0);\n";
+          << in3 << "tr_copy<" << V << " * sizeof(" << storage_name(p->type.dtype) << ")>(" << name_of(p) << "_v, "
+          << (in_shared(p) ? name_of(p) + "_s + tr_c0" : "p_" + name_of(p) + " + tr_base + tr_c0") << ");\n";
       for (const auto& p : full_outs)
         o << in3 << "__align__(16) " << storage_name(p->type.dtype) << " " << name_of(p) << "_o[" << V << "];\n";
       o << in3 << "#pragma unroll\n" << in3 << "for (int k = 0; k < " << V << "; ++k) {\n";
@@ -257,9 +286,23 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
   body << "long long tr_rows, int vec_ok) {\n";
   if (lanes == 256) {  // one block per row
     body << "  __shared__ double tr_part[256];\n";
+    if (!shared.empty()) body << "  extern __shared__ __align__(16) unsigned char tr_smem[];\n";
+    for (const auto& p : shared)
+      body << "  " << storage_name(p->type.dtype) << "* " << name_of(p) << "_s = (" << storage_name(p->type.dtype) << "*)(tr_smem + "
+           << shared_at.at(p.get()) << ");\n";
     body << "  const int tr_lane = threadIdx.x;\n";
     body << "  const long long tr_C = " << C << "LL;\n";
     body << "  for (long long tr_r = blockIdx.x; tr_r < tr_rows; tr_r += gridDim.x) {\n";
+    if (!shared.empty()) {
+      body << "    __syncthreads();  // the previous row's passes are done with the shared copies\n";
+      for (const auto& p : shared) {
+        std::string t = storage_name(p->type.dtype);
+        body << "    if (vec_ok) { for (long long c0 = (long long)threadIdx.x * " << V << "; c0 < tr_C; c0 += " << 256 * V << "LL) tr_copy<" << V
+             << " * sizeof(" << t << ")>(" << name_of(p) << "_s + c0, p_" << name_of(p) << " + tr_r * tr_C + c0); }\n";
+        body << "    else { for (long long c = threadIdx.x; c < tr_C; c += 256) " << name_of(p) << "_s[c] = p_" << name_of(p) << "[tr_r * tr_C + c]; }\n";
+      }
+      body << "    __syncthreads();\n";
+    }
   } else {  // one warp per row, 8 rows a block: reductions by shuffles, no block barrier
     body << "  const int tr_lane = threadIdx.x & 31;\n";
     body << "  const long long tr_C = " << C << "LL;\n";
@@ -385,9 +428,10 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
 }
 }  // namespace
 
-Kernel generate_row(const Stmt& s, const std::string& name, const std::unordered_set<const ir::Proxy*>& may_alias) {
-  Kernel k = generate_row_kernel(s, name, false, may_alias);
-  Kernel c = generate_row_kernel(s, "tr_kernel", true, may_alias);
+Kernel generate_row(const Stmt& s, const std::string& name, const std::unordered_set<const ir::Proxy*>& may_alias,
+                    long long max_shared) {
+  Kernel k = generate_row_kernel(s, name, false, may_alias, max_shared);
+  Kernel c = generate_row_kernel(s, "tr_kernel", true, may_alias, max_shared);
   k.symbol = name_by_hash(c.source);
   k.structure = std::move(c.source);
   return k;
