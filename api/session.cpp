@@ -302,6 +302,20 @@ std::vector<rt::Tensor> Session::Impl::make_inputs(const ir::Trace& t, const std
                           input_sources.count(p.name) ? input_sources[p.name] : "random", p.type.shape});
   }
   for (const auto& kv : inputs) error("input '" + kv.first + "' is not a parameter of '" + entry + "'");
+  // Inputs from files for some parameters but not all: the others are drawn at random, which a
+  // partial or misnamed checkpoint would make a silent surprise; say so, by name.
+  if (!input_sources.empty()) {
+    std::string files, missing;
+    std::unordered_set<std::string> seen_files;
+    for (const auto& [name, path] : input_sources)
+      if (seen_files.insert(path).second) files += (files.empty() ? "" : ", ") + path;
+    size_t n = 0;
+    for (const auto& r : rep.inputs)
+      if (r.source == "random") missing += (n++ ? ", " : "") + std::string("'") + r.name + "'";
+    if (n)
+      add(Diagnostic{Severity::warning, {}, std::to_string(n) + (n == 1 ? " parameter" : " parameters") + " of '" + entry +
+                                                 "' not in the given inputs (" + files + ") drawn at random: " + missing, {}});
+  }
   *ok = inputs.empty();
   return xs;
 }
