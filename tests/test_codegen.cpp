@@ -15,6 +15,7 @@
 #include "codegen/nvrtc.h"
 #include "interpreter/passes.h"
 #include "ir/fusion.h"
+#include "ir/group.h"
 #include "tests/support.h"
 #include "tracer/session.h"
 
@@ -528,6 +529,35 @@ TEST_CASE("pointers that buffer reuse may alias are not __restrict__ (GPT, every
     }
     CHECK(pairs > 0);  // the pipelines do reuse buffers
   }
+}
+
+// A view strides (and sub-dimensions) cannot express: the plan refuses the group with a reason,
+// and fuse materializes the merged value in one kernel and slices it in another (ops_views checks
+// the numbers on the CPU and the GPU).
+TEST_CASE("a slice of merged dimensions strides cannot express is not fused, and says why", "[codegen][fuse]") {
+  SourceManager sm;
+  interp::Interpreter in{sm};
+  DiagnosticList diags;
+  auto m = in.load("v.trace", R"(
+def f(x: f32[6, 10, 4]):
+    t = prims.transpose(x, (2, 0, 1))
+    r = prims.reshape(t, (24, 10))
+    s = prims.slice(r, (3, 0), (9, 10))
+    return s * 2.0
+)", diags);
+  REQUIRE(m);
+  auto t = in.trace(*m->globals.at("f").as<interp::FunctionObj>(), {});
+  std::vector<const ir::Stmt*> prims;
+  for (const auto& s : t->stmts)
+    if (s.kind != ir::StmtKind::Del) prims.push_back(&s);
+  ir::GroupPlan g = ir::plan_group(prims, {t->stmts.back().outputs[0]});
+  CHECK(g.kind == ir::GroupKind::None);
+  CHECK_THAT(g.why, Catch::Contains("cannot be read through strides"));
+  interp::Traces fused = interp::run_passes(in, {t}, {"fuse"}, {}, nullptr);
+  std::string printed = interp::print_traces(fused);
+  INFO(printed);
+  CHECK_THAT(printed, Catch::Contains("[r] = fusion0(x)"));  // the transposed, merged value is written
+  CHECK_THAT(printed, Catch::Contains("= fusion1(r)"));      // and the slice reads it
 }
 
 }  // namespace tracer::test
