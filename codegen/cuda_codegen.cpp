@@ -139,6 +139,10 @@ std::string c_name(const std::string& s) {
 std::string offset_expr(const ir::Shape& in, const ir::Shape& out, const char* suffix) {
   if (in == out) return "i";
   if (rt::numel(in) == 1) return "0";
+  // A tensor of higher rank does not broadcast to `out`: a caller's mistake, never a silent 0
+  // (a reshape of an input read in order is at offset i; its caller must say so).
+  if (in.size() > out.size())
+    throw std::logic_error("codegen: offset of a " + rt::shape_str(in) + " tensor in the shape " + rt::shape_str(out));
   size_t r = out.size(), k = in.size();
   std::vector<int64_t> ostride(r, 1), istride(k, 1);
   for (size_t d = r; d-- > 1;) ostride[d - 1] = ostride[d] * out[d];

@@ -406,7 +406,9 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
       std::string t = storage_name(c->type.dtype);
       body << "    __align__(16) " << t << " " << name_of(c) << "_r[" << NCH * V << "];\n";
       // Where the row starts in this input: its element for (row, column 0).
-      std::string start = c->type.shape == shape ? std::string("tr_base") : "(" + offset_expr(c->type.shape, shape, "LL") + ")";
+      // (a reshape of an input read in order, or the rows themselves: the row's own offset)
+      const bool in_order = rt::numel(c->type.shape) == rt::numel(shape);
+      std::string start = in_order ? std::string("tr_base") : "(" + offset_expr(c->type.shape, shape, "LL") + ")";
       for (size_t at = start.find('i'); at != std::string::npos; at = start.find('i', at + 1))
         if ((at == 0 || !std::isalnum(static_cast<unsigned char>(start[at - 1]))) &&
             (at + 1 == start.size() || !std::isalnum(static_cast<unsigned char>(start[at + 1]))))
