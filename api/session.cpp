@@ -16,6 +16,7 @@
 
 #include "api/inputs.h"
 #include "api/session_impl.h"
+#include "runtime/cuda.h"
 #include "interpreter/builtins.h"
 #include "interpreter/interp.h"
 #include "interpreter/passes.h"
@@ -216,10 +217,14 @@ void set_bench_times(RunReport& rep, const std::vector<double>& ms) {
 using detail::raw;
 using detail::set_bench_times;
 
-std::optional<MemoryReport> Session::memory(const std::string& entry) {
+std::optional<MemoryReport> Session::memory(const std::string& entry, const std::string& device) {
+  if (device != "cpu" && device.rfind("cuda", 0) != 0) {
+    impl_->error("unknown device '" + device + "' (expected cpu, cuda or cuda:N)");
+    return std::nullopt;
+  }
   auto p = impl_->program(entry);
   if (!p) return std::nullopt;
-  ir::MemReport m = ir::estimate_memory(raw(*p));
+  ir::MemReport m = ir::estimate_memory(raw(*p), true, device == "cpu" ? nullptr : &rt::cuda::allocation_size);
   MemoryReport r;
   r.peak_bytes = m.peak_bytes;
   r.peak_trace = m.phases.empty() ? "" : m.phases[static_cast<size_t>(m.peak_phase)];
@@ -435,7 +440,8 @@ std::optional<RunReport> Session::run(const std::string& entry, const std::strin
   }
   rep.run_ms = first_run_ms >= 0 ? first_run_ms : std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
   rep.peak_bytes = first_peak ? first_peak : al.peak_bytes();
-  rep.estimated_peak_bytes = ir::estimate_memory(raw(*prog)).peak_bytes;
+  // On a GPU, allocations are counted in the device allocator's granules, as it counts them.
+  rep.estimated_peak_bytes = ir::estimate_memory(raw(*prog), false, impl_->gexec ? &rt::cuda::allocation_size : nullptr).peak_bytes;
   for (const auto& [name, a] : results) {
     OutputInfo o;
     std::string err;

@@ -16,9 +16,11 @@ namespace {
 class Sim {
  public:
   MemReport rep;
+  size_t (*allocation)(size_t) = nullptr;  // the allocator's size for a request (null: exact)
 
+  size_t alloc_size(size_t bytes) const { return allocation ? allocation(bytes) : bytes; }
   int new_storage(size_t bytes) {
-    bytes_.push_back(bytes);
+    bytes_.push_back(alloc_size(bytes));
     refs_.push_back(0);
     return static_cast<int>(bytes_.size() - 1);
   }
@@ -88,7 +90,7 @@ class Sim {
         bool same = in_order ? rt::numel(p->type.shape) == rt::numel(out.shape) : p->type.shape == out.shape;
         if (p->type.dtype != out.dtype || !same) return;
         int st = storage(p.get());
-        if (st < 0 || refs_[st] != 1 || bytes_[st] != out.nbytes()) return;
+        if (st < 0 || refs_[st] != 1 || bytes_[st] != alloc_size(out.nbytes())) return;
         if (std::find(taken.begin(), taken.end(), st) != taken.end()) return;
         found = st;
       });
@@ -230,11 +232,13 @@ void walk(Sim& sim, const std::vector<const Trace*>& traces) {
 }
 }  // namespace
 
-MemReport estimate_memory(const std::vector<const Trace*>& traces, bool describe_peak) {
+MemReport estimate_memory(const std::vector<const Trace*>& traces, bool describe_peak, size_t (*allocation)(size_t)) {
   Sim sim;
+  sim.allocation = allocation;
   walk(sim, traces);
   if (describe_peak && sim.peak_call() > 0) {
     Sim again;  // the same walk, describing what is live at the peak
+    again.allocation = allocation;
     again.describe_at(sim.peak_call());
     walk(again, traces);
     sim.rep.peak_stmt = again.rep.peak_stmt;

@@ -36,6 +36,9 @@ struct MemReport {
 // - at the end of a trace everything but its outputs is freed; the second trace's extra inputs
 //   (cotangents) are allocated by the caller before it starts.
 // describe_peak = false leaves peak_stmt and peak_live empty (one walk instead of two).
-MemReport estimate_memory(const std::vector<const Trace*>& traces, bool describe_peak = true);
+// allocation: the size an allocator gives a request (the CUDA allocator's granules,
+// rt::cuda::allocation_size); null counts bytes exactly, as the CPU allocator does.
+MemReport estimate_memory(const std::vector<const Trace*>& traces, bool describe_peak = true,
+                          size_t (*allocation)(size_t) = nullptr);
 
 }  // namespace tracer::ir

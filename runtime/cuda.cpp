@@ -220,12 +220,15 @@ std::shared_ptr<LtApi> load_lt(std::string* why) {
   return a;
 }
 
-size_t round_size(size_t n) {
+size_t round_size(size_t n) { return allocation_size(n); }
+}  // namespace
+
+size_t allocation_size(size_t n) {
   // 512-byte granules up to 1 MiB, then 2 MiB: cached blocks are reused by exact rounded size.
+  if (n == 0) n = 1;
   if (n <= (1u << 20)) return (n + 511) & ~size_t(511);
   return (n + (2u << 20) - 1) & ~size_t((2u << 20) - 1);
 }
-}  // namespace
 
 void Device::check(int rc, const char* what) const {
   if (rc == 0) return;

@@ -166,6 +166,10 @@ struct Buffer {
   Buffer& operator=(const Buffer&) = delete;
 };
 
+// The bytes the device allocator takes for a request of n (its granules: 512 bytes up to 1 MiB,
+// then 2 MiB); its current and peak counts are of these sizes.
+size_t allocation_size(size_t n);
+
 struct DeviceTensor {
   std::shared_ptr<Buffer> buffer;
   DType dtype = DType::f32;

@@ -304,6 +304,20 @@ TEST_CASE("fuse leaves the GPT's loss and gradients bit for bit equal on the CPU
   }
 }
 
+// tracer mem --device cuda counts each allocation as the CUDA allocator does (512-byte granules
+// up to 1 MiB, then 2 MiB), which is how the device's peak is measured.
+TEST_CASE("the estimate in the CUDA allocator's granules", "[memory]") {
+  Session s;
+  REQUIRE(s.load_string("g.trace", "def f(x: u8[1000], y: f32[300000]):\n    return x + 1, y * 2.0\n"));
+  auto exact = s.memory("f", "cpu"), cuda = s.memory("f", "cuda");
+  REQUIRE(exact);
+  REQUIRE(cuda);
+  // inputs 1000 + 1.2 MB, outputs the same: exact 2 * (1000 + 1200000); granules 2 * (1024 + 2 MiB)
+  CHECK(exact->peak_bytes == 2 * (1000 + 1200000));
+  CHECK(cuda->peak_bytes == 2 * (1024 + 2 * 1024 * 1024));
+  CHECK_FALSE(s.memory("f", "tpu"));
+}
+
 TEST_CASE("checkpoint saves only region inputs and lowers the estimated peak", "[checkpoint][memory]") {
   auto mem = [](const std::vector<std::string>& passes) {
     Session s;

@@ -164,7 +164,9 @@ class Session {
   // the outputs of its first replay and time replays (set_bench). A program that needs the CPU
   // for some statement is not captured: a warning says why and it runs without a graph.
   void set_cuda_graph(bool on);
-  std::optional<MemoryReport> memory(const std::string& entry);
+  // The memory estimate of the program after the session's passes. device "cuda" counts each
+  // allocation as the CUDA allocator does (its 512-byte and 2 MiB granules), "cpu" exactly.
+  std::optional<MemoryReport> memory(const std::string& entry, const std::string& device = "cpu");
   // Generates the CUDA kernels of the program (after the session's passes, then `fuse` unless
   // the passes include it) and writes them to out_dir: CUDA C++ (emit "cuda"), PTX ("ptx") or
   // cubins for arch ("cubin", through NVRTC loaded at run time; no GPU is needed).

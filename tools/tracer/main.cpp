@@ -245,12 +245,12 @@ int cmd_compile(const Common& c, const CompileArgs& a) {
   return 0;
 }
 
-int cmd_mem(const Common& c, const std::string& plot) {
+int cmd_mem(const Common& c, const std::string& plot, const std::string& device) {
   tracer::Session s(session_options(c));
   if (!prepare(s, c)) return fail(s);
   auto entry = s.entry(c.entry);
   if (!entry || !add_inputs(s, c)) return fail(s);
-  auto m = s.memory(*entry);
+  auto m = s.memory(*entry, device);
   if (!m) return fail(s);
   report_pass_times(s, c);
   if (!plot.empty()) {
@@ -362,6 +362,8 @@ int main(int argc, char** argv) {
   add_common(mem, c, true);
   mem->add_flag("--json", c.json, "Print a JSON report with the timeline of live bytes");
   mem->add_option("--plot", plot, "Write an SVG chart of live bytes over the statements");
+  std::string mem_device = "cpu";
+  mem->add_option("--device", mem_device, "Count allocations as this device's allocator does: cpu (exact) or cuda (its granules)");
 
   CompileArgs ca;
   CLI::App* compile = app.add_subcommand("compile", "Generate the program's CUDA kernels (no GPU needed)");
@@ -380,7 +382,7 @@ int main(int argc, char** argv) {
   if (*run) return cmd_run(c, output_dir, ra);
   if (*print) return cmd_print(c);
   if (*check) return cmd_check(c, parse_only);
-  if (*mem) return cmd_mem(c, plot);
+  if (*mem) return cmd_mem(c, plot, mem_device);
   if (*compile) return cmd_compile(c, ca);
   // No subcommand: the REPL (docs/repl.md).
   tracer::Session s(session_options(c));
