@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Issue 4's benchmarks on one GPU machine, tracer and its PyTorch twins in one call, one table.
-# Usage: bench/gpu_bench.sh [TRACER] [what...]   (what: copy launch chain llama llama_ckpt attention; default all)
+# Usage: bench/gpu_bench.sh [TRACER] [what...]   (what: copy launch chain llama llama_ckpt attention gpt gpt_ckpt; default all)
 # Each command has a time limit; a row says TIMEOUT or FAILED instead of stopping the table.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 TRACER=${1:-build/tracer}; shift || true
-WHAT=${*:-copy launch chain llama llama_ckpt attention}
+WHAT=${*:-copy launch chain llama llama_ckpt attention gpt gpt_ckpt}
 OUT=${OUT:-/tmp}
 rows=()
 row() { rows+=("$(printf '%-34s %10s %10s %12s %10s' "$@")"); }
@@ -47,6 +47,18 @@ for w in $WHAT; do
     attention)
       tr_json attention_tracer 240 bench/attention.trace --passes grad,del_last_used --device cuda --bench 10
       pt_json 120 attention eager; pt_json 180 attention math ;;
+    gpt|gpt_ckpt)
+      # Workload 3 on GPT-2's initialisation, the same file for both (written by the twin).
+      [ -f "$OUT/gpt.safetensors" ] || pt_json 120 gpt eager --write "$OUT/gpt.safetensors" >/dev/null
+      if [ "$w" = gpt ]; then
+        tr_json gpt_tracer_fuse 240 examples/gpt.trace --input "$OUT/gpt.safetensors" --passes grad,remat,fuse,del_last_used --device cuda --bench 9
+        tr_json gpt_tracer_reorder_graph 240 examples/gpt.trace --input "$OUT/gpt.safetensors" --passes grad,remat,fuse_reorder,del_last_used --device cuda --bench 9 --cuda-graph
+        pt_json 120 gpt eager; pt_json 300 gpt compile
+      else
+        tr_json gpt_ckpt_tracer 240 examples/gpt.trace --input "$OUT/gpt.safetensors" --set CHECKPOINT=1 --passes grad,checkpoint,remat,fuse,del_last_used --device cuda --bench 9
+        tr_json gpt_ckpt_tracer_reorder_graph 240 examples/gpt.trace --input "$OUT/gpt.safetensors" --set CHECKPOINT=1 --passes grad,checkpoint,remat,fuse_reorder,del_last_used --device cuda --bench 9 --cuda-graph
+        pt_json 120 gpt eager --checkpoint; pt_json 300 gpt compile --checkpoint
+      fi ;;
     llama_ckpt)
       tr_json llama_ckpt_tracer 240 examples/llama_mlp_checkpoint.trace --passes grad,checkpoint,philox,remat,fuse,del_last_used --device cuda --bench 7
       tr_json llama_ckpt_tracer_reorder_graph 240 examples/llama_mlp_checkpoint.trace --passes grad,checkpoint,philox,remat,fuse_reorder,del_last_used --device cuda --bench 7 --cuda-graph
