@@ -14,10 +14,8 @@ PyTorch's (and the loss's at most FACTOR times PyTorch's, or 1e-3 of it).
 Prints one line per (device, pipeline) with the worst ratio, then the worst gradients; exits 1
 when any pipeline fails. Needs PyTorch (and a GPU for cuda)."""
 import argparse
-import ast
 import os
 import shutil
-import struct
 import subprocess
 import sys
 import tempfile
@@ -26,6 +24,8 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "gpu"))
+import compare  # noqa: E402  (tests/gpu/compare.py: the .npy reader)
 import gpt_torch  # noqa: E402
 
 SIZES = {
@@ -45,24 +45,8 @@ PIPELINES = [
 
 
 def load_npy(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    assert data[:6] == b"\x93NUMPY", path
-    if data[6] == 1:
-        (hlen,) = struct.unpack("<H", data[8:10])
-        start = 10
-    else:
-        (hlen,) = struct.unpack("<I", data[8:12])
-        start = 12
-    header = ast.literal_eval(data[start:start + hlen].decode("latin1"))
-    body = bytearray(data[start + hlen:])
-    descr, shape = header["descr"], header["shape"]
-    if descr == "bfloat16":
-        t = torch.frombuffer(body, dtype=torch.bfloat16) if body else torch.empty(0, dtype=torch.bfloat16)
-    else:
-        dt = {"<f4": torch.float32, "<f8": torch.float64, "<f2": torch.float16, "<i8": torch.int64}[descr]
-        t = torch.frombuffer(body, dtype=dt) if body else torch.empty(0, dtype=dt)
-    return t.reshape(shape).double()
+    """A tracer output (bf16 files too, without ml_dtypes) as float64."""
+    return torch.from_numpy(compare.load(path)[1].copy())
 
 
 def rel(x, ref):

@@ -37,6 +37,17 @@ def timed(fn, runs=20, warmup=3):
     return statistics.median(ts), min(ts), max(ts)
 
 
+def step_peak(step, zero_grads):
+    """The peak of one training step (after a warm-up step), grads set to None before each."""
+    step()
+    torch.cuda.synchronize()
+    zero_grads()
+    torch.cuda.reset_peak_memory_stats()
+    step()
+    torch.cuda.synchronize()
+    return torch.cuda.max_memory_allocated()
+
+
 def copy():
     x = torch.randn(1 << 28, device="cuda", dtype=torch.bfloat16)
     y = torch.empty_like(x)
@@ -91,23 +102,17 @@ def llama(mode, ckpt, normal=False):
 
     m = torch.compile(model) if mode == "compile" else model
 
-    def step():
+    def zero_grads():
         for ps in params:
             for p in ps:
                 p.grad = None
         x.grad = None
+
+    def step():
+        zero_grads()
         m(x).backward()
 
-    step()
-    torch.cuda.synchronize()
-    for ps in params:
-        for p in ps:
-            p.grad = None
-    x.grad = None
-    torch.cuda.reset_peak_memory_stats()
-    step()
-    torch.cuda.synchronize()
-    peak = torch.cuda.max_memory_allocated()
+    peak = step_peak(step, zero_grads)
     med, lo, hi = timed(step, runs=5, warmup=1)
     return {"workload": "llama_mlp" + ("_checkpoint" if ckpt else ""), "mode": mode, "median_ms": med, "min_ms": lo,
             "max_ms": hi, "peak_bytes": peak}
@@ -131,17 +136,14 @@ def attention(mode, B=4, H=16, L=2048, E=128):
             o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         return (o.float() ** 2).sum()
 
-    def step():
+    def zero_grads():
         q.grad = k.grad = v.grad = None
+
+    def step():
+        zero_grads()
         f().backward()
 
-    step()
-    torch.cuda.synchronize()
-    q.grad = k.grad = v.grad = None
-    torch.cuda.reset_peak_memory_stats()
-    step()
-    torch.cuda.synchronize()
-    peak = torch.cuda.max_memory_allocated()
+    peak = step_peak(step, zero_grads)
     med, lo, hi = timed(step, runs=10, warmup=2)
     flops = 4 * B * H * L * L * E * 0.5 * 3.5  # causal: half the products; backward 2.5x the forward
     return {"workload": "attention", "mode": mode, "median_ms": med, "min_ms": lo, "max_ms": hi, "peak_bytes": peak,
@@ -170,19 +172,15 @@ def gpt(mode, ckpt, write=None, size=None):
     f = lambda: gpt_torch.loss_fn(params, **dims, checkpoint=ckpt)
     m = torch.compile(f) if mode == "compile" else f
 
-    def step():
+    def zero_grads():
         for v in params.values():
             v.grad = None
+
+    def step():
+        zero_grads()
         m().backward()
 
-    step()
-    torch.cuda.synchronize()
-    for v in params.values():
-        v.grad = None
-    torch.cuda.reset_peak_memory_stats()
-    step()
-    torch.cuda.synchronize()
-    peak = torch.cuda.max_memory_allocated()
+    peak = step_peak(step, zero_grads)
     med, lo, hi = timed(step, runs=10, warmup=2)
     tokens = dims["B"] * dims["T"]
     return {"workload": "gpt" + ("_checkpoint" if ckpt else ""), "mode": mode, "median_ms": med, "min_ms": lo, "max_ms": hi,

@@ -367,6 +367,48 @@ std::string creation_expr(const Stmt& p, const ir::Shape& S, const char* suffix)
   return convert(v, Reg::i64, t.dtype);
 }
 
+std::vector<const Stmt*> needed_prims(const std::vector<const Stmt*>& prims, const ir::GroupPlan& plan,
+                                      const std::vector<ir::ProxyPtr>& targets, const std::function<bool(const Stmt&)>& skip,
+                                      std::unordered_set<const ir::Proxy*>* need) {
+  for (const auto& t : targets) need->insert(t.get());
+  std::vector<const Stmt*> chosen;
+  for (size_t j = prims.size(); j-- > 0;) {
+    const Stmt* p = prims[j];
+    if (ir::row_reduction(*p) || ir::column_reduction(*p) || plan.views.count(p->outputs[0].get()) || skip(*p)) continue;
+    bool wanted = false;
+    for (const auto& o : p->outputs) wanted = wanted || need->count(o.get());
+    if (!wanted) continue;
+    chosen.push_back(p);
+    auto same = plan.same_as.find(p->outputs[0].get());
+    if (same != plan.same_as.end()) {
+      need->insert(same->second.get());
+      continue;
+    }
+    if (plan.cats.count(p->outputs[0].get())) continue;  // read piece by piece by its expression
+    for (const Arg& a : p->args) ir::for_each_proxy(a, [&](const ir::ProxyPtr& q) { need->insert(q.get()); });
+  }
+  std::reverse(chosen.begin(), chosen.end());
+  return chosen;
+}
+
+std::string prim_lines(const std::vector<const Stmt*>& chosen, const ir::GroupPlan& plan, const ir::Shape& S, const char* suffix,
+                       bool canonical, Namer& name_of, const std::function<std::string(const ir::Proxy*)>& pointer,
+                       const std::string& indent) {
+  std::ostringstream o;
+  for (const Stmt* p : chosen) {
+    const ir::ProxyPtr& out = p->outputs[0];
+    std::string expr;
+    auto same = plan.same_as.find(out.get());
+    if (same != plan.same_as.end()) expr = name_of(same->second);
+    else if (p->op->name == "full" || p->op->name == "iota") expr = creation_expr(*p, S, suffix);
+    else if (auto c = plan.cats.find(out.get()); c != plan.cats.end()) expr = cat_expr(c->second, S, suffix, out->type.dtype, pointer);
+    else expr = prim_expr(*p, [&](const ir::ProxyPtr& x) { return name_of(x); });
+    o << indent << "const " << reg_name(reg_of(out->type.dtype)) << " " << name_of(out) << " = " << expr << ";  // "
+      << (canonical ? name_of(out) : out->name) << " = prims." << p->op->name << "\n";
+  }
+  return o.str();
+}
+
 // A group's inputs: the proxies its primitives read before the group defines them, in order of
 // first use.
 std::vector<ir::ProxyPtr> group_inputs(const std::vector<const Stmt*>& prims) {

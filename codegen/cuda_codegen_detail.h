@@ -36,6 +36,21 @@ std::string cat_expr(const ir::CatPlan& c, const ir::Shape& S, const char* suffi
 std::string literal(const ir::Arg& a, Reg math);
 std::string convert(const std::string& e, Reg from, rt::DType to);
 
+// The primitives of a group's `prims` that compute `targets`, in order, leaving out reductions
+// (`reduction`), views (read, not computed) and those `skip` names; *need gets every value they
+// read (targets, operands, transitively; a cat's pieces are read by its expression).
+class Namer;
+std::vector<const ir::Stmt*> needed_prims(const std::vector<const ir::Stmt*>& prims, const ir::GroupPlan& plan,
+                                          const std::vector<ir::ProxyPtr>& targets,
+                                          const std::function<bool(const ir::Stmt&)>& skip,
+                                          std::unordered_set<const ir::Proxy*>* need);
+// One line per chosen primitive, `const REG name = expr;  // name = prims.op`: identity shape ops
+// as their operand, fills and iotas at index i of S, cats through their pieces (pointer names
+// an input's kernel parameter), the rest by prim_expr.
+std::string prim_lines(const std::vector<const ir::Stmt*>& chosen, const ir::GroupPlan& plan, const ir::Shape& S,
+                       const char* suffix, bool canonical, Namer& name_of,
+                       const std::function<std::string(const ir::Proxy*)>& pointer, const std::string& indent);
+
 // The primitives of s (s itself, or its flattened subsymbols).
 void prims_of(const ir::Stmt& s, std::vector<const ir::Stmt*>& out);
 

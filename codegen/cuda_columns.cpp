@@ -114,25 +114,9 @@ Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool cano
   // accumulated, not computed; in the second their results are registers already.
   auto value_lines = [&](const std::vector<ir::ProxyPtr>& targets, const std::string& ind, bool second) {
     std::unordered_set<const ir::Proxy*> need;
-    for (const auto& t : targets) need.insert(t.get());
-    std::vector<const Stmt*> chosen;
-    for (size_t j = prims.size(); j-- > 0;) {
-      const Stmt* p = prims[j];
-      if (ir::column_reduction(*p) || plan.views.count(p->outputs[0].get())) continue;
-      if (!second && post_prims.count(p)) continue;  // needs the reduced values
-      bool wanted = false;
-      for (const auto& o : p->outputs) wanted = wanted || need.count(o.get());
-      if (!wanted) continue;
-      chosen.push_back(p);
-      auto same = plan.same_as.find(p->outputs[0].get());
-      if (same != plan.same_as.end()) {
-        need.insert(same->second.get());
-        continue;
-      }
-      if (plan.cats.count(p->outputs[0].get())) continue;  // read piece by piece by its expression
-      for (const Arg& a : p->args) ir::for_each_proxy(a, [&](const ir::ProxyPtr& q) { need.insert(q.get()); });
-    }
-    std::reverse(chosen.begin(), chosen.end());
+    // In the first kernel the values computed from the reduced ones wait for the second.
+    std::vector<const Stmt*> chosen =
+        needed_prims(prims, plan, targets, [&](const Stmt& p) { return !second && post_prims.count(&p) > 0; }, &need);
     std::ostringstream o;
     for (const auto& p : inputs) {
       if (!need.count(p.get()) || plan.view_only.count(p.get())) continue;
@@ -146,18 +130,7 @@ Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool cano
       o << ind << "const " << reg_name(reg_of(q->type.dtype)) << " " << name_of(q) << " = "
         << load_expr(q->type.dtype, "p_" + name_of(input_ptr(v->second.base)) + "[" + view_offset_expr(v->second, S, "LL") + "]") << ";\n";
     }
-    for (const Stmt* p : chosen) {
-      const ir::ProxyPtr& out = p->outputs[0];
-      std::string expr;
-      auto same = plan.same_as.find(out.get());
-      if (same != plan.same_as.end()) expr = name_of(same->second);
-      else if (p->op->name == "full" || p->op->name == "iota") expr = creation_expr(*p, S, "LL");
-      else if (auto c = plan.cats.find(out.get()); c != plan.cats.end())
-        expr = cat_expr(c->second, S, "LL", out->type.dtype, [&](const ir::Proxy* b) { return "p_" + name_of(input_ptr(b)); });
-      else expr = prim_expr(*p, [&](const ir::ProxyPtr& x) { return name_of(x); });
-      o << ind << "const " << reg_name(reg_of(out->type.dtype)) << " " << name_of(out) << " = " << expr << ";  // "
-        << (canonical ? name_of(out) : out->name) << " = prims." << p->op->name << "\n";
-    }
+    o << prim_lines(chosen, plan, S, "LL", canonical, name_of, [&](const ir::Proxy* b) { return "p_" + name_of(input_ptr(b)); }, ind);
     return o.str();
   };
 

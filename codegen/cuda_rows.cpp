@@ -153,23 +153,7 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
   auto element_lines = [&](const std::vector<ir::ProxyPtr>& targets, const std::string& indent, bool vec,
                            std::vector<ir::ProxyPtr>* row_inputs) {
     std::unordered_set<const ir::Proxy*> need;
-    for (const auto& t : targets) need.insert(t.get());
-    std::vector<const Stmt*> chosen;
-    for (size_t j = prims.size(); j-- > 0;) {
-      const Stmt* p = prims[j];
-      if (ir::row_reduction(*p) || plan.views.count(p->outputs[0].get())) continue;
-      bool wanted = false;
-      for (const auto& o : p->outputs) wanted = wanted || need.count(o.get());
-      if (!wanted) continue;
-      chosen.push_back(p);
-      auto same = plan.same_as.find(p->outputs[0].get());
-      if (same != plan.same_as.end()) {
-        need.insert(same->second.get());
-        continue;
-      }
-      for (const Arg& a : p->args) ir::for_each_proxy(a, [&](const ir::ProxyPtr& q) { need.insert(q.get()); });
-    }
-    std::reverse(chosen.begin(), chosen.end());
+    std::vector<const Stmt*> chosen = needed_prims(prims, plan, targets, [](const Stmt&) { return false; }, &need);
     std::ostringstream o;
     std::unordered_set<const ir::Proxy*> vec_loaded;
     auto vector_base = [&](const ir::ProxyPtr& b) {
@@ -199,16 +183,7 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
       }
       o << indent << "const " << reg_name(reg_of(q->type.dtype)) << " " << name_of(q) << " = " << load_expr(q->type.dtype, ref) << ";\n";
     }
-    for (const Stmt* p : chosen) {
-      const ir::ProxyPtr& out = p->outputs[0];
-      std::string expr;
-      auto same = plan.same_as.find(out.get());
-      if (same != plan.same_as.end()) expr = name_of(same->second);
-      else if (p->op->name == "full" || p->op->name == "iota") expr = creation_expr(*p, shape, "LL");
-      else expr = prim_expr(*p, [&](const ir::ProxyPtr& q) { return name_of(q); });
-      o << indent << "const " << reg_name(reg_of(out->type.dtype)) << " " << name_of(out) << " = " << expr << ";  // "
-        << (canonical ? name_of(out) : out->name) << " = prims." << p->op->name << "\n";
-    }
+    o << prim_lines(chosen, plan, shape, "LL", canonical, name_of, [&](const ir::Proxy* b) { return "p_" + name_of(input_ptr(b)); }, indent);
     return o.str();
   };
 

@@ -461,37 +461,32 @@ Value b_memory_estimate(Interpreter& in, CallArgs& a, SourceLoc loc) {
   return make<TupleObj>(std::vector<Value>{Value::integer(static_cast<int64_t>(r.peak_bytes)), make<ListObj>(std::move(lists))});
 }
 
-// runs_fused(stmts, outputs): whether a fusion of these statements with these outputs would run
-// block by block on the CPU (ir::runs_fused), holding only its inputs and outputs.
-Value b_runs_fused(Interpreter& in, CallArgs& a, SourceLoc loc) {
-  if (a.pos.size() != 2) in.fail(loc, "runs_fused(stmts, outputs) takes a list of statements and a list of proxies");
+// The fusion of a builtin's (stmts, outputs) arguments, for runs_fused and group_kind.
+ir::Stmt fusion_arg(Interpreter& in, CallArgs& a, SourceLoc loc, const char* name) {
+  if (a.pos.size() != 2) in.fail(loc, std::string(name) + "(stmts, outputs) takes a list of statements and a list of proxies");
   ir::Stmt f;
   f.kind = ir::StmtKind::Fusion;
   for (const Value& v : in.iterate(a.pos[0], loc)) {
-    if (!v.is(VT::Stmt)) in.fail(loc, std::string("runs_fused(): expected statements, got ") + type_name(v.type()));
+    if (!v.is(VT::Stmt)) in.fail(loc, std::string(name) + "(): expected statements, got " + type_name(v.type()));
     f.subsymbols.push_back(*v.as<StmtObj>()->stmt);
   }
   for (const Value& v : in.iterate(a.pos[1], loc)) {
-    if (!v.is(VT::Proxy)) in.fail(loc, std::string("runs_fused(): expected proxies as outputs, got ") + type_name(v.type()));
+    if (!v.is(VT::Proxy)) in.fail(loc, std::string(name) + "(): expected proxies as outputs, got " + type_name(v.type()));
     f.outputs.push_back(v.as<ProxyObj>()->p);
   }
-  return Value::boolean(ir::runs_fused(f));
+  return f;
+}
+
+// runs_fused(stmts, outputs): whether a fusion of these statements with these outputs would run
+// block by block on the CPU (ir::runs_fused), holding only its inputs and outputs.
+Value b_runs_fused(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  return Value::boolean(ir::runs_fused(fusion_arg(in, a, loc, "runs_fused")));
 }
 
 // group_kind(stmts, outputs): how their fusion runs as one kernel (ir::plan_group): "elementwise",
 // "rows", "columns", or None.
 Value b_group_kind(Interpreter& in, CallArgs& a, SourceLoc loc) {
-  if (a.pos.size() != 2) in.fail(loc, "group_kind(stmts, outputs) takes a list of statements and a list of proxies");
-  ir::Stmt f;
-  f.kind = ir::StmtKind::Fusion;
-  for (const Value& v : in.iterate(a.pos[0], loc)) {
-    if (!v.is(VT::Stmt)) in.fail(loc, std::string("group_kind(): expected statements, got ") + type_name(v.type()));
-    f.subsymbols.push_back(*v.as<StmtObj>()->stmt);
-  }
-  for (const Value& v : in.iterate(a.pos[1], loc)) {
-    if (!v.is(VT::Proxy)) in.fail(loc, std::string("group_kind(): expected proxies as outputs, got ") + type_name(v.type()));
-    f.outputs.push_back(v.as<ProxyObj>()->p);
-  }
+  ir::Stmt f = fusion_arg(in, a, loc, "group_kind");
   switch (ir::plan_group(f).kind) {
     case ir::GroupKind::Elementwise: return str_value("elementwise");
     case ir::GroupKind::Rows: return str_value("rows");
