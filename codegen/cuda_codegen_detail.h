@@ -1,8 +1,9 @@
-// Helpers shared by the kernel generators (cuda_codegen.cpp, cuda_rows.cpp): register types,
-// index maps, one primitive's expression, a group's inputs and its values' C names. Internal to
-// codegen/.
+// Helpers shared by the kernel generators (cuda_codegen.cpp, cuda_rows.cpp, cuda_columns.cpp),
+// defined in cuda_exprs.cpp: register types, index maps, one primitive's expression, a group's
+// inputs and its values' C names. Internal to codegen/.
 #pragma once
 #include <functional>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -35,6 +36,10 @@ std::string cat_expr(const ir::CatPlan& c, const ir::Shape& S, const char* suffi
                      const std::function<std::string(const ir::Proxy*)>& pointer);
 std::string literal(const ir::Arg& a, Reg math);
 std::string convert(const std::string& e, Reg from, rt::DType to);
+
+// A dropout-style comparison of a uniform draw with a number as an exact integer comparison of
+// the draw's word (`words` names each draw's word), or nothing when `p` is not one.
+std::optional<std::string> unit_compare(const ir::Stmt& p, const std::unordered_map<const ir::Proxy*, std::string>& words);
 
 // The primitives of a group's `prims` that compute `targets`, in order, leaving out reductions
 // (`reduction`), views (read, not computed) and those `skip` names; *need gets every value they

@@ -199,21 +199,27 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
     };
     std::ostringstream o;
     std::string in2 = indent + "  ", in3 = indent + "    ", in4 = indent + "      ";
+    // The V elements from column tr_c0 on: `lines` computes each (at `inner`), full_outs gather in
+    // vectors stored with one access each (at `outer`).
+    auto vector_step = [&](const std::string& lines, const std::string& outer, const std::string& inner) {
+      std::ostringstream v;
+      for (const auto& p : full_outs)
+        v << outer << "__align__(16) " << storage_name(p->type.dtype) << " " << name_of(p) << "_o[" << V << "];\n";
+      v << outer << "#pragma unroll\n" << outer << "for (int k = 0; k < " << V << "; ++k) {\n";
+      v << inner << "const long long tr_c = tr_c0 + k, i = tr_base + tr_c;\n" << lines;
+      for (const auto& p : full_outs) v << inner << name_of(p) << "_o[k] = " << store_expr(p->type.dtype, name_of(p), true) << ";\n";
+      v << tail(inner) << outer << "}\n";
+      for (const auto& p : full_outs)
+        v << outer << "tr_copy<" << V << " * sizeof(" << storage_name(p->type.dtype) << ")>(p_" << name_of(p) << " + tr_base + tr_c0, "
+          << name_of(p) << "_o);\n";
+      return v.str();
+    };
     if (mode == 1) {  // the lane's NCH vectors, from the registers loaded at the row's start
       std::vector<ir::ProxyPtr> row_in;
       std::string lines = element_lines(targets, in3, true, &row_in);
       o << indent << "#pragma unroll\n" << indent << "for (int tr_it = 0; tr_it < " << NCH << "; ++tr_it) {\n";
       o << in2 << "const long long tr_c0 = (long long)tr_lane * " << V << " + tr_it * " << 32 * V << "LL;\n";
-      for (const auto& p : full_outs)
-        o << in2 << "__align__(16) " << storage_name(p->type.dtype) << " " << name_of(p) << "_o[" << V << "];\n";
-      o << in2 << "#pragma unroll\n" << in2 << "for (int k = 0; k < " << V << "; ++k) {\n";
-      o << in3 << "const long long tr_c = tr_c0 + k, i = tr_base + tr_c;\n" << lines;
-      for (const auto& p : full_outs) o << in3 << name_of(p) << "_o[k] = " << store_expr(p->type.dtype, name_of(p), true) << ";\n";
-      o << tail(in3) << in2 << "}\n";
-      for (const auto& p : full_outs)
-        o << in2 << "tr_copy<" << V << " * sizeof(" << storage_name(p->type.dtype) << ")>(p_" << name_of(p) << " + tr_base + tr_c0, "
-          << name_of(p) << "_o);\n";
-      o << indent << "}\n";
+      o << vector_step(lines, in2, in3) << indent << "}\n";
       return o.str();
     }
     if (V > 1 && mode == 0) {
@@ -225,16 +231,7 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
         o << in3 << "__align__(16) " << storage_name(p->type.dtype) << " " << name_of(p) << "_v[" << V << "];\n"
           << in3 << "tr_copy<" << V << " * sizeof(" << storage_name(p->type.dtype) << ")>(" << name_of(p) << "_v, "
           << (in_shared(p) ? name_of(p) + "_s + tr_c0" : "p_" + name_of(p) + " + tr_base + tr_c0") << ");\n";
-      for (const auto& p : full_outs)
-        o << in3 << "__align__(16) " << storage_name(p->type.dtype) << " " << name_of(p) << "_o[" << V << "];\n";
-      o << in3 << "#pragma unroll\n" << in3 << "for (int k = 0; k < " << V << "; ++k) {\n";
-      o << in4 << "const long long tr_c = tr_c0 + k, i = tr_base + tr_c;\n" << lines;
-      for (const auto& p : full_outs) o << in4 << name_of(p) << "_o[k] = " << store_expr(p->type.dtype, name_of(p), true) << ";\n";
-      o << tail(in4) << in3 << "}\n";
-      for (const auto& p : full_outs)
-        o << in3 << "tr_copy<" << V << " * sizeof(" << storage_name(p->type.dtype) << ")>(p_" << name_of(p) << " + tr_base + tr_c0, "
-          << name_of(p) << "_o);\n";
-      o << in2 << "}\n" << indent << "} else {\n";
+      o << vector_step(lines, in3, in4) << in2 << "}\n" << indent << "} else {\n";
     }
     std::vector<ir::ProxyPtr> unused;
     const bool both = V > 1 && mode == 0;
