@@ -270,6 +270,15 @@ bool Session::Impl::run_gpu(const interp::Traces& program_traces, std::vector<rt
       rep.compile_ms = st.compile_ms;
       rep.compile_wall_ms = st.compile_wall_ms;
       rep.fallback_ops = st.fallback_ops;
+      rep.attention_cudnn = st.attention_cudnn;
+      rep.attention_tracer = st.attention_tracer;
+      rep.cudnn_version = st.cudnn_version;
+      rep.cudnn_library = st.cudnn_library;
+      rep.cudnn_missing = st.cudnn_missing;
+      rep.cudnn_plans_built = st.cudnn_plans_built;
+      rep.cudnn_plans_loaded = st.cudnn_plans_loaded;
+      rep.cudnn_plan_ms = st.cudnn_plan_ms;
+      for (const std::string& w : st.warnings) add(Diagnostic{Severity::warning, {}, w, {}});
       // --cuda-graph: the run above was the warm-up (kernels compiled, allocator filled); the
       // whole program is captured once and the reported outputs come from its first replay,
       // drawing the same random numbers as that run did.

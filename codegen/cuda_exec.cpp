@@ -74,6 +74,16 @@ GpuExecutor::GpuExecutor(rt::cuda::Device& dev, std::shared_ptr<Nvrtc> nvrtc, Ke
   profile_ = p && *p && std::string(p) != "0";
   profile_each_ = profile_ && std::string(p) == "2";
   if (const char* c = std::getenv("TRACER_GPU_CHECK")) check_ = std::atoi(c);
+  if (const char* a = std::getenv("TRACER_ATTENTION"); a && *a) {
+    std::string v = a;
+    if (v == "cudnn") {
+      attention_choice_ = AttentionChoice::Cudnn;
+    } else if (v == "tracer") {
+      attention_choice_ = AttentionChoice::Tracer;
+    } else if (v != "auto") {
+      attention_setting_error_ = "TRACER_ATTENTION must be auto, cudnn or tracer, got '" + v + "'";
+    }
+  }
 }
 
 DeviceTensor GpuExecutor::alloc(const ir::TensorType& t) {
@@ -154,6 +164,22 @@ void GpuExecutor::prepare(const std::vector<const ir::Trace*>& traces) {
       want(k.structure, k.symbol2.empty() ? std::vector<std::string>{k.symbol} : std::vector<std::string>{k.symbol, k.symbol2},
            k.name);
   }
+  // cuDNN's attention plans build (each compiles a kernel) on a thread of their own meanwhile.
+  std::vector<std::pair<rt::cuda::AttentionProblem, bool>> problems;
+  if (attention_choice_ != AttentionChoice::Tracer && attention_setting_error_.empty()) problems = attention_problems(traces);
+  rt::cuda::Cudnn* dnn = problems.empty() ? nullptr : cudnn();
+  std::vector<rt::cuda::Cudnn::Prepared> planned;
+  std::thread planner;
+  if (dnn)
+    planner = std::thread([&] {
+      try {
+        dev_.make_current();
+        for (const auto& [p, backward] : problems)
+          if (dnn->unsupported(p, backward, dev_.compute_major()).empty()) planned.push_back(dnn->prepare(p, backward));
+      } catch (...) {
+        // run() prepares the plan again at the statement and reports what fails there.
+      }
+    });
   auto t0 = std::chrono::steady_clock::now();
   size_t workers = std::max<size_t>(1, std::min<size_t>(jobs.size(), std::thread::hardware_concurrency()));
   std::atomic<size_t> next{0};
@@ -164,6 +190,12 @@ void GpuExecutor::prepare(const std::vector<const ir::Trace*>& traces) {
         jobs[j].result = nvrtc_->compile(jobs[j].source, jobs[j].symbols[0], arch, Emit::cubin);
     });
   for (auto& th : pool) th.join();
+  if (planner.joinable()) planner.join();
+  for (const auto& r : planned) {
+    stats_.cudnn_plans_built += r.built;
+    stats_.cudnn_plans_loaded += r.loaded;
+    stats_.cudnn_plan_ms += r.ms;
+  }
   stats_.compile_wall_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   for (Job& j : jobs) {
     stats_.compiled++;

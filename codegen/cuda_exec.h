@@ -21,10 +21,14 @@
 #include "ir/op.h"
 #include "ir/trace.h"
 #include "runtime/cuda.h"
+#include "runtime/cudnn.h"
 
 namespace tracer::codegen {
 
 struct AttentionArgs;  // an attention statement's operands on the device (cuda_exec_attention.cpp)
+// The attention statements of traces (composites' included) as cuDNN problems, with whether
+// each is a backward: prepare() builds their plans ahead of the run.
+std::vector<std::pair<rt::cuda::AttentionProblem, bool>> attention_problems(const std::vector<const ir::Trace*>& traces);
 
 struct GpuStats {
   size_t launches = 0;       // generated kernels launched
@@ -37,6 +41,13 @@ struct GpuStats {
   double compile_ms = 0;     // NVRTC time, summed over kernels
   double compile_wall_ms = 0;  // wall time of prepare()'s parallel compilation
   std::vector<std::string> fallback_ops;  // which ops fell back (distinct)
+  // Attention statements by path (docs/cudnn.md): cuDNN's fused engines or tracer's kernels;
+  // cuDNN's plans built (or read from the plan cache) for this program, and the time it took.
+  size_t attention_cudnn = 0, attention_tracer = 0;
+  size_t cudnn_plans_built = 0, cudnn_plans_loaded = 0;
+  double cudnn_plan_ms = 0;
+  std::string cudnn_version, cudnn_library, cudnn_missing;  // the version loaded, or why none
+  std::vector<std::string> warnings;  // distinct: why an attention did not run where it should
 };
 
 // The on-disk kernel cache: $TRACER_CACHE_DIR, else $XDG_CACHE_HOME/tracer, else ~/.cache/tracer;
@@ -156,6 +167,13 @@ class GpuExecutor {
   void run_rng_state(const ir::Stmt& s, Values& env, ir::ExecContext& ctx);
   // prims.attention and attention_backward (codegen/cuda_exec_attention.cpp).
   bool run_attention(const ir::Stmt& s, Values& env);
+  bool run_attention_cudnn(const ir::Stmt& s, Values& env, const AttentionArgs& a);
+  // cuDNN, opened on first use (null when absent: cudnn_why_ says why).
+  rt::cuda::Cudnn* cudnn();
+  // The cuDNN path's verdict for a problem: "" when its plan is ready, else why not (*warn:
+  // whether the reason deserves a warning, as opposed to a case cuDNN never takes).
+  std::string cudnn_ready(const rt::cuda::AttentionProblem& p, bool backward, bool* warn);
+  void warn(const std::string& w);
   void run_attention_flash(const ir::Stmt& s, Values& env, const AttentionArgs& a);
   void run_attention_rows(const ir::Stmt& s, Values& env, const AttentionArgs& a);
   // The compiled kernel `make` generates, generated once per executor under `key`.
@@ -210,6 +228,12 @@ class GpuExecutor {
   std::shared_ptr<rt::cuda::Buffer> index_err_;
   bool index_check_pending_ = false;
   std::unordered_map<std::string, AttentionKernel> attention_kernels_;  // by dtype, head size, causality
+  enum class AttentionChoice { Auto, Cudnn, Tracer };  // TRACER_ATTENTION
+  AttentionChoice attention_choice_ = AttentionChoice::Auto;
+  std::string attention_setting_error_;
+  std::unique_ptr<rt::cuda::Cudnn> cudnn_;
+  bool cudnn_tried_ = false;
+  std::string cudnn_why_;
   std::unordered_map<const ir::Stmt*, void*> uniform_fns_;               // run_uniform's kernels
   int check_ = 0;    // TRACER_GPU_CHECK: 1 compares each statement with the CPU, 2 also watches live values
   int depth_ = 0;    // run_stmts nesting: checks apply to a trace's own statements

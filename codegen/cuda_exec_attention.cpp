@@ -1,6 +1,7 @@
-// The GPU executor's attention statements (prims.attention, prims.attention_backward): the flash
+// The GPU executor's attention statements (prims.attention, prims.attention_backward): cuDNN's
+// fused engines where the loaded cuDNN has one for the case (docs/cudnn.md), else the flash
 // kernels or the rows kernels of codegen/cuda_attention.cpp, as attention_path_for chooses for
-// the device; see docs/codegen.md, "Attention".
+// the device; see docs/codegen.md, "Attention". TRACER_ATTENTION=cudnn|tracer forces a path.
 #include <algorithm>
 
 #include "codegen/cuda_attention.h"
@@ -32,9 +33,90 @@ std::pair<void*, const AttentionKernel*> GpuExecutor::attention_kernel(const std
   return {compiled(it->second.source, it->second.symbol, label), &it->second};
 }
 
+namespace {
+
+// The problem cuDNN sees for contiguous operands [..., L, E]: the last batch dimension as heads.
+rt::cuda::AttentionProblem problem_for(DType dt, const rt::Shape& q, int64_t S, int64_t Ev, bool causal, double scale) {
+  const size_t r = q.size();
+  const int64_t L = q[r - 2], E = q[r - 1];
+  const int64_t batch = rt::numel(q) / (L * E);
+  const int64_t heads = r >= 3 ? q[r - 3] : 1;
+  return rt::cuda::AttentionProblem::contiguous(dt, heads ? batch / heads : 0, heads, L, S, E, Ev, causal, static_cast<float>(scale));
+}
+
+// prims.attention(q, k, v, is_causal, scale) or attention_backward(g, q, k, v, o, lse, ...):
+// the problem from the statement's types, or false when they are not an attention's.
+bool problem_of(const ir::Stmt& s, rt::cuda::AttentionProblem* p) {
+  const bool bw = s.op->name == "attention_backward";
+  const size_t f = bw ? 1 : 0;
+  if (s.args.size() < f + 5) return false;
+  const ir::Arg &q = s.args[f], &k = s.args[f + 1], &v = s.args[f + 2], &causal = s.args[bw ? 6 : 3], &scale = s.args[bw ? 7 : 4];
+  if (q.kind != K::Proxy || k.kind != K::Proxy || v.kind != K::Proxy || !scale.is_number()) return false;
+  const rt::Shape &qs = q.proxy->type.shape, &ks = k.proxy->type.shape, &vs = v.proxy->type.shape;
+  if (qs.size() < 2 || ks.size() != qs.size() || vs.size() != qs.size() || rt::numel(qs) == 0 || rt::numel(ks) == 0) return false;
+  *p = problem_for(q.proxy->type.dtype, qs, ks[ks.size() - 2], vs.back(), causal.kind == K::Bool && causal.b, scale.number());
+  return true;
+}
+
+}  // namespace
+
+std::vector<std::pair<rt::cuda::AttentionProblem, bool>> attention_problems(const std::vector<const ir::Trace*>& traces) {
+  std::vector<std::pair<rt::cuda::AttentionProblem, bool>> out;
+  std::function<void(const std::vector<ir::Stmt>&)> walk = [&](const std::vector<ir::Stmt>& stmts) {
+    for (const ir::Stmt& s : stmts) {
+      if (s.kind == ir::StmtKind::Composite) walk(s.subsymbols);
+      if (s.kind != ir::StmtKind::Prim || !s.op || (s.op->name != "attention" && s.op->name != "attention_backward")) continue;
+      rt::cuda::AttentionProblem p;
+      if (problem_of(s, &p)) out.emplace_back(p, s.op->name == "attention_backward");
+    }
+  };
+  for (const ir::Trace* t : traces) walk(t->stmts);
+  return out;
+}
+
+rt::cuda::Cudnn* GpuExecutor::cudnn() {
+  if (!cudnn_tried_) {
+    cudnn_tried_ = true;
+    cudnn_ = rt::cuda::Cudnn::open(dev_, cache_.dir(), &cudnn_why_);
+  }
+  if (cudnn_) {
+    stats_.cudnn_version = cudnn_->version_string();
+    stats_.cudnn_library = cudnn_->library();
+  } else {
+    stats_.cudnn_missing = cudnn_why_;
+  }
+  return cudnn_.get();
+}
+
+void GpuExecutor::warn(const std::string& w) {
+  if (std::find(stats_.warnings.begin(), stats_.warnings.end(), w) == stats_.warnings.end()) stats_.warnings.push_back(w);
+}
+
+std::string GpuExecutor::cudnn_ready(const rt::cuda::AttentionProblem& p, bool backward, bool* warn) {
+  *warn = false;
+  rt::cuda::Cudnn* dnn = cudnn();
+  if (!dnn) {
+    // Only worth a word where cuDNN would have had an engine.
+    *warn = (p.dtype == DType::bf16 || p.dtype == DType::f16) && p.d % 8 == 0 && p.d == p.d_v && dev_.compute_major() >= 8;
+    return cudnn_why_;
+  }
+  bool by_version = false;
+  std::string why = dnn->unsupported(p, backward, dev_.compute_major(), &by_version);
+  if (!why.empty()) {
+    *warn = by_version;
+    return why;
+  }
+  rt::cuda::Cudnn::Prepared r = dnn->prepare(p, backward);
+  if (r.built) stats_.cudnn_plans_built++;
+  if (r.loaded) stats_.cudnn_plans_loaded++;
+  stats_.cudnn_plan_ms += r.ms;
+  *warn = !r.error.empty();  // a plan that should exist did not build
+  return r.error;
+}
+
 bool GpuExecutor::run_attention(const ir::Stmt& s, Values& env) {
+  if (!attention_setting_error_.empty()) throw std::runtime_error(attention_setting_error_);
   const AttentionPath path = attention_path_for(s, dev_.compute_major(), dev_.max_shared_per_block());
-  if (path == AttentionPath::None) return false;
   AttentionArgs a;
   a.backward = s.op->name == "attention_backward";
   auto value = [&](size_t i) -> const DeviceTensor* {
@@ -63,12 +145,50 @@ bool GpuExecutor::run_attention(const ir::Stmt& s, Values& env) {
   const ir::Arg &causal = s.args[a.backward ? 6 : 3], &scale = s.args[a.backward ? 7 : 4];
   a.causal = causal.kind == K::Bool && causal.b;
   a.scale = scale.number();
+  if (attention_choice_ != AttentionChoice::Tracer && run_attention_cudnn(s, env, a)) {
+    stats_.attention_cudnn++;
+    return true;
+  }
+  if (path == AttentionPath::None) return false;
+  stats_.attention_tracer++;
   if (path == AttentionPath::Rows) {
     run_attention_rows(s, env, a);
   } else {
     if (a.backward && a.lse->dtype != DType::f32) return false;
     run_attention_flash(s, env, a);
   }
+  return true;
+}
+
+bool GpuExecutor::run_attention_cudnn(const ir::Stmt& s, Values& env, const AttentionArgs& a) {
+  if (a.backward && (a.lse->dtype != DType::f32 || a.g->dtype != a.q->dtype || a.o->dtype != a.q->dtype)) return false;
+  rt::cuda::AttentionProblem p = problem_for(a.q->dtype, a.q->shape, a.S, a.Ev, a.causal, a.scale);
+  bool worth_a_warning = false;
+  std::string why = a.batch == 0 || a.L == 0 || a.S == 0 ? "empty operands" : cudnn_ready(p, a.backward, &worth_a_warning);
+  if (!why.empty()) {
+    if (attention_choice_ == AttentionChoice::Cudnn)
+      throw std::runtime_error("TRACER_ATTENTION=cudnn, but cuDNN cannot run prims." + s.op->name + ": " + why);
+    if (worth_a_warning) warn("prims." + s.op->name + " runs on tracer's kernels, not cuDNN: " + why);
+    return false;
+  }
+  rt::cuda::Cudnn& dnn = *cudnn_;
+  rt::cuda::Buffer ws(&dev_, dnn.engine_workspace(p, a.backward));
+  if (!a.backward) {
+    DeviceTensor out = alloc(s.outputs[0]->type), lse = alloc(s.outputs[1]->type);
+    dnn.forward(p, a.q->ptr(), a.k->ptr(), a.v->ptr(), out.ptr(), lse.ptr(), ws.ptr);
+    env[s.outputs[0].get()] = std::move(out);
+    env[s.outputs[1].get()] = std::move(lse);
+    return true;
+  }
+  // The f32 row sums and dq accumulator, as the flash kernels' (tracer mem counts them alike).
+  const long long rows = a.batch * a.L;
+  rt::cuda::Buffer row_sums(&dev_, static_cast<size_t>(rows) * 4), dq_acc(&dev_, static_cast<size_t>(rows) * a.E * 4);
+  DeviceTensor dq = alloc(s.outputs[0]->type), dk = alloc(s.outputs[1]->type), dv = alloc(s.outputs[2]->type);
+  dnn.backward(p, a.q->ptr(), a.k->ptr(), a.v->ptr(), a.o->ptr(), a.g->ptr(), a.lse->ptr(), dq.ptr(), dk.ptr(), dv.ptr(), row_sums.ptr,
+               dq_acc.ptr, ws.ptr);
+  env[s.outputs[0].get()] = std::move(dq);
+  env[s.outputs[1].get()] = std::move(dk);
+  env[s.outputs[2].get()] = std::move(dv);
   return true;
 }
 

@@ -91,6 +91,7 @@ class Device {
   void launch(void* fn, unsigned grid_x, unsigned grid_y, unsigned block, unsigned shared_bytes, void** args);
   double launch_api_ms() const { return launch_api_ns_ * 1e-6; }  // time spent in cuLaunchKernel so far
   void synchronize();
+  void* stream() const { return stream_; }  // the CUstream every operation is ordered on
   // Makes this device's context current on the calling thread (a session handed to another
   // thread, or several sessions on several GPUs in one thread).
   void make_current();

@@ -57,6 +57,13 @@ struct RunReport {
   double compile_ms = 0;       // NVRTC time summed over kernels
   double compile_wall_ms = 0;  // wall time of compiling them (in parallel, before the first run)
   std::vector<std::string> fallback_ops;
+  // Attention statements by path (docs/cudnn.md): cuDNN's fused engines or tracer's kernels;
+  // the cuDNN loaded (its version and file, or why none was) and the plans built for this
+  // program (compiled now, or read from the plan cache) with the time spent on them.
+  size_t attention_cudnn = 0, attention_tracer = 0;
+  std::string cudnn_version, cudnn_library, cudnn_missing;
+  size_t cudnn_plans_built = 0, cudnn_plans_loaded = 0;
+  double cudnn_plan_ms = 0;
   int bench_runs = 0;
   double bench_median_ms = 0, bench_min_ms = 0, bench_max_ms = 0;
   // On a GPU, per timed run: the host's time to issue the run's work (before waiting for the

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 
+#include "runtime/cudnn.h"
 #include "runtime/dtype.h"
 #include "runtime/kernels.h"
 #include "tests/runtime/helpers.h"
@@ -454,4 +455,37 @@ TEST_CASE("large permutes and reductions agree across code paths", "[runtime][sh
     REQUIRE(r1.shape() == Shape{B, C});
     CHECK(std::memcmp(r1.data(), r2.data(), r1.nbytes()) == 0);
   }
+}
+
+TEST_CASE("cuDNN: a library that is not there is named in the error; problems key every layout", "[runtime][cudnn]") {
+  const char* before = std::getenv("TRACER_CUDNN_LIBRARY");
+  std::string saved = before ? before : "";
+  setenv("TRACER_CUDNN_LIBRARY", "/nonexistent/dir/libcudnn.so.9", 1);
+  int version = 0;
+  std::string file;
+  std::string why = cuda::Cudnn::probe(&version, &file);
+  CHECK(why.find("/nonexistent/dir/libcudnn.so.9") != std::string::npos);
+  CHECK(why.find("TRACER_CUDNN_LIBRARY") != std::string::npos);
+  if (before) {
+    setenv("TRACER_CUDNN_LIBRARY", saved.c_str(), 1);
+  } else {
+    unsetenv("TRACER_CUDNN_LIBRARY");
+  }
+  // Where this machine has a cuDNN, it is a 9.x one with the backend API.
+  if (cuda::Cudnn::probe(&version, &file).empty()) CHECK(version >= 90000);
+  using P = cuda::AttentionProblem;
+  P a = P::contiguous(DType::bf16, 2, 3, 64, 80, 64, 64, true, 0.125f);
+  CHECK(a.q == P::Strides{3 * 64 * 64, 64 * 64, 64, 1});
+  CHECK(a.k == P::Strides{3 * 80 * 64, 80 * 64, 64, 1});
+  P b = a;
+  b.q = {64 * 3 * 3 * 64, 64, 3 * 3 * 64, 1};  // read out of a [b, s, 3, h, d] buffer
+  CHECK(a.key(false) != b.key(false));
+  P c = a;
+  c.causal = false;
+  CHECK(a.key(false) != c.key(false));
+  P d = a;
+  d.dq = b.q;  // only the backward reads the gradients' strides
+  CHECK(a.key(false) == d.key(false));
+  CHECK(a.key(true) != d.key(true));
+  CHECK(a.key(true) != a.key(false));
 }

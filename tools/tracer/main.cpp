@@ -101,6 +101,13 @@ nlohmann::json report_json(const std::string& file, const std::string& entry, co
     j["fallback_ops"] = r.fallback_ops;
     j["compile_ms"] = r.compile_ms;
     j["compile_wall_ms"] = r.compile_wall_ms;
+    j["attention"] = {{"cudnn", r.attention_cudnn}, {"tracer", r.attention_tracer}};
+    if (!r.cudnn_version.empty()) {
+      j["cudnn"] = {{"version", r.cudnn_version}, {"library", r.cudnn_library}, {"plans_built", r.cudnn_plans_built},
+                    {"plans_loaded", r.cudnn_plans_loaded}, {"plan_ms", r.cudnn_plan_ms}};
+    } else if (!r.cudnn_missing.empty()) {
+      j["cudnn"] = {{"missing", r.cudnn_missing}};
+    }
     j["cuda_graph"] = r.cuda_graph;
     if (r.cuda_graph) j["graph"] = {{"nodes", r.graph_nodes}, {"bytes", r.graph_bytes}};
   }
@@ -171,6 +178,13 @@ int cmd_run(const Common& c, const std::string& output_dir, const RunArgs& ra) {
                              r->gemms, r->gelu_epilogues ? fmt::format(" ({} with the GELU epilogue)", r->gelu_epilogues) : "",
                              r->cpu_fallbacks,
                              r->fallback_ops.empty() ? "" : " (" + fmt::format("{}", fmt::join(r->fallback_ops, ", ")) + ")");
+    if (r->attention_cudnn + r->attention_tracer > 0)
+      std::cerr << fmt::format("# attention: {} on cuDNN{}, {} on tracer's kernels{}\n", r->attention_cudnn,
+                               r->cudnn_version.empty() ? "" : " " + r->cudnn_version, r->attention_tracer,
+                               r->cudnn_plans_built + r->cudnn_plans_loaded
+                                   ? fmt::format(" (cuDNN plans: {} built, {} read from the cache, {:.0f} ms)", r->cudnn_plans_built,
+                                                 r->cudnn_plans_loaded, r->cudnn_plan_ms)
+                                   : "");
     if (r->cuda_graph)
       std::cerr << fmt::format("# cuda graph: {} nodes, {:.2f} MiB kept for its replays\n", r->graph_nodes, r->graph_bytes / 1048576.0);
   }
