@@ -7,7 +7,8 @@ median of N runs after warm-up, CUDA events; peak = torch.cuda.max_memory_alloca
   python3 bench/torch_twins.py launch          # host time per tiny op, eager
   python3 bench/torch_twins.py chain eager|compile
   python3 bench/torch_twins.py llama eager|compile [--checkpoint]
-  python3 bench/torch_twins.py attention eager|math   # bench/attention.trace: SDPA (flash) or the unfused math
+  python3 bench/torch_twins.py attention eager|flash|cudnn|math  # bench/attention.trace: SDPA (PyTorch's choice, its
+                                                      # flash or cuDNN backend) or the unfused math
   python3 bench/torch_twins.py gpt eager|compile [--checkpoint] [--write FILE.safetensors] [--size B,T,V,D,NH,L]
 """
 import json
@@ -120,7 +121,8 @@ def llama(mode, ckpt, normal=False):
 
 def attention(mode, B=4, H=16, L=2048, E=128):
     """bench/attention.trace: causal attention of bf16 heads, forward and backward, loss sum(o^2) in
-    f32. eager: F.scaled_dot_product_attention (PyTorch picks its flash kernel); math: the unfused
+    f32. eager: F.scaled_dot_product_attention (PyTorch picks the kernel); flash, cudnn: its flash or
+    cuDNN backend forced; math: the unfused
     softmax(q k^T * scale) v, whose scores exist whole (what tracer did before prims.attention)."""
     def uniform(*shape):
         return (torch.rand(*shape, device="cuda", dtype=torch.float32) * 2 - 1).to(torch.bfloat16).requires_grad_()
@@ -132,6 +134,11 @@ def attention(mode, B=4, H=16, L=2048, E=128):
             s = (q.float() @ k.float().transpose(-2, -1)) * (E ** -0.5)
             s = s.masked_fill(torch.ones(L, L, device="cuda", dtype=torch.bool).triu(1), float("-inf"))
             o = (torch.softmax(s, -1) @ v.float()).to(torch.bfloat16)
+        elif mode in ("flash", "cudnn"):
+            from torch.nn.attention import SDPBackend, sdpa_kernel
+            backend = SDPBackend.FLASH_ATTENTION if mode == "flash" else SDPBackend.CUDNN_ATTENTION
+            with sdpa_kernel(backend):
+                o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         else:
             o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         return (o.float() ** 2).sum()

@@ -124,9 +124,24 @@ class Sim {
           std::vector<int> taken;
           donor = donor_arg(s, s.outputs[0]->type, dying, taken);
         }
+        // The device's attention backward holds f32 row sums and a dq accumulator while its
+        // outputs exist (cuDNN's and the flash kernels' alike; the CPU needs neither).
+        size_t transient = 0;
+        if (allocation && s.op && s.op->name == "attention_backward" && s.args.size() > 1 && s.args[1].kind == Arg::Kind::Proxy) {
+          const TensorType& q = s.args[1].proxy->type;
+          if (!q.shape.empty()) {
+            const size_t rows = static_cast<size_t>(rt::numel(q.shape) / std::max<int64_t>(1, q.shape.back()));
+            const bool f64 = q.dtype == rt::DType::f64;
+            transient = alloc_size(rows * (f64 ? 8 : 4));
+            if (q.dtype == rt::DType::bf16 || q.dtype == rt::DType::f16)
+              transient += alloc_size(rows * static_cast<size_t>(q.shape.back()) * 4);
+          }
+        }
+        live_ += transient;
         for (const auto& p : s.outputs)
           define(p.get(), alias ? storage(s.args[0].proxy.get()) : donor >= 0 ? donor : new_storage(p->type.nbytes()));
         note_peak(phase, index, &s);
+        live_ -= transient;
         return;
       }
       case StmtKind::Composite:

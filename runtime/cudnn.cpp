@@ -570,7 +570,10 @@ Cudnn::Prepared Cudnn::prepare(const AttentionProblem& p, bool backward) {
       g.set(heur, kHeurMode, kTypeHeurMode, 1, &mode, "engine heuristics mode");
       if (a.be_finalize(heur) != 0) continue;
       int64_t count = 0;
-      if (a.be_get(heur, kHeurResults, kTypeDesc, 0, &count, nullptr) != 0 || count <= 0) continue;
+      if (a.be_get(heur, kHeurResults, kTypeDesc, 0, &count, nullptr) != 0 || count <= 0) {
+        if (last.empty()) last = "cuDNN's heuristics have no engine for this graph";
+        continue;
+      }
       std::vector<void*> cfgs(static_cast<size_t>(count));
       for (auto& c : cfgs) c = g.make(kDescEngineCfg, "cudnnBackendCreateDescriptor(engine config)");
       int64_t got = 0;

@@ -77,15 +77,78 @@ for passes in "" "del_last_used" "grad,philox,remat,fuse,del_last_used"; do
     grep -q "with the GELU epilogue" "$tmp/gpu.log" || { echo "FAIL $label: the GELU epilogue was not used"; fail=1; }
   done
 done
-for e in attention_causal attention_masked attention_heads64 attention_heads128 attention_heads20 attention_rows_f32 \
-         attention_rows_f64 attention_rows_wide attention_rows_ev; do
+# Attention runs on cuDNN where the loaded cuDNN has an engine (docs/cudnn.md): these tests use
+# the newest one there is ($TRACER_CUDNN_LIBRARY, else PyTorch's wheel's, else the system's), so
+# that every case cuDNN can take goes there without a warning; then the system's cuDNN (warnings
+# allowed: 9.14 has no backward for key lengths that are no multiple of 128) and tracer's own
+# kernels (TRACER_ATTENTION=tracer) on the same cases.
+SYSTEM_CUDNN=${TRACER_CUDNN_LIBRARY:-}
+for w in /opt/torch/.venv/lib/python3*/site-packages/nvidia/cudnn/lib/libcudnn.so.9; do
+  [ -z "${TRACER_CUDNN_LIBRARY:-}" ] && [ -e "$w" ] && export TRACER_CUDNN_LIBRARY=$w
+done
+if [ -n "${CUDNN_CHECK:-}" ]; then  # tests/gpu/cudnn_attention.cpp, built
+  for lib in "${TRACER_CUDNN_LIBRARY:-}" "$SYSTEM_CUDNN"; do
+    if TRACER_CUDNN_LIBRARY=$lib "$CUDNN_CHECK" > "$tmp/dnn.log" 2>&1; then
+      echo "ok   cuDNN attention against the CPU: $(head -1 "$tmp/dnn.log"): $(tail -1 "$tmp/dnn.log")"
+    else
+      echo "FAIL cuDNN attention against the CPU ($lib)"; grep -v "^ok" "$tmp/dnn.log" | head -30; fail=1
+    fi
+  done
+fi
+ATTENTION_CASES="attention_causal attention_masked attention_heads64 attention_heads128 attention_heads20 attention_rows_f32
+                 attention_rows_f64 attention_rows_wide attention_rows_ev attention_cudnn_d256 attention_cudnn_long"
+for e in $ATTENTION_CASES; do
   for passes in "" "grad,philox,remat,del_last_used" "grad,philox,remat,fuse,del_last_used"; do
     args=(tests/gpu/attention.trace --entry "$e")
     [ -n "$passes" ] && args+=(--passes "$passes")
     check "attention.trace $e ${passes:-no passes}" "${args[@]}" --
     check "attention.trace $e ${passes:-no passes} cuda-graph" "${args[@]}" -- --cuda-graph
+    TRACER_ATTENTION=tracer check "attention.trace $e ${passes:-no passes} tracer's kernels" "${args[@]}" --
   done
 done
+# Which path each case took: cuDNN for bf16/f16 heads of a multiple of 8, tracer's kernels else.
+for e in $ATTENTION_CASES; do
+  "$TRACER" run tests/gpu/attention.trace --entry "$e" --passes grad,del_last_used --device cuda --json > "$tmp/a.json" 2>"$tmp/a.err"
+  paths=$(python3 -c "import json,sys; a=json.load(open(sys.argv[1]))['attention']; print(a['cudnn'], a['tracer'])" "$tmp/a.json")
+  case $e in
+    attention_causal|attention_heads64|attention_heads128|attention_rows_wide|attention_cudnn_d256|attention_cudnn_long) want="2 0" ;;
+    attention_masked) want="0 0" ;;  # a mask: the decomposed form, no prims.attention
+    *) want="0 2" ;;                 # f32, f64, head size 20, values of another head size
+  esac
+  if [ "$paths" = "$want" ]; then echo "ok   attention.trace $e: cudnn, tracer = $paths"; else
+    echo "FAIL attention.trace $e: cudnn, tracer = $paths, expected $want"; cat "$tmp/a.err"; fail=1; fi
+done
+# The system's cuDNN: the same outputs, with a warning where it has no engine.
+if [ -n "$SYSTEM_CUDNN$(ls /usr/lib/x86_64-linux-gnu/libcudnn.so.9 2>/dev/null)" ]; then
+  for e in attention_heads64 attention_heads128 attention_cudnn_long; do
+    rm -rf "$tmp/cpu" "$tmp/gpu"
+    "$TRACER" run tests/gpu/attention.trace --entry $e --passes grad,del_last_used --output "$tmp/cpu" >"$tmp/cpu.log" 2>&1
+    if TRACER_CUDNN_LIBRARY=$SYSTEM_CUDNN "$TRACER" run tests/gpu/attention.trace --entry $e --passes grad,del_last_used --device cuda \
+         --output "$tmp/gpu" >"$tmp/gpu.log" 2>&1; then
+      grep "^warning\|^# attention" "$tmp/gpu.log" | sed "s|^|   system cuDNN $e |"
+      python3 tests/gpu/compare.py "$tmp/cpu" "$tmp/gpu" "attention.trace $e system cuDNN" || fail=1
+    else
+      echo "FAIL attention.trace $e system cuDNN"; cat "$tmp/gpu.log"; fail=1
+    fi
+  done
+fi
+# Forcing cuDNN where it has no engine fails with the reason; a cuDNN that is not there is a
+# warning and tracer's kernels.
+if TRACER_ATTENTION=cudnn "$TRACER" run tests/gpu/attention.trace --entry attention_rows_f32 --device cuda >"$tmp/f.log" 2>&1; then
+  echo "FAIL TRACER_ATTENTION=cudnn on f32 attention succeeded"; fail=1
+elif grep -q "TRACER_ATTENTION=cudnn, but cuDNN cannot run prims.attention: cuDNN's fused attention takes bf16 and f16" "$tmp/f.log"; then
+  echo "ok   TRACER_ATTENTION=cudnn on f32: $(grep -o 'cuDNN cannot run.*' "$tmp/f.log" | head -1)"
+else
+  echo "FAIL TRACER_ATTENTION=cudnn on f32: no clear message"; cat "$tmp/f.log"; fail=1
+fi
+rm -rf "$tmp/cpu" "$tmp/gpu"
+"$TRACER" run tests/gpu/attention.trace --entry attention_heads64 --output "$tmp/cpu" >"$tmp/cpu.log" 2>&1
+if TRACER_CUDNN_LIBRARY=/nonexistent/libcudnn.so.9 "$TRACER" run tests/gpu/attention.trace --entry attention_heads64 --device cuda \
+     --output "$tmp/gpu" >"$tmp/gpu.log" 2>&1 && grep -q "^warning: .*not cuDNN: cuDNN (libcudnn.so.9) was not found" "$tmp/gpu.log"; then
+  python3 tests/gpu/compare.py "$tmp/cpu" "$tmp/gpu" "attention.trace no cuDNN: tracer's kernels" || fail=1
+else
+  echo "FAIL no cuDNN: no warning or a failed run"; cat "$tmp/gpu.log"; fail=1
+fi
 for f in examples/*.trace; do
   [ "$(basename "$f")" = gpt.trace ] && continue  # below, on its own data
   check "$(basename "$f") cuda-graph" "$f" $SMALL --passes grad,philox,remat,fuse,del_last_used -- --cuda-graph --bench 2
