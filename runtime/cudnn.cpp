@@ -21,7 +21,7 @@ namespace tracer::rt::cuda {
 
 namespace {
 // Descriptor types (cudnnBackendDescriptorType_t).
-constexpr int kDescPointwise = 0, kDescEngineCfg = 3, kDescEngineHeur = 4, kDescPlan = 5, kDescOpPointwise = 13,
+constexpr int kDescPointwise = 0, kDescEngine = 2, kDescEngineCfg = 3, kDescEngineHeur = 4, kDescPlan = 5, kDescOpPointwise = 13,
               kDescOpGraph = 15, kDescVariantPack = 16, kDescTensor = 17, kDescMatmul = 18, kDescOpMatmul = 19,
               kDescReduction = 21, kDescOpReduction = 22, kDescOpReshape = 31;
 // Attribute value types (cudnnBackendAttributeType_t).
@@ -35,7 +35,8 @@ constexpr int kOpPwDesc = 750, kOpPwX = 751, kOpPwB = 752, kOpPwY = 753, kOpPwT 
 constexpr int kMatmulComp = 1500, kOpMatmulA = 1520, kOpMatmulB = 1521, kOpMatmulC = 1522, kOpMatmulDesc = 1523;
 constexpr int kReduceOp = 1600, kReduceComp = 1601, kOpReduceX = 1610, kOpReduceY = 1611, kOpReduceDesc = 1612;
 constexpr int kOpReshapeX = 2200, kOpReshapeY = 2201;
-constexpr int kGraphHandle = 800, kGraphOps = 801;
+constexpr int kGraphHandle = 800, kGraphOps = 801, kGraphEngineCount = 802;
+constexpr int kEngineGraph = 1300, kEngineIndex = 1301, kCfgEngine = 300;
 constexpr int kHeurMode = 200, kHeurGraph = 201, kHeurResults = 202;
 constexpr int kPlanHandle = 400, kPlanConfig = 401, kPlanWorkspace = 402, kPlanJson = 405;
 constexpr int kPackUids = 1000, kPackPointers = 1001, kPackWorkspace = 1003;
@@ -560,10 +561,27 @@ Cudnn::Prepared Cudnn::prepare(const AttentionProblem& p, bool backward) {
     } else {
       forward_graph(g, p);
     }
-    void* graph = g.graph(handle_, version_ < 90800);
+    // The handle tells the heuristics which device the plan is for (9.8 made it optional only
+    // for graphs given device properties instead).
+    void* graph = g.graph(handle_, true);
     // Engine configurations by heuristics (mode A, then the fallback list); the first whose
     // plan finalizes wins. Finalizing compiles the engine's kernel.
     std::string last;
+    auto try_config = [&](void* cfg) {
+      void* d = nullptr;
+      if (a.be_create(kDescPlan, &d) != 0) return;
+      int rc = a.be_set(d, kPlanHandle, kTypeHandle, 1, &handle_);
+      if (rc == 0) rc = a.be_set(d, kPlanConfig, kTypeDesc, 1, &cfg);
+      if (rc == 0) rc = a.be_finalize(d);
+      int64_t n = 0;
+      if (rc == 0) rc = a.be_get(d, kPlanWorkspace, kTypeInt64, 1, &n, &plan->workspace);
+      if (rc == 0) {
+        plan->plan = d;
+      } else {
+        last = a.status(rc);
+        a.be_destroy(d);
+      }
+    };
     for (int mode : {kHeurA, kHeurFallback}) {
       void* heur = g.make(kDescEngineHeur, "cudnnBackendCreateDescriptor(engine heuristics)");
       g.set_desc(heur, kHeurGraph, graph, "engine heuristics operation graph");
@@ -578,22 +596,25 @@ Cudnn::Prepared Cudnn::prepare(const AttentionProblem& p, bool backward) {
       for (auto& c : cfgs) c = g.make(kDescEngineCfg, "cudnnBackendCreateDescriptor(engine config)");
       int64_t got = 0;
       if (a.be_get(heur, kHeurResults, kTypeDesc, count, &got, cfgs.data()) != 0) continue;
-      for (int64_t i = 0; i < got && !plan->plan; ++i) {
-        void* d = nullptr;
-        if (a.be_create(kDescPlan, &d) != 0) continue;
-        int rc = a.be_set(d, kPlanHandle, kTypeHandle, 1, &handle_);
-        if (rc == 0) rc = a.be_set(d, kPlanConfig, kTypeDesc, 1, &cfgs[static_cast<size_t>(i)]);
-        if (rc == 0) rc = a.be_finalize(d);
-        int64_t n = 0;
-        if (rc == 0) rc = a.be_get(d, kPlanWorkspace, kTypeInt64, 1, &n, &plan->workspace);
-        if (rc == 0) {
-          plan->plan = d;
-        } else {
-          last = a.status(rc);
-          a.be_destroy(d);
-        }
-      }
+      for (int64_t i = 0; i < got && !plan->plan; ++i) try_config(cfgs[static_cast<size_t>(i)]);
       if (plan->plan) break;
+    }
+    // Then every engine the graph has, by index, as cuDNN numbers them.
+    int64_t engines = 0, n = 0;
+    if (!plan->plan && a.be_get(graph, kGraphEngineCount, kTypeInt64, 1, &n, &engines) == 0) {
+      if (engines == 0 && last.empty()) last = "the operation graph has no engine";
+      for (int64_t i = 0; i < engines && !plan->plan; ++i) {
+        void* e = g.make(kDescEngine, "cudnnBackendCreateDescriptor(engine)");
+        if (a.be_set(e, kEngineGraph, kTypeDesc, 1, &graph) != 0 || a.be_set(e, kEngineIndex, kTypeInt64, 1, &i) != 0) continue;
+        int rc = a.be_finalize(e);
+        if (rc != 0) {
+          last = "engine " + std::to_string(i) + ": " + a.status(rc);
+          continue;
+        }
+        void* cfg = g.make(kDescEngineCfg, "cudnnBackendCreateDescriptor(engine config)");
+        if (a.be_set(cfg, kCfgEngine, kTypeDesc, 1, &e) != 0 || a.be_finalize(cfg) != 0) continue;
+        try_config(cfg);
+      }
     }
     if (!plan->plan)
       throw CudaError("no engine configuration of cuDNN " + version_string() + " finalized" + (last.empty() ? "" : ": " + last));
@@ -628,6 +649,17 @@ Cudnn::Prepared Cudnn::prepare(const AttentionProblem& p, bool backward) {
 size_t Cudnn::engine_workspace(const AttentionProblem& p, bool backward) const {
   Plan* plan = find(p, backward);
   return plan ? static_cast<size_t>(plan->workspace) : 0;
+}
+
+std::string Cudnn::describe(const AttentionProblem& p, bool backward) const {
+  Plan* plan = find(p, backward);
+  if (!plan) return "";
+  std::string json(1 << 20, '\0');
+  int64_t n = 0;
+  if (api_->be_get(plan->plan, kPlanJson, kTypeChar, static_cast<int64_t>(json.size()), &n, json.data()) != 0 || n <= 0) return "";
+  json.resize(static_cast<size_t>(std::min<int64_t>(n, static_cast<int64_t>(json.size()))));
+  while (!json.empty() && json.back() == '\0') json.pop_back();
+  return json;
 }
 
 void Cudnn::execute(Plan& plan, const std::vector<std::pair<int64_t, DevPtr>>& tensors, DevPtr ws) {

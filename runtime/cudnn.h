@@ -70,6 +70,8 @@ class Cudnn {
   // and for the backward the f32 row sums (b*h*s_q) and dq accumulator (b*h*s_q*d), which the
   // caller allocates (forward and backward take them as one block: see workspace_layout).
   size_t engine_workspace(const AttentionProblem& p, bool backward) const;
+  // A prepared problem's plan as cuDNN describes it (its JSON: the engine and its knobs), or "".
+  std::string describe(const AttentionProblem& p, bool backward) const;
 
   // Runs a prepared problem on the device's stream (capturable in a CUDA graph). ws: at least
   // engine_workspace bytes (0 when none). The backward's row sums and dq accumulator are

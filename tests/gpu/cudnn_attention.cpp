@@ -196,6 +196,7 @@ int main() {
         failures++;
         continue;
       }
+      if (r.built && ran < 2) std::printf("plan of %s %s: %.300s\n", label, backward ? "backward" : "forward", dnn->describe(p, backward).c_str());
       cuda::Buffer din(dev.get(), L.in_elems * 2), dgo(dev.get(), L.out_elems * 2), o(dev.get(), L.out_elems * 2);
       cuda::Buffer stats(dev.get(), static_cast<size_t>(c.b * c.h * c.sq) * 4);
       cuda::Buffer ws(dev.get(), dnn->engine_workspace(p, backward));
