@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -450,6 +451,8 @@ std::unique_ptr<Cudnn> Cudnn::open(Device& dev, const std::string& plan_dir, std
   c->api_ = api;
   c->library_ = loaded;
   c->plan_dir_ = plan_dir;
+  // TRACER_CUDNN_CONFIG=i: start at the heuristics' i-th configuration (for measuring them).
+  if (const char* cfg = std::getenv("TRACER_CUDNN_CONFIG"); cfg && *cfg) c->first_config_ = std::max(0, std::atoi(cfg));
   c->version_ = static_cast<int>(api->get_version());
   if (c->version_ < 90000) {
     *why = "cuDNN " + c->version_string() + " (" + c->library_ + ") is older than 9.0, the first with these graphs";
@@ -539,17 +542,19 @@ Cudnn::Prepared Cudnn::prepare(const AttentionProblem& p, bool backward) {
       json = rest.str();
       void* d = nullptr;
       if (!json.empty() && a.be_create(kDescPlan, &d) == 0) {
-        bool ok = a.be_set(d, kPlanHandle, kTypeHandle, 1, &handle_) == 0 &&
-                  a.be_set(d, kPlanJson, kTypeChar, static_cast<int64_t>(json.size()), json.data()) == 0 && a.be_finalize(d) == 0;
+        int rc = a.be_set(d, kPlanHandle, kTypeHandle, 1, &handle_);
+        if (rc == 0) rc = a.be_set(d, kPlanJson, kTypeChar, static_cast<int64_t>(json.size()), json.data());
+        if (rc == 0) rc = a.be_finalize(d);
         int64_t n = 0;
-        ok = ok && a.be_get(d, kPlanWorkspace, kTypeInt64, 1, &n, &plan->workspace) == 0;
-        if (ok) {
+        if (rc == 0) rc = a.be_get(d, kPlanWorkspace, kTypeInt64, 1, &n, &plan->workspace);
+        if (rc == 0) {
           plan->plan = d;
           r.loaded = true;
           r.ms = elapsed();
           plans_.emplace(key, std::move(plan));
           return r;
         }
+        load_error_ = "the kept plan " + path + " did not load: " + a.status(rc);
         a.be_destroy(d);  // stale or unreadable: built again below
       }
     }
@@ -596,7 +601,8 @@ Cudnn::Prepared Cudnn::prepare(const AttentionProblem& p, bool backward) {
       for (auto& c : cfgs) c = g.make(kDescEngineCfg, "cudnnBackendCreateDescriptor(engine config)");
       int64_t got = 0;
       if (a.be_get(heur, kHeurResults, kTypeDesc, count, &got, cfgs.data()) != 0) continue;
-      for (int64_t i = 0; i < got && !plan->plan; ++i) try_config(cfgs[static_cast<size_t>(i)]);
+      for (int64_t i = mode == kHeurA ? std::min<int64_t>(first_config_, got - 1) : 0; i < got && !plan->plan; ++i)
+        try_config(cfgs[static_cast<size_t>(i)]);
       if (plan->plan) break;
     }
     // Then every engine the graph has, by index, as cuDNN numbers them.
@@ -633,6 +639,8 @@ Cudnn::Prepared Cudnn::prepare(const AttentionProblem& p, bool backward) {
         n < static_cast<int64_t>(json.size())) {
       json.resize(static_cast<size_t>(n));
       while (!json.empty() && json.back() == '\0') json.pop_back();
+      std::error_code ec;
+      std::filesystem::create_directories(plan_dir_, ec);
       std::string tmp = path + ".tmp" + std::to_string(reinterpret_cast<uintptr_t>(this));
       {
         std::ofstream out(tmp, std::ios::binary);

@@ -72,6 +72,7 @@ class Cudnn {
   size_t engine_workspace(const AttentionProblem& p, bool backward) const;
   // A prepared problem's plan as cuDNN describes it (its JSON: the engine and its knobs), or "".
   std::string describe(const AttentionProblem& p, bool backward) const;
+  const std::string& load_error() const { return load_error_; }  // why a plan kept on disk was not used
 
   // Runs a prepared problem on the device's stream (capturable in a CUDA graph). ws: at least
   // engine_workspace bytes (0 when none). The backward's row sums and dq accumulator are
@@ -92,6 +93,8 @@ class Cudnn {
   std::string library_, plan_dir_;
   std::unordered_map<std::string, std::unique_ptr<Plan>> plans_;
   std::unordered_map<std::string, std::string> failed_;  // key -> why no plan
+  std::string load_error_;  // why the last kept plan found was not used
+  int64_t first_config_ = 0;  // TRACER_CUDNN_CONFIG
 };
 
 }  // namespace tracer::rt::cuda

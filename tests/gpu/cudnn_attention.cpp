@@ -12,6 +12,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <unistd.h>
 #include <string>
 #include <vector>
 
@@ -253,6 +255,32 @@ int main() {
   if (second.built || second.loaded || !second.error.empty()) {
     std::printf("FAIL a second prepare of the same problem built again\n");
     failures++;
+  }
+  // Plans kept on disk: a second Cudnn over the same folder reads them instead of building.
+  {
+    char dir[] = "/tmp/tracer-cudnn-plans-XXXXXX";
+    if (!mkdtemp(dir)) {
+      std::printf("FAIL no temporary folder\n");
+      return 1;
+    }
+    AttentionProblem p = AttentionProblem::contiguous(DType::bf16, 2, 3, 256, 256, 64, 64, true, 0.125f);
+    double ms[2][2] = {{0, 0}, {0, 0}};
+    bool loaded[2][2] = {{false, false}, {false, false}};
+    for (int round = 0; round < 2; ++round) {
+      auto d2 = cuda::Cudnn::open(*dev, dir, &why);
+      for (int bw = 0; bw < 2; ++bw) {
+        cuda::Cudnn::Prepared r = d2->prepare(p, bw == 1);
+        ms[round][bw] = r.ms;
+        loaded[round][bw] = r.loaded;
+        if (!r.error.empty()) std::printf("FAIL plan cache round %d: %s\n", round, r.error.c_str());
+      }
+      if (round == 1 && !d2->load_error().empty()) std::printf("     %s\n", d2->load_error().c_str());
+    }
+    bool ok = loaded[1][0] && loaded[1][1] && !loaded[0][0];
+    std::printf("%s plans kept on disk: built in %.0f + %.0f ms, read back in %.0f + %.0f ms\n", ok ? "ok  " : "FAIL", ms[0][0],
+                ms[0][1], ms[1][0], ms[1][1]);
+    failures += !ok;
+    std::filesystem::remove_all(dir);
   }
   std::printf("%s: %d ran, %d skipped by version, %d failed\n", failures ? "CUDNN ATTENTION FAILED" : "CUDNN ATTENTION PASSED", ran,
               skipped, failures);
