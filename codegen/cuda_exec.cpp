@@ -556,9 +556,17 @@ void GpuExecutor::run_stmt(const ir::Stmt& s, Values& env, ir::ExecContext& ctx,
       for (const auto& p : s.deleted) {
         env.erase(p.get());
         transposed_.erase(p.get());
+        if (auto v = views_.find(p.get()); v != views_.end()) {
+          const ir::Stmt* f = v->second.fusion;
+          views_.erase(v);
+          bool live = false;
+          for (const auto& o : f->outputs) live = live || views_.count(o.get());
+          if (!live) viewed_inputs_.erase(f);
+        }
       }
       return;
     }
+    if (s.kind == ir::StmtKind::Fusion && !materializing_ && !view_fusions_.empty() && skip_view_fusion(s, env)) return;
     if (!lazy.empty() && s.kind == ir::StmtKind::Prim && s.outputs.size() == 1 && lazy.count(s.outputs[0].get())) {
       env[s.outputs[0].get()] = env.at(s.args[0].proxy.get());  // read transposed by the matmul
       transposed_[s.outputs[0].get()] = true;
@@ -608,7 +616,7 @@ void GpuExecutor::run_stmt(const ir::Stmt& s, Values& env, ir::ExecContext& ctx,
       return;
     }
     if ((op == "matmul" || op == "linear") && run_matmul(s, env, lazy)) return;
-    if ((op == "attention" || op == "attention_backward") && run_attention(s, env)) return;
+    if ((op == "attention" || op == "attention_backward") && run_attention(s, env, ctx)) return;
     if (op == "uniform" && run_uniform(s, env, ctx)) return;
     if (op == "rng_state" && s.args[0].kind == K::Int && s.outputs.size() == 2) {
       run_rng_state(s, env, ctx);
@@ -716,7 +724,10 @@ GpuExecutor::Values GpuExecutor::run(const ir::Trace& t, std::vector<DeviceTenso
   }
   inputs.clear();
   if (check_ && !in_graph_) check_begin(t, env, ctx);
+  plan_views(t);
   run_stmts(t.stmts, env, ctx, ir::lazy_transposes(t.stmts, &t.output));
+  views_.clear();
+  viewed_inputs_.clear();
   if (check_ && !in_graph_) check_end(t);
   check_index_errors();  // a gather or scatter with a bad index fails the run here
   Values out;

@@ -44,6 +44,7 @@ struct GpuStats {
   // Attention statements by path (docs/cudnn.md): cuDNN's fused engines or tracer's kernels;
   // cuDNN's plans built (or read from the plan cache) for this program, and the time it took.
   size_t attention_cudnn = 0, attention_tracer = 0;
+  size_t fusions_viewed = 0;  // layout fusions not run: cuDNN read their outputs in place
   size_t cudnn_plans_built = 0, cudnn_plans_loaded = 0;
   double cudnn_plan_ms = 0;
   std::string cudnn_version, cudnn_library, cudnn_missing;  // the version loaded, or why none
@@ -117,6 +118,27 @@ class GpuExecutor {
     uniform_fns_.clear();
   }
 
+  // Attention operands read in place (codegen/cuda_exec_views.cpp): a fusion output as a chain
+  // of layout statements from one of the fusion's arguments, and that chain applied to a
+  // contiguous tensor as a strided view (false where it is no view: a reshape that would copy, a
+  // slice with steps).
+  struct ViewChain {
+    size_t source = 0;                    // the fusion argument the output is cut from
+    std::vector<const ir::Stmt*> steps;   // slices, reshapes and transposes, in order
+  };
+  struct ViewFusion {
+    std::vector<ViewChain> chains;            // per output
+    std::vector<const ir::Stmt*> readers;     // the attention statements reading the outputs
+  };
+  struct OperandView {
+    rt::cuda::DeviceTensor base;  // the buffer the view reads
+    int64_t offset = 0;           // elements
+    rt::Shape shape;
+    std::vector<int64_t> strides;
+    const ir::Stmt* fusion = nullptr;
+  };
+  static bool layout_chain(const ir::Stmt& fusion, const ir::Proxy* out, ViewChain* chain);
+  static bool apply_chain(const ViewChain& chain, const rt::cuda::DeviceTensor& src, OperandView* v);
   const GpuStats& stats() const { return stats_; }
   // Problems TRACER_GPU_CHECK found so far (0 when checking is off).
   size_t check_failures() const { return check_failures_; }
@@ -166,8 +188,17 @@ class GpuExecutor {
   bool run_simple(const ir::Stmt& s, Values& env);  // reductions, broadcasts, layouts, creations
   void run_rng_state(const ir::Stmt& s, Values& env, ir::ExecContext& ctx);
   // prims.attention and attention_backward (codegen/cuda_exec_attention.cpp).
-  bool run_attention(const ir::Stmt& s, Values& env);
+  bool run_attention(const ir::Stmt& s, Values& env, ir::ExecContext& ctx);
   bool run_attention_cudnn(const ir::Stmt& s, Values& env, const AttentionArgs& a);
+  // Runs a prepared problem; in: the operands' addresses ({q, k, v}, or {g, q, k, v, o}).
+  void launch_cudnn(const ir::Stmt& s, Values& env, const rt::cuda::AttentionProblem& p, const std::vector<rt::cuda::DevPtr>& in);
+  void plan_views(const ir::Trace& t);  // view_fusions_ for a trace's statements
+  // The problem and operand addresses of attention statement s reading views (views_, and
+  // `extra` not yet registered); false when no operand is a view or the views do not fit.
+  bool operand_views(const ir::Stmt& s, const Values& env, const std::unordered_map<const ir::Proxy*, OperandView>& extra,
+                     rt::cuda::AttentionProblem* p, std::vector<rt::cuda::DevPtr>* ptrs);
+  bool skip_view_fusion(const ir::Stmt& s, const Values& env);  // true: s's outputs are views now
+  void materialize_views(const ir::Stmt& s, Values& env, ir::ExecContext& ctx);  // the fusions behind s's views, run
   // cuDNN, opened on first use (null when absent: cudnn_why_ says why).
   rt::cuda::Cudnn* cudnn();
   // The cuDNN path's verdict for a problem: "" when its plan is ready, else why not (*warn:
@@ -231,6 +262,10 @@ class GpuExecutor {
   enum class AttentionChoice { Auto, Cudnn, Tracer };  // TRACER_ATTENTION
   AttentionChoice attention_choice_ = AttentionChoice::Auto;
   std::string attention_setting_error_;
+  std::unordered_map<const ir::Stmt*, ViewFusion> view_fusions_;  // this trace's fusions that may become views
+  std::unordered_map<const ir::Proxy*, OperandView> views_;        // live views
+  std::unordered_map<const ir::Stmt*, std::vector<rt::cuda::DeviceTensor>> viewed_inputs_;  // a skipped fusion's inputs
+  bool materializing_ = false;
   std::unique_ptr<rt::cuda::Cudnn> cudnn_;
   bool cudnn_tried_ = false;
   std::string cudnn_why_;

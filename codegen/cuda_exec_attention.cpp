@@ -114,8 +114,23 @@ std::string GpuExecutor::cudnn_ready(const rt::cuda::AttentionProblem& p, bool b
   return r.error;
 }
 
-bool GpuExecutor::run_attention(const ir::Stmt& s, Values& env) {
+bool GpuExecutor::run_attention(const ir::Stmt& s, Values& env, ir::ExecContext& ctx) {
   if (!attention_setting_error_.empty()) throw std::runtime_error(attention_setting_error_);
+  // Operands that are views of a fusion not run (cuda_exec_views.cpp): cuDNN reads them in
+  // place, or the fusion runs now after all.
+  bool viewed = false;
+  for (const ir::Arg& x : s.args) viewed = viewed || (x.kind == K::Proxy && views_.count(x.proxy.get()));
+  if (viewed) {
+    rt::cuda::AttentionProblem p;
+    std::vector<rt::cuda::DevPtr> ptrs;
+    bool warn_unused = false;
+    if (operand_views(s, env, {}, &p, &ptrs) && cudnn_ready(p, s.op->name == "attention_backward", &warn_unused).empty()) {
+      launch_cudnn(s, env, p, ptrs);
+      stats_.attention_cudnn++;
+      return true;
+    }
+    materialize_views(s, env, ctx);
+  }
   const AttentionPath path = attention_path_for(s, dev_.compute_major(), dev_.max_shared_per_block());
   AttentionArgs a;
   a.backward = s.op->name == "attention_backward";
@@ -171,25 +186,36 @@ bool GpuExecutor::run_attention_cudnn(const ir::Stmt& s, Values& env, const Atte
     if (worth_a_warning) warn("prims." + s.op->name + " runs on tracer's kernels, not cuDNN: " + why);
     return false;
   }
+  if (a.backward) {
+    launch_cudnn(s, env, p, {a.g->ptr(), a.q->ptr(), a.k->ptr(), a.v->ptr(), a.o->ptr()});
+  } else {
+    launch_cudnn(s, env, p, {a.q->ptr(), a.k->ptr(), a.v->ptr()});
+  }
+  return true;
+}
+
+void GpuExecutor::launch_cudnn(const ir::Stmt& s, Values& env, const rt::cuda::AttentionProblem& p,
+                               const std::vector<rt::cuda::DevPtr>& in) {
   rt::cuda::Cudnn& dnn = *cudnn_;
-  rt::cuda::Buffer ws(&dev_, dnn.engine_workspace(p, a.backward));
-  if (!a.backward) {
+  const bool backward = s.op->name == "attention_backward";
+  rt::cuda::Buffer ws(&dev_, dnn.engine_workspace(p, backward));
+  if (!backward) {
     DeviceTensor out = alloc(s.outputs[0]->type), lse = alloc(s.outputs[1]->type);
-    dnn.forward(p, a.q->ptr(), a.k->ptr(), a.v->ptr(), out.ptr(), lse.ptr(), ws.ptr);
+    dnn.forward(p, in[0], in[1], in[2], out.ptr(), lse.ptr(), ws.ptr);
     env[s.outputs[0].get()] = std::move(out);
     env[s.outputs[1].get()] = std::move(lse);
-    return true;
+    return;
   }
+  const DeviceTensor& lse = env.at(s.args[5].proxy.get());
+  if (lse.dtype != DType::f32) throw std::runtime_error("attention_backward: lse must be f32 for cuDNN");
   // The f32 row sums and dq accumulator, as the flash kernels' (tracer mem counts them alike).
-  const long long rows = a.batch * a.L;
-  rt::cuda::Buffer row_sums(&dev_, static_cast<size_t>(rows) * 4), dq_acc(&dev_, static_cast<size_t>(rows) * a.E * 4);
+  const size_t rows = static_cast<size_t>(p.b * p.h * p.s_q);
+  rt::cuda::Buffer row_sums(&dev_, rows * 4), dq_acc(&dev_, rows * static_cast<size_t>(p.d) * 4);
   DeviceTensor dq = alloc(s.outputs[0]->type), dk = alloc(s.outputs[1]->type), dv = alloc(s.outputs[2]->type);
-  dnn.backward(p, a.q->ptr(), a.k->ptr(), a.v->ptr(), a.o->ptr(), a.g->ptr(), a.lse->ptr(), dq.ptr(), dk.ptr(), dv.ptr(), row_sums.ptr,
-               dq_acc.ptr, ws.ptr);
+  dnn.backward(p, in[1], in[2], in[3], in[4], in[0], lse.ptr(), dq.ptr(), dk.ptr(), dv.ptr(), row_sums.ptr, dq_acc.ptr, ws.ptr);
   env[s.outputs[0].get()] = std::move(dq);
   env[s.outputs[1].get()] = std::move(dk);
   env[s.outputs[2].get()] = std::move(dv);
-  return true;
 }
 
 void GpuExecutor::run_attention_flash(const ir::Stmt& s, Values& env, const AttentionArgs& a) {

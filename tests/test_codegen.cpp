@@ -560,4 +560,54 @@ def f(x: f32[6, 10, 4]):
   CHECK_THAT(printed, Catch::Contains("= fusion1(r)"));      // and the slice reads it
 }
 
+
+TEST_CASE("attention operands as views: q, k and v cut out of a fused qkv buffer get the strides cuDNN reads", "[codegen][cudnn]") {
+  // The GPT's split (examples/gpt.trace): qkv [B, T, 3D] sliced, put into heads and transposed.
+  // B=2, T=10, D=48 with 4 heads of 12; and a reshape of a transposed tensor, which would copy.
+  SourceManager sm;
+  interp::Interpreter in{sm};
+  DiagnosticList diags;
+  auto m = in.load("m.trace", R"(
+def f(qkv: bf16[2, 10, 144], big: f32[4096, 1024]):
+    q, k, v = split(qkv, 48, dim=2)
+    q = transpose(reshape(q, (2, 10, 4, 12)), 1, 2)
+    k = transpose(reshape(k, (2, 10, 4, 12)), 1, 2)
+    v = transpose(reshape(v, (2, 10, 4, 12)), 1, 2)
+    o = scaled_dot_product_attention(q, k, v, is_causal=True)
+    w = reshape(transpose(qkv, 0, 1), (20, 144))
+    return o, w.float() * 2.0, big * 2.0
+)",
+                   diags);
+  REQUIRE(m);
+  auto t = in.trace(*m->globals.at("f").as<interp::FunctionObj>(), {});
+  interp::Traces fused = interp::run_passes(in, {t}, {"fuse"}, {}, nullptr);
+  const ir::Trace& tr = *fused[0];
+  rt::cuda::DeviceTensor qkv;
+  qkv.dtype = rt::DType::bf16;
+  qkv.shape = {2, 10, 144};
+  int views = 0, copies = 0;
+  for (const ir::Stmt& s : tr.stmts) {
+    if (s.kind != ir::StmtKind::Fusion) continue;
+    for (const auto& o : s.outputs) {
+      codegen::GpuExecutor::ViewChain chain;
+      if (!codegen::GpuExecutor::layout_chain(s, o.get(), &chain)) continue;
+      codegen::GpuExecutor::OperandView v;
+      bool ok = codegen::GpuExecutor::apply_chain(chain, qkv, &v);
+      INFO(ir::print_stmt_line(s) << " -> " << o->name);
+      if (o->type.shape == rt::Shape{2, 4, 10, 12}) {
+        REQUIRE(ok);
+        ++views;
+        // [b, h, s, d] over [B, T, 3D]: batch T*3D, head 12, position 3D, element 1.
+        CHECK(v.strides == std::vector<int64_t>{1440, 12, 144, 1});
+        CHECK((v.offset == 0 || v.offset == 48 || v.offset == 96));
+      } else if (o->type.shape == rt::Shape{20, 144}) {
+        CHECK_FALSE(ok);  // [T, B, 3D] read as [T*B, 3D] is no view of [B, T, 3D]
+        ++copies;
+      }
+    }
+  }
+  CHECK(views == 3);
+  CHECK(copies <= 1);
+}
+
 }  // namespace tracer::test

@@ -61,6 +61,7 @@ struct RunReport {
   // the cuDNN loaded (its version and file, or why none was) and the plans built for this
   // program (compiled now, or read from the plan cache) with the time spent on them.
   size_t attention_cudnn = 0, attention_tracer = 0;
+  size_t attention_fusions_viewed = 0;  // layout fusions not run: cuDNN read q, k, v in place
   std::string cudnn_version, cudnn_library, cudnn_missing;
   size_t cudnn_plans_built = 0, cudnn_plans_loaded = 0;
   double cudnn_plan_ms = 0;
