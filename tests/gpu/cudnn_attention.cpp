@@ -6,7 +6,8 @@
 //   qkv      q, k and v read out of one [b, s, 3, h, d] buffer (a fused qkv projection), the
 //            output and its gradient [b, s, h, d] (merged heads), dq, dk and dv written into
 //            one [b, s, 3, h, d] buffer;
-//   bshd     every tensor [b, s, h, d].
+//   bshd     every tensor [b, s, h, d];
+//   mixv     q, k and their gradients packed, v and dv [b, s, h, d].
 // A case cuDNN reports unsupported (by version or shape) is listed with the reason, and counts
 // as a failure only where this cuDNN should have had an engine. Exit status 0 when all agree.
 #include <cmath>
@@ -112,11 +113,13 @@ Layout layout_for(const Case& c) {
   auto strides = [&](int64_t s) -> AttentionProblem::Strides {
     return name == "bshd" ? AttentionProblem::Strides{s * h * d, d, h * d, 1} : AttentionProblem::packed(h, s, d);
   };
+  auto bshd = [&](int64_t s) { return AttentionProblem::Strides{s * h * d, d, h * d, 1}; };
   // Separate tensors, one after the other in one buffer (offsets keep 16-byte alignment).
   const int64_t nq = b * h * sq * d, nk = b * h * skv * d;
   L.q = {0, strides(sq)};
   L.k = {nq, strides(skv)};
   L.v = {nq + nk, strides(skv)};
+  if (name == "mixv") L.v.st = bshd(skv);
   L.dq = L.q;
   L.dk = L.k;
   L.dv = L.v;
@@ -151,6 +154,11 @@ int main() {
       cases.push_back({dt, causal, 1, 3, 77, 333, 128, "packed"});  // neither
     }
   cases.push_back({DType::bf16, true, 3, 5, 1000, 1000, 64, "qkv"});
+  // Layouts mixed: q and k packed, v [b, s, h, d]; and a head size of 24.
+  cases.push_back({DType::bf16, true, 2, 3, 40, 40, 24, "mixv"});
+  cases.push_back({DType::bf16, true, 2, 4, 256, 256, 64, "mixv"});
+  cases.push_back({DType::bf16, true, 2, 3, 256, 256, 24, "qkv"});
+  cases.push_back({DType::bf16, true, 2, 3, 40, 40, 24, "packed"});
   int failures = 0, ran = 0, skipped = 0;
   for (const Case& c : cases) {
     const Layout L = layout_for(c);
