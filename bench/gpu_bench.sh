@@ -18,7 +18,7 @@ j = json.load(open(sys.argv[1]))
 b = j.get("bench", {})
 g = j.get("graph", {})
 print(f"{sys.argv[2]} graph={j.get('cuda_graph', False)} nodes={g.get('nodes', 0)} graph_bytes={g.get('bytes', 0)} host_ms={b.get('host_median_ms', 0):.3f} launch_api_ms={b.get('launch_api_ms', 0):.3f}")
-print(f"{sys.argv[2]} median_ms={b.get('median_ms', j['run_ms']):.3f} min={b.get('min_ms', 0):.3f} max={b.get('max_ms', 0):.3f} peak_bytes={j.get('device_peak_bytes', 0)} launches={j.get('kernels_launched')} gemms={j.get('gemms')} compiled={j.get('kernels_compiled')} compile_ms={j.get('compile_ms', 0):.0f} compile_wall_ms={j.get('compile_wall_ms', 0):.0f} disk_hits={j.get('kernel_disk_hits')} cpu={j.get('cpu_fallbacks')} {','.join(j.get('fallback_ops', []))}")
+print(f"{sys.argv[2]} median_ms={b.get('median_ms', j['run_ms']):.3f} min={b.get('min_ms', 0):.3f} max={b.get('max_ms', 0):.3f} peak_bytes={j.get('device_peak_bytes', 0)} launches={j.get('kernels_launched')} gemms={j.get('gemms')} compiled={j.get('kernels_compiled')} compile_ms={j.get('compile_ms', 0):.0f} compile_wall_ms={j.get('compile_wall_ms', 0):.0f} disk_hits={j.get('kernel_disk_hits')} cpu={j.get('cpu_fallbacks')} {','.join(j.get('fallback_ops', []))} attention={j.get('attention')} cudnn={j.get('cudnn', {}).get('version', '-')}")
 PY
   else
     echo "$name FAILED/TIMEOUT"; tail -3 "$OUT/$name.err"
@@ -45,8 +45,9 @@ for w in $WHAT; do
       tr_json llama_tracer_reorder_graph 240 examples/llama_mlp.trace --passes grad,philox,remat,fuse_reorder,del_last_used --device cuda --bench 7 --cuda-graph
       pt_json 120 llama eager; pt_json 300 llama compile ;;
     attention)
-      tr_json attention_tracer 240 bench/attention.trace --passes grad,del_last_used --device cuda --bench 10
-      pt_json 120 attention eager; pt_json 180 attention math ;;
+      tr_json attention_tracer 240 bench/attention.trace --passes grad,del_last_used --device cuda --bench 10  # cuDNN where found
+      TRACER_ATTENTION=tracer tr_json attention_tracer_kernels 240 bench/attention.trace --passes grad,del_last_used --device cuda --bench 10
+      pt_json 120 attention eager; pt_json 120 attention flash; pt_json 120 attention cudnn; pt_json 180 attention math ;;
     gpt|gpt_ckpt)
       # Workload 3 on GPT-2's initialisation, the same file for both (written by the twin).
       [ -f "$OUT/gpt.safetensors" ] || pt_json 120 gpt eager --write "$OUT/gpt.safetensors" >/dev/null
