@@ -1,4 +1,5 @@
-// Attention operands read in place (docs/cudnn.md, "Operands read in place"): a fusion whose
+// Attention operands read in place (docs/cudnn.md, "Operands read in place"; off unless
+// TRACER_ATTENTION_VIEWS=1, see plan_views): a fusion whose
 // outputs are only slices, reshapes and transposes of its inputs (the q, k and v split out of a
 // fused qkv projection and put into heads; an output gradient put into heads), read by nothing
 // but attention statements, is not run: each output becomes a strided view of the input it was
@@ -152,7 +153,10 @@ bool GpuExecutor::apply_chain(const ViewChain& chain, const DeviceTensor& src, O
 void GpuExecutor::plan_views(const ir::Trace& t) {
   view_fusions_.clear();
   views_.clear();
-  if (attention_choice_ == AttentionChoice::Tracer || check_) return;
+  // Off unless TRACER_ATTENTION_VIEWS=1: on the H200 the GPT's gradients came out wrong with
+  // the views (docs/cudnn.md, "Operands read in place"), while every layout of the runtime's own
+  // check agreed with the CPU; until the difference is found, the fusions run.
+  if (!views_enabled_ || attention_choice_ == AttentionChoice::Tracer || check_) return;
   std::unordered_set<const ir::Proxy*> returned;
   ir::for_each_proxy(t.output, [&](const ir::ProxyPtr& p) { returned.insert(p.get()); });
   for (size_t i = 0; i < t.stmts.size(); ++i) {
