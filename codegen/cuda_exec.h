@@ -139,6 +139,10 @@ class GpuExecutor {
   };
   static bool layout_chain(const ir::Stmt& fusion, const ir::Proxy* out, ViewChain* chain);
   static bool apply_chain(const ViewChain& chain, const rt::cuda::DeviceTensor& src, OperandView* v);
+  // The cuDNN problem of an attention over operand views ({q, k, v}, or the backward's {g, q, k,
+  // v, o}; the outputs packed), or false when a view does not fold into [b, h, s, d].
+  static bool view_problem(const std::vector<OperandView>& ops, bool backward, bool causal, double scale,
+                           rt::cuda::AttentionProblem* p);
   const GpuStats& stats() const { return stats_; }
   // Problems TRACER_GPU_CHECK found so far (0 when checking is off).
   size_t check_failures() const { return check_failures_; }
@@ -266,7 +270,7 @@ class GpuExecutor {
   std::unordered_map<const ir::Proxy*, OperandView> views_;        // live views
   std::unordered_map<const ir::Stmt*, std::vector<rt::cuda::DeviceTensor>> viewed_inputs_;  // a skipped fusion's inputs
   bool materializing_ = false;
-  bool views_enabled_ = false;  // TRACER_ATTENTION_VIEWS=1
+  bool views_enabled_ = true;  // TRACER_ATTENTION_VIEWS=0 turns operands read in place off
   std::unique_ptr<rt::cuda::Cudnn> cudnn_;
   bool cudnn_tried_ = false;
   std::string cudnn_why_;

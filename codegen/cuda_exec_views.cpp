@@ -1,5 +1,5 @@
-// Attention operands read in place (docs/cudnn.md, "Operands read in place"; off unless
-// TRACER_ATTENTION_VIEWS=1, see plan_views): a fusion whose
+// Attention operands read in place (docs/cudnn.md, "Operands read in place"; off with
+// TRACER_ATTENTION_VIEWS=0): a fusion whose
 // outputs are only slices, reshapes and transposes of its inputs (the q, k and v split out of a
 // fused qkv projection and put into heads; an output gradient put into heads), read by nothing
 // but attention statements, is not run: each output becomes a strided view of the input it was
@@ -153,9 +153,7 @@ bool GpuExecutor::apply_chain(const ViewChain& chain, const DeviceTensor& src, O
 void GpuExecutor::plan_views(const ir::Trace& t) {
   view_fusions_.clear();
   views_.clear();
-  // Off unless TRACER_ATTENTION_VIEWS=1: on the H200 the GPT's gradients came out wrong with
-  // the views (docs/cudnn.md, "Operands read in place"), while every layout of the runtime's own
-  // check agreed with the CPU; until the difference is found, the fusions run.
+  // TRACER_ATTENTION_VIEWS=0 turns it off (the fusions run).
   if (!views_enabled_ || attention_choice_ == AttentionChoice::Tracer || check_) return;
   std::unordered_set<const ir::Proxy*> returned;
   ir::for_each_proxy(t.output, [&](const ir::ProxyPtr& p) { returned.insert(p.get()); });
@@ -202,6 +200,42 @@ void GpuExecutor::plan_views(const ir::Trace& t) {
   }
 }
 
+bool GpuExecutor::view_problem(const std::vector<OperandView>& ops, bool bw, bool causal, double scale, rt::cuda::AttentionProblem* p) {
+  // [..., s, d] with the batch dimensions folded into b and h (the leading ones must fold).
+  auto four = [](const OperandView& v, rt::cuda::AttentionProblem::Strides* st) {
+    const size_t r = v.shape.size();
+    if (r < 2 || v.strides.size() != r || v.strides[r - 1] != 1) return false;
+    int64_t hs = r >= 3 ? v.strides[r - 3] : 0, bs = 0;
+    if (r >= 4) {
+      bs = v.strides[r - 4];
+      for (size_t d = 0; d + 4 < r; ++d)
+        if (v.strides[d] != v.strides[d + 1] * v.shape[d + 1]) return false;
+    }
+    *st = {bs, hs, v.strides[r - 2], 1};
+    return true;
+  };
+  const size_t f = bw ? 1 : 0;
+  if (ops.size() != (bw ? 5u : 3u)) return false;
+  const rt::Shape& qs = ops[f].shape;
+  const size_t r = qs.size();
+  if (r < 2 || ops[f + 1].shape.size() != r || ops[f + 2].shape.size() != r || rt::numel(qs) == 0) return false;
+  // The sizes first: the outputs (and for the forward the output) are packed over them.
+  const int64_t h = r >= 3 ? qs[r - 3] : 1;
+  const int64_t b = rt::numel(qs) / (qs[r - 1] * qs[r - 2] * h);
+  *p = rt::cuda::AttentionProblem::contiguous(ops[f].base.dtype, b, h, qs[r - 2], ops[f + 1].shape[r - 2], qs[r - 1],
+                                              ops[f + 2].shape[r - 1], causal, static_cast<float>(scale));
+  if (!four(ops[f], &p->q) || !four(ops[f + 1], &p->k) || !four(ops[f + 2], &p->v)) return false;
+  if (bw && (!four(ops[0], &p->dout) || !four(ops[4], &p->o))) return false;
+  // With one head the head stride is arbitrary, with one batch the batch stride: give them the
+  // values a packed tensor would have over the other strides.
+  for (auto* st : {&p->q, &p->k, &p->v, &p->o, &p->dout}) {
+    const int64_t rows = st == &p->q || st == &p->o || st == &p->dout ? p->s_q : p->s_kv;
+    if (p->h == 1) (*st)[1] = (*st)[2] * rows;
+    if (p->b == 1) (*st)[0] = (*st)[1] * p->h;
+  }
+  return true;
+}
+
 bool GpuExecutor::operand_views(const ir::Stmt& s, const Values& env, const std::unordered_map<const ir::Proxy*, OperandView>& extra,
                                 rt::cuda::AttentionProblem* p, std::vector<rt::cuda::DevPtr>* ptrs) {
   const bool bw = s.op->name == "attention_backward";
@@ -228,43 +262,9 @@ bool GpuExecutor::operand_views(const ir::Stmt& s, const Values& env, const std:
     for (size_t d = c.shape.size(); d-- > 1;) c.strides[d - 1] = c.strides[d] * c.shape[d];
   }
   if (!any_view) return false;
-  // [..., s, d] with the batch dimensions folded into b and h (the leading ones must fold).
-  auto four = [](const OperandView& v, rt::cuda::AttentionProblem::Strides* st) {
-    const size_t r = v.shape.size();
-    if (r < 2 || v.strides[r - 1] != 1) return false;
-    int64_t hs = r >= 3 ? v.strides[r - 3] : 0, bs = 0;
-    if (r >= 4) {
-      bs = v.strides[r - 4];
-      for (size_t d = 0; d + 4 < r; ++d)
-        if (v.strides[d] != v.strides[d + 1] * v.shape[d + 1]) return false;
-    }
-    *st = {bs, hs, v.strides[r - 2], 1};
-    return true;
-  };
   const ir::Arg& causal = s.args[bw ? 6 : 3];
   const ir::Arg& scale = s.args[bw ? 7 : 4];
-  const size_t f = bw ? 1 : 0;
-  const rt::Shape& qs = ops[f].shape;
-  const size_t r = qs.size();
-  if (r < 2 || ops[f + 1].shape.size() != r) return false;
-  *p = rt::cuda::AttentionProblem::contiguous(ops[f].base.dtype, 1, 1, qs[r - 2], ops[f + 1].shape[r - 2], qs[r - 1],
-                                              ops[f + 2].shape[r - 1], causal.kind == K::Bool && causal.b,
-                                              static_cast<float>(scale.number()));
-  p->h = r >= 3 ? qs[r - 3] : 1;
-  p->b = p->h ? rt::numel(qs) / (qs[r - 1] * qs[r - 2] * p->h) : 0;
-  if (!four(ops[f], &p->q) || !four(ops[f + 1], &p->k) || !four(ops[f + 2], &p->v)) return false;
-  if (bw && (!four(ops[0], &p->dout) || !four(ops[4], &p->o))) return false;
-  // q, k and v in one layout (cut out of one buffer alike, as from a fused qkv projection): the
-  // case the GPU tests show cuDNN reads right. A head size of 24 with only v strided gave wrong
-  // outputs (docs/cudnn.md); mixed layouts are left to the copies.
-  if (p->q != p->k || p->k != p->v) return false;
-  // With one head the head stride is arbitrary, with one batch the batch stride: give them the
-  // values a packed tensor would have over the other strides.
-  for (auto* st : {&p->q, &p->k, &p->v, &p->o, &p->dout}) {
-    const int64_t rows = st == &p->q || st == &p->o || st == &p->dout ? p->s_q : p->s_kv;
-    if (p->h == 1) (*st)[1] = (*st)[2] * rows;
-    if (p->b == 1) (*st)[0] = (*st)[1] * p->h;
-  }
+  if (!view_problem(ops, bw, causal.kind == K::Bool && causal.b, scale.number(), p)) return false;
   ptrs->clear();
   p->align = 16;
   for (const OperandView& v : ops) {

@@ -610,4 +610,59 @@ def f(qkv: bf16[2, 10, 144], big: f32[4096, 1024]):
   CHECK(copies <= 1);
 }
 
+TEST_CASE("attention over views: the problem cuDNN gets has the views' strides and packed outputs of the true sizes", "[codegen][cudnn]") {
+  // q, k, v as views of one [B=2, T=10, 3*4*12] buffer, heads of 12; the outputs packed over
+  // b=2, h=4 (a problem built over b = h = 1 first gave the packed outputs a batch stride of
+  // s*d instead of h*s*d: wrong outputs on the GPU for every batch after the first).
+  using GE = codegen::GpuExecutor;
+  auto view = [](rt::Shape shape, std::vector<int64_t> strides, int64_t offset) {
+    GE::OperandView v;
+    v.base.dtype = rt::DType::bf16;
+    v.shape = std::move(shape);
+    v.strides = std::move(strides);
+    v.offset = offset;
+    return v;
+  };
+  auto packed = [&](rt::Shape shape) {
+    std::vector<int64_t> st(shape.size(), 1);
+    for (size_t d = shape.size(); d-- > 1;) st[d - 1] = st[d] * shape[d];
+    return view(shape, st, 0);
+  };
+  const std::vector<int64_t> qkv_strides = {1440, 12, 144, 1};
+  std::vector<GE::OperandView> fw = {view({2, 4, 10, 12}, qkv_strides, 0), view({2, 4, 10, 12}, qkv_strides, 48),
+                                     view({2, 4, 10, 12}, qkv_strides, 96)};
+  rt::cuda::AttentionProblem p;
+  REQUIRE(GE::view_problem(fw, false, true, 0.25, &p));
+  CHECK(p.b == 2);
+  CHECK(p.h == 4);
+  CHECK(p.s_q == 10);
+  CHECK(p.s_kv == 10);
+  CHECK(p.d == 12);
+  CHECK(p.q == rt::cuda::AttentionProblem::Strides{1440, 12, 144, 1});
+  CHECK(p.v == p.q);
+  CHECK(p.o == rt::cuda::AttentionProblem::Strides{480, 120, 12, 1});
+  CHECK(p.causal);
+  // The backward: the output gradient [B, T, H, hd] put into heads, the saved output packed.
+  std::vector<GE::OperandView> bw = {view({2, 4, 10, 12}, {480, 12, 48, 1}, 0), fw[0], fw[1], fw[2], packed({2, 4, 10, 12})};
+  REQUIRE(GE::view_problem(bw, true, false, 0.25, &p));
+  CHECK(p.dout == rt::cuda::AttentionProblem::Strides{480, 12, 48, 1});
+  CHECK(p.o == rt::cuda::AttentionProblem::Strides{480, 120, 12, 1});
+  CHECK(p.dq == rt::cuda::AttentionProblem::Strides{480, 120, 12, 1});
+  CHECK(p.dk == p.dq);
+  CHECK(p.dv == p.dq);
+  // Rank 3 (one head) and rank 5 (batch dimensions that fold) fold into [b, h, s, d].
+  std::vector<GE::OperandView> r3 = {packed({6, 10, 8}), packed({6, 7, 8}), packed({6, 7, 8})};
+  REQUIRE(GE::view_problem(r3, false, false, 1.0, &p));
+  CHECK(p.b * p.h == 6);
+  CHECK(p.s_kv == 7);
+  std::vector<GE::OperandView> r5 = {packed({2, 3, 4, 10, 8}), packed({2, 3, 4, 10, 8}), packed({2, 3, 4, 10, 8})};
+  REQUIRE(GE::view_problem(r5, false, false, 1.0, &p));
+  CHECK(p.b == 6);
+  CHECK(p.h == 4);
+  CHECK(p.o == rt::cuda::AttentionProblem::Strides{320, 80, 8, 1});
+  // A head dimension that is not innermost is no problem cuDNN takes.
+  std::vector<GE::OperandView> bad = {view({2, 4, 10, 12}, {480, 120, 1, 10}, 0), fw[1], fw[2]};
+  CHECK_FALSE(GE::view_problem(bad, false, false, 1.0, &p));
+}
+
 }  // namespace tracer::test
