@@ -196,6 +196,21 @@ done
 for passes in grad,checkpoint,remat,fuse,del_last_used grad,checkpoint,remat,fuse_reorder,del_last_used; do
   check "gpt.trace CHECKPOINT=1 $passes" examples/gpt.trace $GPT --set CHECKPOINT=1 --passes $passes --
 done
+# Operands read in place (TRACER_ATTENTION_VIEWS=1, off by default until this passes on a GPU):
+# q, k and v (and the output gradient) read by cuDNN out of the fusions' inputs, against the CPU;
+# and the runs must have read some in place.
+for passes in grad,philox,remat,fuse,del_last_used grad,fuse,del_last_used; do
+  TRACER_ATTENTION_VIEWS=1 check "attention.trace attention_causal $passes views" tests/gpu/attention.trace --entry attention_causal --passes $passes --
+done
+for passes in grad,fuse,del_last_used grad,remat,fuse_reorder,del_last_used; do
+  TRACER_ATTENTION_VIEWS=1 check "gpt.trace $passes views" examples/gpt.trace $GPT --passes $passes --
+done
+TRACER_ATTENTION_VIEWS=1 check "gpt.trace CHECKPOINT=1 views" examples/gpt.trace $GPT --set CHECKPOINT=1 --passes grad,checkpoint,remat,fuse_reorder,del_last_used --
+for args in "tests/gpu/attention.trace --entry attention_causal" "examples/gpt.trace $GPT"; do
+  TRACER_ATTENTION_VIEWS=1 "$TRACER" run $args --passes grad,remat,fuse,del_last_used --device cuda --json > "$tmp/v.json" 2>/dev/null
+  n=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['attention']['fusions_read_in_place'])" "$tmp/v.json" 2>/dev/null || echo 0)
+  if [ "${n:-0}" -gt 0 ]; then echo "ok   views: $n fusions read in place ($args)"; else echo "FAIL views: none read in place ($args)"; fail=1; fi
+done
 for passes in grad,remat,fuse,del_last_used grad,checkpoint,remat,fuse_reorder,del_last_used; do
   if TRACER_GPU_CHECK=2 "$TRACER" run examples/gpt.trace $GPT --set CHECKPOINT=1 --passes $passes --device cuda >"$tmp/chk.log" 2>&1; then
     echo "ok   gpt.trace TRACER_GPU_CHECK=2 $passes: $(grep -c 'outputs compared' "$tmp/chk.log") traces, $(grep -o '[0-9]* outputs compared' "$tmp/chk.log" | tr '\n' ' ')"
