@@ -42,6 +42,13 @@ class Cudnn {
   // cannot (not found, entry points missing, no handle). plan_dir: where plans are kept between
   // runs (empty: not kept).
   static std::unique_ptr<Cudnn> open(Device& dev, const std::string& plan_dir, std::string* why);
+  // The operation graph of a problem, built against a recorder instead of cuDNN (no library or
+  // device needed): its operations in order as cuDNN's own tags name them
+  // ("Matmul_MUL_Reduction_..."), and its non-virtual tensors ("uid 1 type 9 dims ... strides ...").
+  // detail (optional): each operation with its operands' uid (v<n> for intermediates, by first
+  // appearance), dtype, dims and strides, and a pointwise operation's precision and axis.
+  static std::string graph_tag(const AttentionProblem& p, bool backward, std::vector<std::string>* tensors,
+                               std::string* detail = nullptr);
   // Loads cuDNN as open() would, without a device: "" and its version and file, or why not.
   static std::string probe(int* version, std::string* library);
   ~Cudnn();

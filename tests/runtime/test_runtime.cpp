@@ -489,3 +489,61 @@ TEST_CASE("cuDNN: a library that is not there is named in the error; problems ke
   CHECK(a.key(true) != d.key(true));
   CHECK(a.key(true) != a.key(false));
 }
+
+TEST_CASE("cuDNN: the attention graphs are the ones cuDNN's fused engines recognise", "[runtime][cudnn]") {
+  // The tags are cuDNN's own names of these graphs, as its errors print them (PyTorch issue
+  // 145580 for the causal forward, ComfyUI issue 9947 without a mask) and Thunder's issue 625 for
+  // the backward (that one with a bias, whose ADD and dBias reduction we have not).
+  using P = cuda::AttentionProblem;
+  std::vector<std::string> tensors;
+  P causal = P::contiguous(DType::bf16, 2, 3, 64, 80, 64, 64, true, 0.125f);
+  CHECK(cuda::Cudnn::graph_tag(causal, false, &tensors) ==
+        "Matmul_MUL_GEN_INDEX_GEN_INDEX_CMP_GE_BINARY_SELECT_Reduction_SUB_EXP_Reduction_LOG_ADD_DIV_Matmul_");
+  // q, kᵀ (k's strides swapped), v, the output, the statistics packed [b, h, s_q, 1] in f32 (type 0),
+  // the scale and -inf by value; bf16 is type 9.
+  std::vector<std::string> want = {
+      "uid 1 type 9 dims 2 3 64 64 strides 12288 4096 64 1", "uid 13 type 0 dims 1 1 1 1 strides 1 1 1 1 by value",
+      "uid 2 type 9 dims 2 3 64 80 strides 15360 5120 1 64", "uid 3 type 9 dims 2 3 80 64 strides 15360 5120 64 1",
+      "uid 4 type 9 dims 2 3 64 64 strides 12288 4096 64 1", "uid 5 type 0 dims 2 3 64 1 strides 192 64 1 1",
+      "uid 6 type 0 dims 1 1 1 1 strides 1 1 1 1 by value"};
+  CHECK(tensors == want);
+  // The intermediates' types: P in the I/O type for the second product; the mask's indices
+  // INT32 (type 4) along rows (axis 2) and columns (axis 3), compared as BOOLEAN (type 11).
+  std::string detail;
+  tensors.clear();
+  cuda::Cudnn::graph_tag(causal, false, &tensors, &detail);
+  auto line = [&](const std::string& d, const std::string& op) {
+    for (size_t at = d.find(op + " "); at != std::string::npos; at = d.find("\n" + op + " ", at + 1)) return d.substr(at, d.find('\n', at + 1) - at);
+    return std::string();
+  };
+  CHECK_THAT(line(detail, "DIV"), Catch::EndsWith(":9,2,3,64,80/15360,5120,80,1, prec 0"));
+  CHECK_THAT(detail, Catch::Contains("prec 4 axis 2") && Catch::Contains("prec 4 axis 3"));
+  CHECK_THAT(line(detail, "CMP_GE"), Catch::EndsWith(":11,2,3,64,80/15360,5120,80,1, prec 11"));
+  detail.clear();
+  cuda::Cudnn::graph_tag(causal, true, &tensors, &detail);
+  // Pᵀ and dSᵀ: the scores' transposes by strides, in the I/O type.
+  CHECK(detail.find(":9,2,3,80,64/15360,5120,1,80,") != std::string::npos);
+  P full = P::contiguous(DType::f16, 1, 2, 33, 33, 128, 128, false, 0.1f);
+  tensors.clear();
+  CHECK(cuda::Cudnn::graph_tag(full, false, &tensors) == "Matmul_MUL_Reduction_SUB_EXP_Reduction_LOG_ADD_DIV_Matmul_");
+  CHECK(tensors.at(0) == "uid 1 type 2 dims 1 2 33 128 strides 8448 4224 128 1");  // f16 is type 2
+  tensors.clear();
+  CHECK(cuda::Cudnn::graph_tag(full, true, &tensors) ==
+        "MUL_Reduction_MUL_Matmul_MUL_SUB_EXP_Reshape_Matmul_Matmul_SUB_MUL_MUL_Reshape_Matmul_Reshape_Matmul_IDENTITY_");
+  tensors.clear();
+  CHECK(cuda::Cudnn::graph_tag(causal, true, &tensors) ==
+        "MUL_Reduction_MUL_Matmul_MUL_SUB_GEN_INDEX_GEN_INDEX_CMP_GE_BINARY_SELECT_EXP_Reshape_Matmul_Matmul_SUB_MUL_MUL_Reshape_"
+        "Matmul_Reshape_Matmul_IDENTITY_");
+  // The backward's f32 blocks are packed whatever the operands' strides: row sums (11) and the dq
+  // accumulator (12); vᵀ by swapped strides; the gradients where the problem says.
+  P strided = causal;
+  strided.q = strided.dq = {64 * 3 * 3 * 64, 64, 3 * 3 * 64, 1};
+  tensors.clear();
+  cuda::Cudnn::graph_tag(strided, true, &tensors);
+  auto has = [&](const std::string& t) { return std::find(tensors.begin(), tensors.end(), t) != tensors.end(); };
+  CHECK(has("uid 11 type 0 dims 2 3 64 1 strides 192 64 1 1"));
+  CHECK(has("uid 12 type 0 dims 2 3 64 64 strides 12288 4096 64 1"));
+  CHECK(has("uid 3 type 9 dims 2 3 64 80 strides 15360 5120 1 64"));
+  CHECK(has("uid 1 type 9 dims 2 3 64 64 strides 36864 64 576 1"));
+  CHECK(has("uid 8 type 9 dims 2 3 64 64 strides 36864 64 576 1"));
+}
