@@ -48,23 +48,27 @@ void Session::set(const std::string& name, const std::string& value) {
 }
 
 bool Session::load_string(const std::string& name, const std::string& text) {
-  std::string t = text;
-  Impl::comment_separators(t);
-  DiagnosticList dl;
-  auto m = impl_->in->load(name, std::move(t), dl, impl_->pinned);
-  impl_->add_all(dl);
-  if (!m) return false;  // the module loaded before stays
-  impl_->module = std::move(m);
-  return true;
+  return impl_->guarded<bool>(false, [&]() -> bool {
+    std::string t = text;
+    Impl::comment_separators(t);
+    DiagnosticList dl;
+    auto m = impl_->in->load(name, std::move(t), dl, impl_->pinned);
+    impl_->add_all(dl);
+    if (!m) return false;  // the module loaded before stays
+    impl_->module = std::move(m);
+    return true;
+  });
 }
 
 bool Session::load_file(const std::string& path) {
-  std::string text, why;
-  if (!Impl::read_file(path, &text, &why)) {
-    impl_->error("cannot read '" + path + "': " + why);
-    return false;
-  }
-  return load_string(path, text);
+  return impl_->guarded<bool>(false, [&]() -> bool {
+    std::string text, why;
+    if (!Impl::read_file(path, &text, &why)) {
+      impl_->error("cannot read '" + path + "': " + why);
+      return false;
+    }
+    return load_string(path, text);
+  });
 }
 
 bool Session::check_file(const std::string& path, bool parse_only, const std::string& entry) {
@@ -126,23 +130,25 @@ std::optional<std::string> Session::entry(const std::string& requested) {
 }
 
 bool Session::add_input(const std::string& name, const std::string& path) {
-  try {
-    bool st = path.size() > 12 && path.compare(path.size() - 12, 12, ".safetensors") == 0;
-    if (st) {
-      for (auto& [k, t] : rt::read_safetensors(path, &impl_->in->allocator())) {
-        if (!name.empty() && k != name) continue;
-        impl_->inputs[k] = t;
-        impl_->input_sources[k] = path;
+  return impl_->guarded<bool>(false, [&]() -> bool {
+    try {
+      bool st = path.size() > 12 && path.compare(path.size() - 12, 12, ".safetensors") == 0;
+      if (st) {
+        for (auto& [k, t] : rt::read_safetensors(path, &impl_->in->allocator())) {
+          if (!name.empty() && k != name) continue;
+          impl_->inputs[k] = t;
+          impl_->input_sources[k] = path;
+        }
+        return true;
       }
+      impl_->inputs[name] = rt::read_npy(path, &impl_->in->allocator());
+      impl_->input_sources[name] = path;
       return true;
+    } catch (const std::exception& e) {
+      impl_->error(std::string("input '") + name + "': " + e.what());
+      return false;
     }
-    impl_->inputs[name] = rt::read_npy(path, &impl_->in->allocator());
-    impl_->input_sources[name] = path;
-    return true;
-  } catch (const std::exception& e) {
-    impl_->error(std::string("input '") + name + "': " + e.what());
-    return false;
-  }
+  });
 }
 
 std::vector<std::string> Session::known_passes() const { return impl_->in->pass_names(); }
@@ -188,9 +194,11 @@ bool Session::set_passes(const std::vector<std::string>& passes) {
 }
 
 std::optional<std::string> Session::print(const std::string& entry) {
-  auto p = impl_->program(entry);
-  if (!p) return std::nullopt;
-  return interp::print_traces(*p);
+  return impl_->guarded<std::optional<std::string>>(std::nullopt, [&]() -> std::optional<std::string> {
+    auto p = impl_->program(entry);
+    if (!p) return std::nullopt;
+    return interp::print_traces(*p);
+  });
 }
 
 namespace detail {
@@ -218,24 +226,26 @@ using detail::raw;
 using detail::set_bench_times;
 
 std::optional<MemoryReport> Session::memory(const std::string& entry, const std::string& device) {
-  if (device != "cpu" && device.rfind("cuda", 0) != 0) {
-    impl_->error("unknown device '" + device + "' (expected cpu, cuda or cuda:N)");
-    return std::nullopt;
-  }
-  auto p = impl_->program(entry);
-  if (!p) return std::nullopt;
-  ir::MemReport m = ir::estimate_memory(raw(*p), true, device == "cpu" ? nullptr : &rt::cuda::allocation_size);
-  MemoryReport r;
-  r.peak_bytes = m.peak_bytes;
-  r.peak_trace = m.phases.empty() ? "" : m.phases[static_cast<size_t>(m.peak_phase)];
-  r.peak_index = m.peak_index;
-  r.peak_statement = m.peak_stmt;
-  r.saved_for_backward_bytes = m.saved_bytes;
-  r.input_bytes = m.input_bytes;
-  r.traces = m.phases;
-  r.peak_live = m.peak_live;
-  for (const auto& pt : m.timeline) r.timeline.push_back({pt.phase, pt.index, pt.live_bytes});
-  return r;
+  return impl_->guarded<std::optional<MemoryReport>>(std::nullopt, [&]() -> std::optional<MemoryReport> {
+    if (device != "cpu" && device.rfind("cuda", 0) != 0) {
+      impl_->error("unknown device '" + device + "' (expected cpu, cuda or cuda:N)");
+      return std::nullopt;
+    }
+    auto p = impl_->program(entry);
+    if (!p) return std::nullopt;
+    ir::MemReport m = ir::estimate_memory(raw(*p), true, device == "cpu" ? nullptr : &rt::cuda::allocation_size);
+    MemoryReport r;
+    r.peak_bytes = m.peak_bytes;
+    r.peak_trace = m.phases.empty() ? "" : m.phases[static_cast<size_t>(m.peak_phase)];
+    r.peak_index = m.peak_index;
+    r.peak_statement = m.peak_stmt;
+    r.saved_for_backward_bytes = m.saved_bytes;
+    r.input_bytes = m.input_bytes;
+    r.traces = m.phases;
+    r.peak_live = m.peak_live;
+    for (const auto& pt : m.timeline) r.timeline.push_back({pt.phase, pt.index, pt.live_bytes});
+    return r;
+  });
 }
 
 
@@ -301,7 +311,14 @@ std::vector<rt::Tensor> Session::Impl::make_inputs(const ir::Trace& t, const std
       xs.push_back(it->second);
       inputs.erase(it);
     } else {
-      xs.push_back(api::random_input(p.type.dtype, p.type.shape, opts.seed, i, &al));
+      try {
+        xs.push_back(api::random_input(p.type.dtype, p.type.shape, opts.seed, i, &al));
+      } catch (const rt::OutOfMemory& e) {
+        error("input '" + p.name + "' (" + rt::dtype_name(p.type.dtype) + rt::shape_str(p.type.shape) +
+              ") does not fit in memory: " + e.what());
+        *ok = false;
+        return {};
+      }
     }
     rep.inputs.push_back({p.name, rt::dtype_name(p.type.dtype),
                           input_sources.count(p.name) ? input_sources[p.name] : "random", p.type.shape});
@@ -398,83 +415,87 @@ bool Session::Impl::execute(const interp::Traces& prog, std::vector<rt::Tensor> 
 }
 
 std::optional<RunReport> Session::run(const std::string& entry, const std::string& output_dir) {
-  RunReport rep;
-  auto t0 = std::chrono::steady_clock::now();
-  auto prog = impl_->program(entry);
-  if (!prog) return std::nullopt;
-  auto t1 = std::chrono::steady_clock::now();
-  for (const auto& pt : impl_->timings) rep.passes_ms += pt.ms;
-  rep.trace_ms = std::chrono::duration<double, std::milli>(t1 - t0).count() - rep.passes_ms;
-  for (const auto& t : *prog) rep.statements += t->stmts.size();
-  const ir::Trace& fw = *prog->front();
-  bool ok = false;
-  std::vector<rt::Tensor> inputs = impl_->make_inputs(fw, entry, rep, &ok);
-  if (!ok) return std::nullopt;
-  rt::Allocator& al = impl_->in->allocator();
-  std::vector<rt::Tensor> held = inputs;  // the caller keeps its inputs (parameters) for the whole run
-  al.reset_peak();
-  std::vector<std::pair<std::string, ir::Arg>> results;
-  double first_run_ms = -1;  // the reported run's time and peak (not the bench runs')
-  size_t first_peak = 0;
-  if (impl_->gexec && !impl_->run_gpu(*prog, inputs, rep, results, t1, first_run_ms)) return std::nullopt;
-  if (!impl_->gexec) try {
-    run_cpu(*prog, std::move(inputs), impl_->in->exec_context(), results);
-    first_run_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
-    first_peak = al.peak_bytes();  // of the one reported run
-    if (impl_->bench > 0) {  // N more whole-program runs on the CPU, timed
-      auto run_once = [&] {
-        ir::Arg o = ir::execute(fw, held, impl_->in->exec_context());
-        if (prog->size() > 1) run_backward(fw, *(*prog)[1], o, impl_->in->exec_context());
-      };
-      std::vector<double> ms;
-      for (int i = 0; i < impl_->bench; ++i) {
-        auto b0 = std::chrono::steady_clock::now();
-        run_once();
-        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - b0).count());
+  return impl_->guarded<std::optional<RunReport>>(std::nullopt, [&]() -> std::optional<RunReport> {
+    RunReport rep;
+    auto t0 = std::chrono::steady_clock::now();
+    auto prog = impl_->program(entry);
+    if (!prog) return std::nullopt;
+    auto t1 = std::chrono::steady_clock::now();
+    for (const auto& pt : impl_->timings) rep.passes_ms += pt.ms;
+    rep.trace_ms = std::chrono::duration<double, std::milli>(t1 - t0).count() - rep.passes_ms;
+    for (const auto& t : *prog) rep.statements += t->stmts.size();
+    const ir::Trace& fw = *prog->front();
+    bool ok = false;
+    std::vector<rt::Tensor> inputs = impl_->make_inputs(fw, entry, rep, &ok);
+    if (!ok) return std::nullopt;
+    rt::Allocator& al = impl_->in->allocator();
+    std::vector<rt::Tensor> held = inputs;  // the caller keeps its inputs (parameters) for the whole run
+    al.reset_peak();
+    std::vector<std::pair<std::string, ir::Arg>> results;
+    double first_run_ms = -1;  // the reported run's time and peak (not the bench runs')
+    size_t first_peak = 0;
+    if (impl_->gexec && !impl_->run_gpu(*prog, inputs, rep, results, t1, first_run_ms)) return std::nullopt;
+    if (!impl_->gexec) try {
+      run_cpu(*prog, std::move(inputs), impl_->in->exec_context(), results);
+      first_run_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
+      first_peak = al.peak_bytes();  // of the one reported run
+      if (impl_->bench > 0) {  // N more whole-program runs on the CPU, timed
+        auto run_once = [&] {
+          ir::Arg o = ir::execute(fw, held, impl_->in->exec_context());
+          if (prog->size() > 1) run_backward(fw, *(*prog)[1], o, impl_->in->exec_context());
+        };
+        std::vector<double> ms;
+        for (int i = 0; i < impl_->bench; ++i) {
+          auto b0 = std::chrono::steady_clock::now();
+          run_once();
+          ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - b0).count());
+        }
+        set_bench_times(rep, ms);
       }
-      set_bench_times(rep, ms);
-    }
-  } catch (const ir::ExecError& e) {
-    impl_->add(Diagnostic{Severity::error, e.loc, e.message + (e.stmt.empty() ? "" : " (in: " + e.stmt + ")"), {}});
-    return std::nullopt;
-  }
-  rep.run_ms = first_run_ms >= 0 ? first_run_ms : std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
-  rep.peak_bytes = first_peak ? first_peak : al.peak_bytes();
-  // On a GPU, allocations are counted in the device allocator's granules, as it counts them.
-  rep.estimated_peak_bytes = ir::estimate_memory(raw(*prog), false, impl_->gexec ? &rt::cuda::allocation_size : nullptr).peak_bytes;
-  for (const auto& [name, a] : results) {
-    OutputInfo o;
-    std::string err;
-    if (!describe_output(name, a, output_dir, &o, &err)) {
-      impl_->error(err);
+    } catch (const ir::ExecError& e) {
+      impl_->add(Diagnostic{Severity::error, e.loc, e.message + (e.stmt.empty() ? "" : " (in: " + e.stmt + ")"), {}});
       return std::nullopt;
     }
-    rep.outputs.push_back(std::move(o));
-  }
-  return rep;
+    rep.run_ms = first_run_ms >= 0 ? first_run_ms : std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
+    rep.peak_bytes = first_peak ? first_peak : al.peak_bytes();
+    // On a GPU, allocations are counted in the device allocator's granules, as it counts them.
+    rep.estimated_peak_bytes = ir::estimate_memory(raw(*prog), false, impl_->gexec ? &rt::cuda::allocation_size : nullptr).peak_bytes;
+    for (const auto& [name, a] : results) {
+      OutputInfo o;
+      std::string err;
+      if (!describe_output(name, a, output_dir, &o, &err)) {
+        impl_->error(err);
+        return std::nullopt;
+      }
+      rep.outputs.push_back(std::move(o));
+    }
+    return rep;
+  });
 }
 
 bool Session::eval(const std::string& name, const std::string& text, std::string* shown) {
-  if (shown) shown->clear();
-  if (!impl_->module) {  // an empty module to grow
+  return impl_->guarded<bool>(false, [&]() -> bool {
+    if (shown) shown->clear();
+    if (!impl_->module) {  // an empty module to grow
+      DiagnosticList dl;
+      impl_->module = impl_->in->load("<repl>", "", dl, impl_->pinned);
+      impl_->add_all(dl);
+      if (!impl_->module) return false;
+    }
+    std::string t = text;
+    Impl::comment_separators(t);
     DiagnosticList dl;
-    impl_->module = impl_->in->load("<repl>", "", dl, impl_->pinned);
+    Value v;
+    impl_->in->reset_steps();
+    auto m = impl_->in->load_chunk(name, std::move(t), dl, *impl_->module, &v);
     impl_->add_all(dl);
-    if (!impl_->module) return false;
-  }
-  std::string t = text;
-  Impl::comment_separators(t);
-  DiagnosticList dl;
-  Value v;
-  impl_->in->reset_steps();
-  auto m = impl_->in->load_chunk(name, std::move(t), dl, *impl_->module, &v);
-  impl_->add_all(dl);
-  if (!m) return false;
-  if (!shown || v.is_none()) return true;
-  if (v.is(VT::Tensor)) *shown = rt::summarize(v.as<interp::TensorObj>()->t);
-  else if (v.is(VT::Trace)) *shown = ir::print_trace(*v.as<interp::TraceObj>()->trace);
-  else *shown = interp::repr(v);
-  return true;
+    if (!m) return false;
+    if (!shown || v.is_none()) return true;
+    if (v.is(VT::Tensor)) *shown = rt::summarize(v.as<interp::TensorObj>()->t);
+    else if (v.is(VT::Trace)) *shown = ir::print_trace(*v.as<interp::TraceObj>()->trace);
+    else *shown = interp::repr(v);
+    return true;
+  });
 }
 
 void Session::interrupt() { impl_->in->interrupt(); }

@@ -104,6 +104,24 @@ struct Session::Impl {
     for (const auto& d : l.items()) add(d);
   }
   void error(const std::string& msg) { add(Diagnostic{Severity::error, {}, msg, {}}); }
+  // What a public entry point's work throws that nothing below caught (an allocation that does
+  // not fit: inputs, files, outputs; anything else) becomes an error diagnostic and `failure`,
+  // never an exception through the API or a terminated host.
+  template <class R, class F>
+  R guarded(R failure, F&& work) {
+    try {
+      return work();
+    } catch (const rt::OutOfMemory& e) {
+      error(e.what());
+    } catch (const std::bad_alloc&) {
+      error("out of memory");
+    } catch (const std::exception& e) {
+      error(std::string("internal error: ") + e.what());
+    } catch (...) {
+      error("internal error: an unknown exception");
+    }
+    return failure;
+  }
   std::vector<rt::Tensor> make_inputs(const ir::Trace& t, const std::string& entry, RunReport& rep, bool* ok);
   // Runs a traced program once on the session's device over `inputs` (parallel to the forward's
   // inputs). results: the outputs flattened, or after grad the loss and a gradient per input,
