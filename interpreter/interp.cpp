@@ -160,7 +160,14 @@ void Interpreter::run_module(Module& m) {
 
 Flow Interpreter::exec_block(const ast::Block& b, Frame& fr) {
   for (const auto& s : b) {
-    Flow f = exec_stmt(*s, fr);
+    Flow f;
+    try {
+      f = exec_stmt(*s, fr);
+    } catch (const std::exception& e) {
+      // What the language's own code throws below a statement (values nested too deep to print
+      // or compare, an allocation that does not fit) is the statement's error, located.
+      fail(s->loc, e.what());
+    }
     if (f != Flow::Normal) return f;
   }
   return Flow::Normal;

@@ -3,10 +3,28 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
+#include <stdexcept>
 
 namespace tracer::interp {
+
+namespace {
+// Nesting that printing, comparing and hashing follow before giving up (as Python's recursion
+// limit does), far below what the native stack holds.
+constexpr int kMaxNesting = 1000;
+thread_local int nesting = 0;
+struct Nest {
+  explicit Nest(const char* what) {
+    if (++nesting > kMaxNesting) {
+      --nesting;
+      throw std::runtime_error(std::string("maximum nesting depth (") + std::to_string(kMaxNesting) + ") exceeded while " + what);
+    }
+  }
+  ~Nest() { --nesting; }
+};
+}  // namespace
 
 const char* type_name(VT t) {
   switch (t) {
@@ -53,6 +71,7 @@ size_t ValueHash::operator()(const Value& v) const {
     case VT::DType: return 0x51ed + static_cast<size_t>(v.as_int());
     case VT::Str: return std::hash<std::string>()(v.as<StrObj>()->s);
     case VT::Tuple: {
+      Nest n("hashing");
       size_t h = 0x345678;
       for (const Value& x : v.as<TupleObj>()->items) h = h * 1000003 ^ (*this)(x);
       return h;
@@ -64,10 +83,29 @@ size_t ValueHash::operator()(const Value& v) const {
 
 bool ValueEq::operator()(const Value& a, const Value& b) const { return values_equal(a, b); }
 
+void release_object(Object* o) {
+  // The outermost release frees; the releases its destructor sets off only queue.
+  thread_local std::vector<Object*> pending;
+  thread_local bool draining = false;
+  pending.push_back(o);
+  if (draining) return;
+  draining = true;
+  while (!pending.empty()) {
+    Object* x = pending.back();
+    pending.pop_back();
+    delete x;
+  }
+  draining = false;
+}
+
+
 static bool seq_equal(const std::vector<Value>& a, const std::vector<Value>& b) {
   if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
+  Nest n("comparing");
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].is_obj() && b[i].is_obj() && a[i].obj() == b[i].obj()) continue;  // the same object (a list holding itself)
     if (!values_equal(a[i], b[i])) return false;
+  }
   return true;
 }
 
@@ -94,10 +132,14 @@ bool values_equal(const Value& a, const Value& b) {
     }
     case VT::Dict: {
       auto *x = a.as<DictObj>(), *y = b.as<DictObj>();
+      if (x == y) return true;
       if (x->size() != y->size()) return false;
+      Nest n("comparing");
       for (auto& [k, v] : x->items()) {
         Value* w = y->find(k);
-        if (!w || !values_equal(v, *w)) return false;
+        if (!w) return false;
+        if (v.is_obj() && w->is_obj() && v.obj() == w->obj()) continue;
+        if (!values_equal(v, *w)) return false;
       }
       return true;
     }
@@ -293,7 +335,18 @@ static std::string float_repr(double d) {
   return s;
 }
 
+namespace {
+// The containers being printed: one met again inside itself prints as [...] or {...}, as in Python.
+thread_local std::vector<const Object*> printing;
+struct Printing {
+  explicit Printing(const Object* o) { printing.push_back(o); }
+  ~Printing() { printing.pop_back(); }
+  static bool active(const Object* o) { return std::find(printing.begin(), printing.end(), o) != printing.end(); }
+};
+}  // namespace
+
 static std::string seq_repr(const std::vector<Value>& xs, const char* open, const char* close, bool tuple) {
+  Nest n("printing");
   std::string s = open;
   for (size_t i = 0; i < xs.size(); ++i) s += (i ? ", " : "") + repr(xs[i]);
   if (tuple && xs.size() == 1) s += ",";
@@ -308,9 +361,16 @@ std::string repr(const Value& v) {
     case VT::Float: return float_repr(v.as_float());
     case VT::DType: return rt::dtype_name(v.as_dtype());
     case VT::Str: return ir::quote_str(v.as<StrObj>()->s);
-    case VT::List: return seq_repr(v.as<ListObj>()->items, "[", "]", false);
+    case VT::List: {
+      if (Printing::active(v.obj())) return "[...]";
+      Printing p(v.obj());
+      return seq_repr(v.as<ListObj>()->items, "[", "]", false);
+    }
     case VT::Tuple: return seq_repr(v.as<TupleObj>()->items, "(", ")", true);
     case VT::Dict: {
+      if (Printing::active(v.obj())) return "{...}";
+      Printing p(v.obj());
+      Nest n("printing");
       std::string s = "{";
       bool first = true;
       for (auto& [k, x] : v.as<DictObj>()->items()) {

@@ -23,6 +23,11 @@ enum class VT : uint8_t {
 
 const char* type_name(VT t);
 
+// Frees an object whose last reference went: nested containers are freed one after another
+// instead of recursively, so that a value nested a million deep does not overflow the stack.
+struct Object;
+void release_object(Object* o);
+
 struct Object {
   int32_t refs = 0;
   VT type;
@@ -44,7 +49,7 @@ class Value {
   Value(Value&& o) noexcept : t_(o.t_), u_(o.u_) { o.t_ = VT::None; }
   Value& operator=(const Value& o) { Value tmp(o); swap(tmp); return *this; }
   Value& operator=(Value&& o) noexcept { Value tmp(std::move(o)); swap(tmp); return *this; }
-  ~Value() { if (is_obj() && --u_.o->refs == 0) delete u_.o; }
+  ~Value() { if (is_obj() && --u_.o->refs == 0) release_object(u_.o); }
   void swap(Value& o) noexcept { std::swap(t_, o.t_); std::swap(u_, o.u_); }
 
   VT type() const { return t_; }
