@@ -1,7 +1,9 @@
 // Builtin functions (Python's familiar set plus tensor helpers) and the namespaces that map
 // Thunder's module prefixes (prims, ltorch, torch, torch.nn.functional, Tensor) to ops.
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <limits>
 
 #include "interpreter/builtins.h"
 #include "interpreter/interp.h"
@@ -74,6 +76,9 @@ Value b_range(Interpreter& in, CallArgs& a, SourceLoc loc) {
   if (a.pos.size() == 1) return make<RangeObj>(0, x[0], 1);
   int64_t step = a.pos.size() == 3 ? x[2] : 1;
   if (step == 0) in.fail(loc, "range() arg 3 must not be zero");
+  if (range_size(x[0], x[1], step) > std::numeric_limits<int64_t>::max())
+    in.fail(loc, "range(" + std::to_string(x[0]) + ", " + std::to_string(x[1]) + ", " + std::to_string(step) +
+                     ") has more than 2^63 - 1 elements");
   return make<RangeObj>(x[0], x[1], step);
 }
 
@@ -82,7 +87,10 @@ Value b_enumerate(Interpreter& in, CallArgs& a, SourceLoc loc) {
   int64_t i = a.pos.size() > 1 ? want_int(in, a.pos[1], "enumerate", 2, loc) : 0;
   if (const Value* s = kwarg(a, "start")) i = want_int(in, *s, "enumerate", 2, loc);
   std::vector<Value> out;
-  for (Value& x : in.iterate(a.pos[0], loc)) out.push_back(make<TupleObj>(std::vector<Value>{Value::integer(i++), std::move(x)}));
+  std::vector<Value> xs = in.iterate(a.pos[0], loc);
+  if (!xs.empty() && i > std::numeric_limits<int64_t>::max() - static_cast<int64_t>(xs.size() - 1))
+    in.fail(loc, "enumerate(start=" + std::to_string(i) + ") counts past 2^63 - 1");
+  for (Value& x : xs) out.push_back(make<TupleObj>(std::vector<Value>{Value::integer(i++), std::move(x)}));
   return make<ListObj>(std::move(out));
 }
 
@@ -147,14 +155,18 @@ Value b_int(Interpreter& in, CallArgs& a, SourceLoc loc) {
   const Value& v = a.pos[0];
   if (v.is(VT::Int) || v.is(VT::Bool)) return Value::integer(v.is(VT::Int) ? v.as_int() : v.as_bool());
   if (v.is(VT::Float)) {
-    if (!std::isfinite(v.as_float())) in.fail(loc, "cannot convert " + repr(v) + " to int");
-    return Value::integer(static_cast<int64_t>(v.as_float()));
+    int64_t x = 0;
+    std::string why = float_to_int(v.as_float(), &x);
+    if (!why.empty()) in.fail(loc, why);
+    return Value::integer(x);
   }
   if (v.is(VT::Str)) {
     const std::string& s = v.as<StrObj>()->s;
     char* end = nullptr;
+    errno = 0;
     long long x = std::strtoll(s.c_str(), &end, 10);
     if (s.empty() || *end != '\0') in.fail(loc, "invalid literal for int(): " + repr(v));
+    if (errno == ERANGE) in.fail(loc, "int(" + repr(v) + "): it does not fit in 64 bits (tracer's integers are 64-bit)");
     return Value::integer(x);
   }
   in.fail(loc, std::string("int() argument must be a number or a string, not '") + type_name(v.type()) + "'");
@@ -269,6 +281,7 @@ Value b_abs(Interpreter& in, CallArgs& a, SourceLoc loc) {
   if (v.is(VT::Float)) return Value::number(std::fabs(v.as_float()));
   if (v.is(VT::Int) || v.is(VT::Bool)) {
     int64_t x = v.is(VT::Int) ? v.as_int() : v.as_bool();
+    if (x == std::numeric_limits<int64_t>::min()) in.fail(loc, "abs(" + std::to_string(x) + ") does not fit in 64 bits");
     return Value::integer(x < 0 ? -x : x);
   }
   in.fail(loc, std::string("bad operand type for abs(): '") + type_name(v.type()) + "'");
@@ -283,7 +296,11 @@ Value b_round(Interpreter& in, CallArgs& a, SourceLoc loc) {
     double p = std::pow(10.0, static_cast<double>(want_int(in, a.pos[1], "round", 2, loc)));
     return Value::number(std::nearbyint(v.to_double() * p) / p);
   }
-  return Value::integer(static_cast<int64_t>(std::nearbyint(v.to_double())));
+  if (!v.is(VT::Float)) return Value::integer(v.is(VT::Int) ? v.as_int() : v.as_bool());  // exact
+  int64_t x = 0;
+  std::string why = float_to_int(std::nearbyint(v.as_float()), &x);
+  if (!why.empty()) in.fail(loc, why);
+  return Value::integer(x);
 }
 
 Value b_getattr(Interpreter& in, CallArgs& a, SourceLoc loc) {

@@ -349,14 +349,18 @@ double d_tanh(double x) { return std::tanh(x); }
 double d_erf(double x) { return std::erf(x); }
 double d_sin(double x) { return std::sin(x); }
 double d_cos(double x) { return std::cos(x); }
-Value m_floor(Interpreter& in, CallArgs& a, SourceLoc loc) {
-  if (a.pos.size() != 1 || !a.pos[0].is_number()) in.fail(loc, "floor() takes one number");
-  return Value::integer(static_cast<int64_t>(std::floor(a.pos[0].to_double())));
+// floor and ceil: integers as they are; a float's to the 64-bit integer it rounds to, or an error.
+Value rounded(Interpreter& in, CallArgs& a, SourceLoc loc, const char* name, double (*f)(double)) {
+  if (a.pos.size() != 1 || !a.pos[0].is_number()) in.fail(loc, std::string(name) + "() takes one number");
+  const Value& v = a.pos[0];
+  if (!v.is(VT::Float)) return Value::integer(v.is(VT::Int) ? v.as_int() : v.as_bool());
+  int64_t x = 0;
+  std::string why = float_to_int(f(v.as_float()), &x);
+  if (!why.empty()) in.fail(loc, why);
+  return Value::integer(x);
 }
-Value m_ceil(Interpreter& in, CallArgs& a, SourceLoc loc) {
-  if (a.pos.size() != 1 || !a.pos[0].is_number()) in.fail(loc, "ceil() takes one number");
-  return Value::integer(static_cast<int64_t>(std::ceil(a.pos[0].to_double())));
-}
+Value m_floor(Interpreter& in, CallArgs& a, SourceLoc loc) { return rounded(in, a, loc, "floor", [](double x) { return std::floor(x); }); }
+Value m_ceil(Interpreter& in, CallArgs& a, SourceLoc loc) { return rounded(in, a, loc, "ceil", [](double x) { return std::ceil(x); }); }
 Value m_isnan(Interpreter& in, CallArgs& a, SourceLoc loc) {
   if (a.pos.size() != 1 || !a.pos[0].is_number()) in.fail(loc, "isnan() takes one number");
   return Value::boolean(std::isnan(a.pos[0].to_double()));

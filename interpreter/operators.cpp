@@ -281,7 +281,7 @@ bool Interpreter::contains(const Value& c, const Value& x, SourceLoc loc) {
       auto* r = c.as<RangeObj>();
       int64_t v = x.as_int();
       if (r->step > 0 ? (v < r->start || v >= r->stop) : (v > r->start || v <= r->stop)) return false;
-      return (v - r->start) % r->step == 0;
+      return (static_cast<__int128>(v) - r->start) % r->step == 0;
     }
     default:
       for (const Value& y : iterate(c, loc))

@@ -308,8 +308,15 @@ const Value* NamespaceObj::lookup(const std::string& k) const {
 }
 
 int64_t RangeObj::size() const {
-  if (step > 0) return stop > start ? (stop - start + step - 1) / step : 0;
-  return start > stop ? (start - stop - step - 1) / (-step) : 0;
+  // In 128 bits: start and stop may lie 2^64 apart. range() refuses ranges whose length does
+  // not fit in 64 bits (range_size), so the result fits.
+  return static_cast<int64_t>(range_size(start, stop, step));
+}
+
+__int128 range_size(int64_t start, int64_t stop, int64_t step) {
+  const __int128 a = start, b = stop, s = step;
+  if (s > 0) return b > a ? (b - a + s - 1) / s : 0;
+  return a > b ? (a - b - s - 1) / (-s) : 0;
 }
 
 bool truthy(const Value& v) {
@@ -414,6 +421,15 @@ std::string repr(const Value& v) {
     }
   }
   return "<value>";
+}
+
+std::string float_to_int(double d, int64_t* out) {
+  if (std::isnan(d)) return "cannot convert float NaN to integer";
+  if (std::isinf(d)) return "cannot convert float infinity to integer";
+  if (d < -9223372036854775808.0 || d >= 9223372036854775808.0)
+    return "cannot convert float " + float_repr(d) + " to integer: it does not fit in 64 bits (tracer's integers are 64-bit)";
+  *out = static_cast<int64_t>(d);
+  return "";
 }
 
 std::string to_str(const Value& v) {

@@ -371,5 +371,10 @@ bool truthy(const Value& v);  // throws for tensors (caller reports)
 std::string repr(const Value& v);
 std::string to_str(const Value& v);
 bool values_equal(const Value& a, const Value& b);
+// The integer a float stands for (truncated), or why it has none: "" when it is finite and fits
+// in 64 bits (tracer's integers are 64-bit: no big integers), else a message.
+std::string float_to_int(double d, int64_t* out);
+// The number of elements of range(start, stop, step), step != 0 (more than 2^63 - 1 possible).
+__int128 range_size(int64_t start, int64_t stop, int64_t step);
 
 }  // namespace tracer::interp

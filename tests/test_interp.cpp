@@ -200,4 +200,47 @@ TEST_CASE("module-level sizes can be pinned from outside", "[interp]") {
   CHECK_THAT(*p, Catch::Contains("# x: \"cpu f32[3]\""));
 }
 
+TEST_CASE("integer conversions at the edges of 64 bits: Python's result, or a located error; never a wrapped number", "[interp][robustness]") {
+  // Each snippet: what print() shows, or the error it must give (issue 13; UBSan probes).
+  const std::vector<std::pair<std::string, std::string>> ok = {
+      {"print(int(-2.7), int(2.7), round(2.5), round(3.5), round(-0.5))", "-2 2 2 4 0"},
+      {"import math\nprint(math.floor(-2.5), math.ceil(-2.5), math.floor(9223372036854775807), math.ceil(-9223372036854775807 - 1))",
+       "-3 -2 9223372036854775807 -9223372036854775808"},
+      {"print(round(7), round(True), int('-42'), abs(-9223372036854775807))", "7 1 -42 9223372036854775807"},
+      {"print(len(range(9223372036854775807)), len(range(5, -9223372036854775807 - 1, -9223372036854775807)))",
+       "9223372036854775807 2"},
+      {"print(9223372036854775806 in range(-9223372036854775807, 9223372036854775807, 2))", "False"},
+      {"print(list(enumerate([1], 9223372036854775807)))", "[(9223372036854775807, 1)]"},
+      {"print(int(9.2e18), int(-9223372036854775808.0))", "9200000000000000000 -9223372036854775808"},
+  };
+  for (const auto& [src, want] : ok) {
+    ScriptRun r;
+    run_script(r, "edge.trace", src + "\n");
+    INFO(src << "\n" << r.rendered);
+    REQUIRE(r.ok);
+    CHECK(r.output == want + "\n");
+  }
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"print(int(1e300))", "cannot convert float 1e+300 to integer: it does not fit in 64 bits"},
+      {"print(int(9223372036854775808.0))", "cannot convert float 9.223372036854776e+18 to integer"},
+      {"print(round(-1e300))", "cannot convert float -1e+300 to integer"},
+      {"import math\nprint(math.floor(1e300))", "cannot convert float 1e+300 to integer"},
+      {"import math\nprint(math.ceil(float('inf')))", "cannot convert float infinity to integer"},
+      {"print(round(float('nan')))", "cannot convert float NaN to integer"},
+      {"print(int(float('-inf')))", "cannot convert float infinity to integer"},
+      {"print(int('99999999999999999999'))", "does not fit in 64 bits"},
+      {"print(abs(-9223372036854775807 - 1))", "abs(-9223372036854775808) does not fit in 64 bits"},
+      {"print(len(range(-9223372036854775807 - 1, 9223372036854775807)))", "has more than 2^63 - 1 elements"},
+      {"print(list(enumerate([1, 2], 9223372036854775807)))", "counts past 2^63 - 1"},
+  };
+  for (const auto& [src, want] : bad) {
+    ScriptRun r;
+    run_script(r, "edge.trace", src + "\n");
+    INFO(src << "\n" << r.rendered);
+    CHECK_FALSE(r.ok);
+    CHECK_THAT(r.rendered, Catch::Contains(want) && Catch::Contains("edge.trace:"));
+  }
+}
+
 }  // namespace tracer::test
+
