@@ -285,7 +285,7 @@ Value tensor_subscript(Interpreter& in, const Value& t, const Value& index, Sour
       start.push_back(a);
       stop.push_back(b);
       step.push_back(st);
-      out_shape.push_back((b - a + st - 1) / st);
+      out_shape.push_back(b > a ? (b - a - 1) / st + 1 : 0);  // no overflow for steps near 2^63
       sliced = sliced || a != 0 || b != n || st != 1;
     } else {
       in.fail(loc, std::string("tensors are indexed by ints, slices, None and ..., not ") + type_name(v.type()) +

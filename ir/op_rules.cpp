@@ -209,6 +209,7 @@ TensorType reshape_type(const Arg& a, const Arg& shape) {
   TensorType t = tensor_type(a, "a");
   std::vector<int64_t> s = int_list(shape, "shape");
   int64_t known = 1, infer_at = -1;
+  bool overflow = false, zero = false;
   for (size_t i = 0; i < s.size(); ++i) {
     if (s[i] == -1) {
       if (infer_at >= 0) throw OpError("only one dimension can be -1 in shape " + rt::shape_str(s));
@@ -216,9 +217,12 @@ TensorType reshape_type(const Arg& a, const Arg& shape) {
     } else if (s[i] < 0) {
       throw OpError("negative size in shape " + rt::shape_str(s));
     } else {
-      known *= s[i];
+      zero = zero || s[i] == 0;
+      overflow = overflow || __builtin_mul_overflow(known, s[i], &known);
     }
   }
+  if (zero) known = 0;
+  if (overflow && !zero) throw OpError("shape " + rt::shape_str(s) + " has more than 2^63 - 1 elements");
   int64_t n = rt::numel(t.shape);
   if (infer_at >= 0) {
     if (known == 0 || n % known != 0)
@@ -274,7 +278,9 @@ SliceSpec slice_spec(const Arg& a, const Arg& start, const Arg& stop, const Arg&
 TensorType slice_type(const Arg& a, const Arg& start, const Arg& stop, const Arg& strides) {
   SliceSpec s = slice_spec(a, start, stop, strides);
   TensorType t = arg_type(a);
-  for (size_t i = 0; i < t.shape.size(); ++i) t.shape[i] = (s.stop[i] - s.start[i] + s.step[i] - 1) / s.step[i];
+  // ceil((stop - start) / step) without overflowing for steps near 2^63.
+  for (size_t i = 0; i < t.shape.size(); ++i)
+    t.shape[i] = s.stop[i] > s.start[i] ? (s.stop[i] - s.start[i] - 1) / s.step[i] + 1 : 0;
   return t;
 }
 
@@ -378,7 +384,20 @@ static Shape shape_arg(const Arg& shape) {
   Shape s = int_list(shape, "shape");
   for (int64_t x : s)
     if (x < 0) throw OpError("negative size in shape " + rt::shape_str(s));
+  try {
+    rt::numel(s);
+  } catch (const std::invalid_argument& e) {
+    throw OpError(e.what());
+  }
   return s;
+}
+
+// A created tensor's bytes must be countable (the allocator and the memory estimator count them).
+static TensorType countable(TensorType t) {
+  int64_t bytes = 0;
+  if (__builtin_mul_overflow(rt::numel(t.shape), static_cast<int64_t>(rt::dtype_size(t.dtype)), &bytes))
+    throw OpError("a " + std::string(rt::dtype_name(t.dtype)) + rt::shape_str(t.shape) + " tensor has more than 2^63 - 1 bytes");
+  return t;
 }
 
 TensorType full_type(const Arg& shape, const Arg& fill, const Arg& device, const Arg& dtype) {
@@ -388,19 +407,23 @@ TensorType full_type(const Arg& shape, const Arg& fill, const Arg& device, const
   if (!fill.is_number()) throw OpError("argument 'fill_value' must be a number, got " + kind_name(fill));
   if (dtype.kind != K::None) t.dtype = dtype_arg(dtype, "dtype");
   else t.dtype = fill.kind == K::Float ? DType::f32 : fill.kind == K::Int ? DType::i64 : DType::b8;
-  return t;
+  return countable(t);
 }
 
 TensorType iota_type(const Arg& n, const Arg& start, const Arg& step, const Arg& device, const Arg& dtype) {
   int64_t len = int_arg(n, "length");
   if (len < 0) throw OpError("length must be non-negative");
-  int_arg(start, "start");
-  int_arg(step, "step");
+  int64_t first = int_arg(start, "start"), by = int_arg(step, "step");
+  // start + (len - 1) * step must be an i64, as every element is.
+  int64_t span = 0, last = 0;
+  if (len > 0 && (__builtin_mul_overflow(len - 1, by, &span) || __builtin_add_overflow(first, span, &last)))
+    throw OpError("iota(" + std::to_string(len) + ", start=" + std::to_string(first) + ", step=" + std::to_string(by) +
+                  ") passes the 64-bit integers");
   TensorType t;
   t.shape = {len};
   t.device = device_of(device);
   t.dtype = dtype_arg(dtype, "dtype");
-  return t;
+  return countable(t);
 }
 
 TensorType uniform_type(const Arg& shape, const Arg& lo, const Arg& hi, const Arg& device, const Arg& dtype) {
@@ -411,7 +434,7 @@ TensorType uniform_type(const Arg& shape, const Arg& lo, const Arg& hi, const Ar
   if (!rt::is_float(t.dtype)) throw OpError(std::string("uniform needs a float dtype, got ") + rt::dtype_name(t.dtype));
   to_scalar(lo);
   to_scalar(hi);
-  return t;
+  return countable(t);
 }
 
 TensorType take_type(const Arg& a, const Arg& index, const Arg& dim) {

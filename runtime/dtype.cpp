@@ -97,10 +97,14 @@ DType promote_with_scalar(DType t, ScalarKind k) {
 
 int64_t numel(const Shape& s) {
   int64_t n = 1;
+  bool overflow = false;
   for (int64_t d : s) {
     if (d < 0) throw std::invalid_argument("negative dimension in shape " + shape_str(s));
-    n *= d;
+    overflow = overflow || __builtin_mul_overflow(n, d, &n);
   }
+  for (int64_t d : s)  // a zero dimension empties any shape, however large the others
+    if (d == 0) return 0;
+  if (overflow) throw std::invalid_argument("shape " + shape_str(s) + " has more than 2^63 - 1 elements");
   return n;
 }
 

@@ -179,7 +179,7 @@ Tensor slice(const Tensor& a, const std::vector<int64_t>& start, const std::vect
       throw std::invalid_argument("slice: bad bounds " + std::to_string(start[i]) + ":" +
                                   std::to_string(stop[i]) + ":" + std::to_string(step[i]) +
                                   " for dim " + std::to_string(i) + " of " + shape_str(a.shape()));
-    shape[i] = stop[i] > start[i] ? (stop[i] - start[i] + step[i] - 1) / step[i] : 0;
+    shape[i] = stop[i] > start[i] ? (stop[i] - start[i] - 1) / step[i] + 1 : 0;  // no overflow for steps near 2^63
     strides[i] = own[i] * step[i];
     base += start[i] * own[i];
   }

@@ -5,11 +5,21 @@
 
 namespace tracer::rt {
 
+// An integer element exactly (i64 values near 2^63 do not survive a double).
+static int64_t int_at(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DType::i64: return t.data_as<int64_t>()[i];
+    case DType::i32: return t.data_as<int32_t>()[i];
+    case DType::i8: return t.data_as<int8_t>()[i];
+    case DType::u8: return t.data_as<uint8_t>()[i];
+    default: return t.data_as<uint8_t>()[i] != 0;  // b8
+  }
+}
+
 static std::string value_str(const Tensor& t, int64_t i) {
-  double v = t.get(i);
-  if (is_bool(t.dtype())) return v != 0 ? "True" : "False";
-  if (!is_float(t.dtype())) return fmt::format("{}", static_cast<int64_t>(v));
-  return fmt::format("{:.6g}", v);
+  if (is_bool(t.dtype())) return int_at(t, i) != 0 ? "True" : "False";
+  if (!is_float(t.dtype())) return fmt::format("{}", int_at(t, i));
+  return fmt::format("{:.6g}", t.get(i));
 }
 
 std::string summarize(const Tensor& t, int max_values) {
@@ -20,6 +30,18 @@ std::string summarize(const Tensor& t, int max_values) {
   if (n > max_values) {
     out += ", ...";
     for (int64_t i = n - (max_values - head); i < n; ++i) out += ", " + value_str(t, i);
+  }
+  if (!is_float(t.dtype())) {  // integers sum exactly (in 128 bits: no wrap)
+    __int128 sum = 0;
+    for (int64_t i = 0; i < n; ++i) sum += int_at(t, i);
+    bool neg = sum < 0;
+    unsigned __int128 m = neg ? -static_cast<unsigned __int128>(sum) : static_cast<unsigned __int128>(sum);
+    std::string digits;
+    do {
+      digits.insert(digits.begin(), static_cast<char>('0' + static_cast<int>(m % 10)));
+      m /= 10;
+    } while (m);
+    return out + "] sum=" + (neg ? "-" : "") + digits;
   }
   double sum = 0;
   for (int64_t i = 0; i < n; ++i) sum += t.get(i);

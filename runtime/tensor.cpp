@@ -79,11 +79,15 @@ Tensor Tensor::borrow(DType dt, Shape shape, void* data, std::function<void()> r
 Tensor Tensor::empty(DType dt, Shape shape, Allocator* a) {
   Tensor t;
   size_t bytes = dtype_size(dt);
+  bool empty = false;
   for (int64_t d : shape) {
     if (d < 0) throw std::invalid_argument("negative size in shape " + shape_str(shape));
-    if (__builtin_mul_overflow(bytes, static_cast<size_t>(d), &bytes))
-      throw OutOfMemory("out of memory: a tensor of shape " + shape_str(shape) + " is too large");
+    empty = empty || d == 0;
   }
+  for (int64_t d : shape)  // a zero dimension empties any shape, however large the others
+    if (!empty && __builtin_mul_overflow(bytes, static_cast<size_t>(d), &bytes))
+      throw OutOfMemory("out of memory: a tensor of shape " + shape_str(shape) + " is too large");
+  if (empty) bytes = 0;
   t.storage_ = std::make_shared<Storage>(a, bytes);
   t.dtype_ = dt;
   t.shape_ = std::move(shape);

@@ -212,6 +212,15 @@ TEST_CASE("integer conversions at the edges of 64 bits: Python's result, or a lo
       {"print(9223372036854775806 in range(-9223372036854775807, 9223372036854775807, 2))", "False"},
       {"print(list(enumerate([1], 9223372036854775807)))", "[(9223372036854775807, 1)]"},
       {"print(int(9.2e18), int(-9223372036854775808.0))", "9200000000000000000 -9223372036854775808"},
+      // Tensors: i64 values near 2^63 print exactly, integer sums do not wrap; slices with huge
+      // steps take the first element; a zero dimension empties any shape.
+      {"print(prims.full((2,), 9223372036854775807, dtype=i64))",
+       "i64[2] [9223372036854775807, 9223372036854775807] sum=18446744073709551614"},
+      {"print(full((4,), 1.0)[::9223372036854775807], full((4,), 1.0)[1::9223372036854775807])", "f32[1] [1] sum=1 f32[1] [1] sum=1"},
+      {"print(prims.reshape(full((0,), 1.0), [4611686018427387904, 4, 0]))", "f32[4611686018427387904, 4, 0] [] sum=0"},
+      {"print(full((4611686018427387904, 0), 1.0))", "f32[4611686018427387904, 0] [] sum=0"},
+      {"print(prims.iota(3, start=9223372036854775805, step=1))",
+       "i64[3] [9223372036854775805, 9223372036854775806, 9223372036854775807] sum=27670116110564327418"},
   };
   for (const auto& [src, want] : ok) {
     ScriptRun r;
@@ -232,6 +241,10 @@ TEST_CASE("integer conversions at the edges of 64 bits: Python's result, or a lo
       {"print(abs(-9223372036854775807 - 1))", "abs(-9223372036854775808) does not fit in 64 bits"},
       {"print(len(range(-9223372036854775807 - 1, 9223372036854775807)))", "has more than 2^63 - 1 elements"},
       {"print(list(enumerate([1, 2], 9223372036854775807)))", "counts past 2^63 - 1"},
+      {"print(prims.iota(2, start=9223372036854775807, step=9223372036854775807))", "passes the 64-bit integers"},
+      {"print(prims.reshape(full((4,), 1.0), [4611686018427387904, 4, 1]))", "has more than 2^63 - 1 elements"},
+      {"print(full((2305843009213693952, 2), 1.0))", "tensor has more than 2^63 - 1 bytes"},
+      {"print(full((4611686018427387904, 4), 1.0))", "has more than 2^63 - 1 elements"},
   };
   for (const auto& [src, want] : bad) {
     ScriptRun r;
