@@ -52,9 +52,30 @@ bool Session::load_string(const std::string& name, const std::string& text) {
     std::string t = text;
     Impl::comment_separators(t);
     DiagnosticList dl;
+    // A value set from outside (--set) for a name the module never mentions is a typo, not a
+    // setting: refused, with the nearest module-level name.
+    auto mentions = [&](const std::string& n) {
+      for (size_t at = text.find(n); at != std::string::npos; at = text.find(n, at + 1)) {
+        auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+        if ((at == 0 || !word(text[at - 1])) && (at + n.size() >= text.size() || !word(text[at + n.size()]))) return true;
+      }
+      return false;
+    };
+    std::vector<std::string> unknown;
+    for (const auto& [k, v] : impl_->pinned)
+      if (!mentions(k)) unknown.push_back(k);
     auto m = impl_->in->load(name, std::move(t), dl, impl_->pinned);
     impl_->add_all(dl);
     if (!m) return false;  // the module loaded before stays
+    if (!unknown.empty()) {
+      std::vector<std::string> names;
+      for (const auto& [k, v] : m->globals)
+        if (!impl_->pinned.count(k)) names.push_back(k);
+      std::sort(names.begin(), names.end());
+      for (const std::string& k : unknown)
+        impl_->error("'" + k + "' is set from outside (--set) but " + name + " never names it" + did_you_mean(k, names));
+      return false;
+    }
     impl_->module = std::move(m);
     return true;
   });
@@ -141,8 +162,14 @@ bool Session::add_input(const std::string& name, const std::string& path) {
         }
         return true;
       }
-      impl_->inputs[name] = rt::read_npy(path, &impl_->in->allocator());
-      impl_->input_sources[name] = path;
+      // FILE.npy without a name: the file's stem names the parameter it is for.
+      std::string key = name;
+      if (key.empty()) {
+        key = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
+        if (key.size() > 4 && key.compare(key.size() - 4, 4, ".npy") == 0) key.resize(key.size() - 4);
+      }
+      impl_->inputs[key] = rt::read_npy(path, &impl_->in->allocator());
+      impl_->input_sources[key] = path;
       return true;
     } catch (const std::exception& e) {
       impl_->error(std::string("input '") + name + "': " + e.what());
@@ -173,9 +200,16 @@ bool Session::add_pass_file(const std::string& path) {
   return n > 0;
 }
 
-void Session::set_pass_options(bool verify, const std::vector<std::string>& print_after) {
+bool Session::set_pass_options(bool verify, const std::vector<std::string>& print_after) {
+  std::vector<std::string> known = known_passes();
+  for (const std::string& p : print_after)
+    if (p != "all" && std::find(known.begin(), known.end(), p) == known.end()) {
+      impl_->error("--print-after: no pass is named '" + p + "'" + did_you_mean(p, known));
+      return false;
+    }
   impl_->pass_opts.verify = verify;
   impl_->pass_opts.print_after = print_after;
+  return true;
 }
 
 const std::vector<PassInfo>& Session::pass_timings() const { return impl_->timings; }
@@ -323,7 +357,15 @@ std::vector<rt::Tensor> Session::Impl::make_inputs(const ir::Trace& t, const std
     rep.inputs.push_back({p.name, rt::dtype_name(p.type.dtype),
                           input_sources.count(p.name) ? input_sources[p.name] : "random", p.type.shape});
   }
-  for (const auto& kv : inputs) error("input '" + kv.first + "' is not a parameter of '" + entry + "'");
+  std::vector<std::string> params;
+  for (const auto& p : t.inputs) params.push_back(p->name);
+  for (const auto& kv : inputs) {
+    std::string from = input_sources.count(kv.first) ? input_sources[kv.first] + "; " : "";
+    std::string list;
+    for (const std::string& p : params) list += (list.empty() ? "" : ", ") + p;
+    error("input '" + kv.first + "' is not a parameter of '" + entry + "'" + did_you_mean(kv.first, params) + " (" + from +
+          "its parameters: " + (list.empty() ? "none" : list) + "; --input NAME=FILE names one)");
+  }
   // Inputs from files for some parameters but not all: the others are drawn at random, which a
   // partial or misnamed checkpoint would make a silent surprise; say so, by name.
   if (!input_sources.empty()) {

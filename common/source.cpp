@@ -83,4 +83,30 @@ std::string DiagnosticList::render_all(const SourceManager& sm) const {
   return out;
 }
 
+std::string did_you_mean(const std::string& name, const std::vector<std::string>& candidates) {
+  // Edits to turn a into b: insertions, deletions, substitutions and swaps of neighbours ("gard").
+  auto distance = [](const std::string& a, const std::string& b) {
+    std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+    for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+    for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+    for (size_t i = 1; i <= a.size(); ++i)
+      for (size_t j = 1; j <= b.size(); ++j) {
+        d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+        if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    return d[a.size()][b.size()];
+  };
+  const size_t most = std::max<size_t>(1, name.size() / 3);
+  std::string best;
+  size_t best_d = most + 1;
+  for (const std::string& c : candidates) {
+    size_t d = distance(name, c);
+    if (d < best_d && c != name) {
+      best_d = d;
+      best = c;
+    }
+  }
+  return best.empty() ? "" : " (did you mean '" + best + "'?)";
+}
+
 }  // namespace tracer

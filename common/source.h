@@ -51,6 +51,10 @@ struct Diagnostic {
 // Renders "file:line:col: error: message", the source line and a caret under the span.
 std::string render(const SourceManager& sm, const Diagnostic& d);
 
+// " (did you mean 'x'?)" for the candidate nearest to name by edit distance, when one is near
+// enough to be a likely typo (at most a third of the name's letters, at least one), else "".
+std::string did_you_mean(const std::string& name, const std::vector<std::string>& candidates);
+
 // Collects diagnostics for one operation; the host decides how to show them.
 class DiagnosticList {
  public:

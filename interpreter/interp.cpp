@@ -72,6 +72,8 @@ Interpreter::~Interpreter() {
       f->annotations.clear();
     }
   }
+  // Lists, tuples and dicts that hold each other (a list that holds itself) and nothing else.
+  collect_container_cycles();
 }
 
 std::shared_ptr<Module> Interpreter::parse(const std::string& name, std::string text, DiagnosticList& diags,

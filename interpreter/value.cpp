@@ -6,7 +6,10 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <mutex>
 #include <stdexcept>
+#include <unordered_map>
+#include <unordered_set>
 
 namespace tracer::interp {
 
@@ -82,6 +85,79 @@ size_t ValueHash::operator()(const Value& v) const {
 }
 
 bool ValueEq::operator()(const Value& a, const Value& b) const { return values_equal(a, b); }
+
+namespace {
+std::mutex& containers_mutex() {
+  static std::mutex m;
+  return m;
+}
+Container* containers_head = nullptr;  // every live container (guarded by containers_mutex)
+}  // namespace
+
+Container::Container(VT t) : Object(t) {
+  std::lock_guard<std::mutex> lock(containers_mutex());
+  gc_next = containers_head;
+  if (containers_head) containers_head->gc_prev = this;
+  containers_head = this;
+}
+
+Container::~Container() {
+  std::lock_guard<std::mutex> lock(containers_mutex());
+  if (gc_prev) gc_prev->gc_next = gc_next;
+  else containers_head = gc_next;
+  if (gc_next) gc_next->gc_prev = gc_prev;
+}
+
+size_t collect_container_cycles() {
+  std::vector<Value> garbage;  // held while their items are cleared, then released
+  {
+    std::lock_guard<std::mutex> lock(containers_mutex());
+    std::unordered_map<const Object*, int64_t> outside;  // references from outside the containers
+    for (Container* c = containers_head; c; c = c->gc_next) outside[c] = c->refs;
+    auto children = [](Container* c, const auto& f) {
+      if (c->type == VT::List) {
+        for (const Value& v : static_cast<ListObj*>(c)->items) f(v);
+      } else if (c->type == VT::Tuple) {
+        for (const Value& v : static_cast<TupleObj*>(c)->items) f(v);
+      } else {
+        for (const auto& [k, v] : static_cast<DictObj*>(c)->entries) {
+          f(k);
+          f(v);
+        }
+      }
+    };
+    for (Container* c = containers_head; c; c = c->gc_next)
+      children(c, [&](const Value& v) {
+        if (!v.is_obj()) return;
+        auto it = outside.find(v.obj());
+        if (it != outside.end()) --it->second;
+      });
+    // What outside references reach stays; the rest is only cycles.
+    std::vector<Container*> stack;
+    std::unordered_set<const Object*> reached;
+    for (Container* c = containers_head; c; c = c->gc_next)
+      if (outside[c] > 0 && reached.insert(c).second) stack.push_back(c);
+    while (!stack.empty()) {
+      Container* c = stack.back();
+      stack.pop_back();
+      children(c, [&](const Value& v) {
+        if (v.is_obj() && outside.count(v.obj()) && reached.insert(v.obj()).second)
+          stack.push_back(static_cast<Container*>(v.obj()));
+      });
+    }
+    for (Container* c = containers_head; c; c = c->gc_next)
+      if (!reached.count(c)) garbage.emplace_back(c);
+  }
+  for (Value& g : garbage) {  // outside the lock: clearing frees containers, which unregister
+    Object* o = g.obj();
+    if (o->type == VT::List) static_cast<ListObj*>(o)->items.clear();
+    else if (o->type == VT::Tuple) static_cast<TupleObj*>(o)->items.clear();
+    else static_cast<DictObj*>(o)->clear();
+  }
+  size_t n = garbage.size();
+  garbage.clear();
+  return n;
+}
 
 void release_object(Object* o) {
   // The outermost release frees; the releases its destructor sets off only queue.

@@ -80,24 +80,39 @@ struct StrObj : Object {
   std::string s;
   explicit StrObj(std::string v) : Object(VT::Str), s(std::move(v)) {}
 };
-struct ListObj : Object {
-  std::vector<Value> items;
-  explicit ListObj(std::vector<Value> v = {}) : Object(VT::List), items(std::move(v)) {}
+// Lists, tuples and dicts are registered while they live, so that reference cycles among them
+// (a list that holds itself) can be found and freed: collect_container_cycles.
+struct Container : Object {
+  explicit Container(VT t);
+  ~Container() override;
+  Container(const Container&) = delete;
+  Container& operator=(const Container&) = delete;
+  Container* gc_prev = nullptr;
+  Container* gc_next = nullptr;
 };
-struct TupleObj : Object {
+// Frees the lists, tuples and dicts that only cycles among themselves keep alive (CPython's
+// trial deletion, over containers only: one referred to from anything else stays). Returns how
+// many were freed. The interpreter runs it when it is destroyed.
+size_t collect_container_cycles();
+
+struct ListObj : Container {
   std::vector<Value> items;
-  explicit TupleObj(std::vector<Value> v = {}) : Object(VT::Tuple), items(std::move(v)) {}
+  explicit ListObj(std::vector<Value> v = {}) : Container(VT::List), items(std::move(v)) {}
+};
+struct TupleObj : Container {
+  std::vector<Value> items;
+  explicit TupleObj(std::vector<Value> v = {}) : Container(VT::Tuple), items(std::move(v)) {}
 };
 
 struct ValueHash { size_t operator()(const Value& v) const; };
 struct ValueEq { bool operator()(const Value& a, const Value& b) const; };
 
-struct DictObj : Object {
+struct DictObj : Container {
   // Insertion order. An erased entry leaves a tombstone (an Unbound key) until the next
   // iteration or until tombstones are half the vector, so erasing is O(1) amortized.
   std::vector<std::pair<Value, Value>> entries;
   size_t dead = 0;
-  DictObj() : Object(VT::Dict) {}
+  DictObj() : Container(VT::Dict) {}
   Value* find(const Value& k);
   void set(const Value& k, Value v);
   bool erase(const Value& k);

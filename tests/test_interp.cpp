@@ -255,5 +255,28 @@ TEST_CASE("integer conversions at the edges of 64 bits: Python's result, or a lo
   }
 }
 
+TEST_CASE("cycles of lists, tuples and dicts are freed; what is still referenced stays", "[interp][robustness]") {
+  using interp::Value;
+  interp::collect_container_cycles();
+  // A list holding itself, and a dict and a list holding each other, referenced from nowhere.
+  {
+    Value a = interp::make<interp::ListObj>();
+    a.as<interp::ListObj>()->items.push_back(a);
+    Value d = interp::make<interp::DictObj>();
+    Value l = interp::make<interp::ListObj>(std::vector<Value>{d});
+    d.as<interp::DictObj>()->set(interp::str_value("l"), l);
+  }
+  // A list holding itself that a live value still holds, and a tuple inside it.
+  Value kept = interp::make<interp::ListObj>();
+  kept.as<interp::ListObj>()->items.push_back(kept);
+  kept.as<interp::ListObj>()->items.push_back(interp::make<interp::TupleObj>(std::vector<Value>{Value::integer(7)}));
+  CHECK(interp::collect_container_cycles() == 3);
+  REQUIRE(kept.as<interp::ListObj>()->items.size() == 2);
+  CHECK(kept.as<interp::ListObj>()->items[0].obj() == kept.obj());
+  CHECK(interp::repr(kept) == "[[...], (7,)]");
+  CHECK(interp::collect_container_cycles() == 0);
+  kept.as<interp::ListObj>()->items.clear();
+}
+
 }  // namespace tracer::test
 

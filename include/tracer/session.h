@@ -157,8 +157,9 @@ class Session {
   bool set_passes(const std::vector<std::string>& passes);
   std::vector<std::string> known_passes() const;
   // verify: run the IR verifier after each pass; print_after: pass names (or "all") whose
-  // result is printed through SessionOptions::print.
-  void set_pass_options(bool verify, const std::vector<std::string>& print_after);
+  // result is printed through SessionOptions::print. False (with an error naming the nearest
+  // pass) when print_after names no known pass.
+  bool set_pass_options(bool verify, const std::vector<std::string>& print_after);
   const std::vector<PassInfo>& pass_timings() const;
 
   std::optional<std::string> print(const std::string& entry);

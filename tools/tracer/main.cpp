@@ -11,6 +11,7 @@
 
 #include "repl.h"
 #include "tracer/session.h"
+#include "tracer/tracer.h"
 
 namespace {
 
@@ -36,6 +37,8 @@ std::vector<std::string> split_commas(const std::string& s) {
   while (start <= s.size() && !s.empty()) {
     size_t c = s.find(',', start);
     std::string part = s.substr(start, c == std::string::npos ? std::string::npos : c - start);
+    size_t b = part.find_first_not_of(" \t"), e = part.find_last_not_of(" \t");  // "grad, del_last_used"
+    part = b == std::string::npos ? "" : part.substr(b, e - b + 1);
     if (!part.empty()) out.push_back(part);
     if (c == std::string::npos) break;
     start = c + 1;
@@ -61,7 +64,7 @@ bool prepare(tracer::Session& s, const Common& c) {
   for (const std::string& f : c.pass_files)
     if (!s.add_pass_file(f)) return false;
   if (!s.set_passes(split_commas(c.passes))) return false;
-  s.set_pass_options(c.verify, c.print_after);
+  if (!s.set_pass_options(c.verify, c.print_after)) return false;
   return s.load_file(c.file);
 }
 
@@ -351,6 +354,7 @@ void add_common(CLI::App* app, Common& c, bool with_inputs) {
 int main(int argc, char** argv) {
   CLI::App app{"tracer: run, print and check Thunder-style traces"};
   app.require_subcommand(0, 1);
+  app.set_version_flag("--version", fmt::format("tracer {}.{}.{}", TRACER_VERSION_MAJOR, TRACER_VERSION_MINOR, TRACER_VERSION_PATCH));
   app.footer("With no subcommand: the interactive REPL (docs/repl.md); :help there lists its commands.");
   Common c;
   std::string output_dir;
