@@ -67,7 +67,7 @@ bool Session::load_string(const std::string& name, const std::string& text) {
     auto m = impl_->in->load(name, std::move(t), dl, impl_->pinned);
     impl_->add_all(dl);
     if (!m) return false;  // the module loaded before stays
-    if (!unknown.empty()) {
+    if (!unknown.empty() && impl_->opts.strict_settings) {
       std::vector<std::string> names;
       for (const auto& [k, v] : m->globals)
         if (!impl_->pinned.count(k)) names.push_back(k);

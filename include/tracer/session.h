@@ -15,6 +15,9 @@ struct SessionOptions {
   uint64_t seed = 0;                 // random inputs and the stateful RNG
   int64_t step_limit = 500'000'000;  // statements and calls a script may run; 0: unlimited
   std::function<void(const std::string&)> print;  // script output; default: stdout
+  // Loading fails when a value given by set() names nothing the module mentions (a typo:
+  // `tracer run --set NOPE=3`); off by default, so that a host may set sizes for several files.
+  bool strict_settings = false;
 };
 
 // A diagnostic as data; `rendered` is the clang-style text with the source line and caret.

@@ -28,6 +28,7 @@ tracer::SessionOptions session_options(const Common& c) {
   tracer::SessionOptions so;
   so.seed = c.seed;
   so.step_limit = c.step_limit;
+  so.strict_settings = true;  // --set NAME=... for a name the file never mentions is an error
   return so;
 }
 
