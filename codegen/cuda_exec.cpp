@@ -74,7 +74,7 @@ GpuExecutor::GpuExecutor(rt::cuda::Device& dev, std::shared_ptr<Nvrtc> nvrtc, Ke
   profile_ = p && *p && std::string(p) != "0";
   profile_each_ = profile_ && std::string(p) == "2";
   if (const char* c = std::getenv("TRACER_GPU_CHECK")) check_ = std::atoi(c);
-  if (const char* v = std::getenv("TRACER_ATTENTION_VIEWS")) views_enabled_ = std::string(v) == "1";
+  if (const char* v = std::getenv("TRACER_ATTENTION_VIEWS")) views_enabled_ = std::string(v) != "0";
   if (const char* a = std::getenv("TRACER_ATTENTION"); a && *a) {
     std::string v = a;
     if (v == "cudnn") {

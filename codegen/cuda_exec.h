@@ -270,7 +270,7 @@ class GpuExecutor {
   std::unordered_map<const ir::Proxy*, OperandView> views_;        // live views
   std::unordered_map<const ir::Stmt*, std::vector<rt::cuda::DeviceTensor>> viewed_inputs_;  // a skipped fusion's inputs
   bool materializing_ = false;
-  bool views_enabled_ = false;  // TRACER_ATTENTION_VIEWS=1: operands read in place (not yet validated on a GPU)
+  bool views_enabled_ = true;  // operands read in place; TRACER_ATTENTION_VIEWS=0 turns it off
   std::unique_ptr<rt::cuda::Cudnn> cudnn_;
   bool cudnn_tried_ = false;
   std::string cudnn_why_;

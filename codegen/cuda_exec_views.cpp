@@ -1,6 +1,5 @@
-// Attention operands read in place (docs/cudnn.md, "Operands read in place"; on with
-// TRACER_ATTENTION_VIEWS=1): a fusion whose
-// outputs are only slices, reshapes and transposes of its inputs (the q, k and v split out of a
+// Attention operands read in place (docs/cudnn.md, "Operands read in place"; on unless
+// TRACER_ATTENTION_VIEWS=0): a fusion whose outputs are only slices, reshapes and transposes of its inputs (the q, k and v split out of a
 // fused qkv projection and put into heads; an output gradient put into heads), read by nothing
 // but attention statements, is not run: each output becomes a strided view of the input it was
 // cut from, and cuDNN reads the views where they lie. Where cuDNN would not take a view after
@@ -153,8 +152,8 @@ bool GpuExecutor::apply_chain(const ViewChain& chain, const DeviceTensor& src, O
 void GpuExecutor::plan_views(const ir::Trace& t) {
   view_fusions_.clear();
   views_.clear();
-  // Only with TRACER_ATTENTION_VIEWS=1: the fix of view_problem's output strides (the wrong GPT
-  // gradients of the first GPU runs) has not run on a GPU yet; until it has, the fusions run.
+  // TRACER_ATTENTION_VIEWS=0 runs the fusions (for comparison); so do the forced tracer path and
+  // TRACER_GPU_CHECK (which compares each statement's outputs, views included, with the CPU).
   if (!views_enabled_ || attention_choice_ == AttentionChoice::Tracer || check_) return;
   std::unordered_set<const ir::Proxy*> returned;
   ir::for_each_proxy(t.output, [&](const ir::ProxyPtr& p) { returned.insert(p.get()); });

@@ -201,7 +201,7 @@ done
 for passes in grad,checkpoint,remat,fuse,del_last_used grad,checkpoint,remat,fuse_reorder,del_last_used; do
   check "gpt.trace CHECKPOINT=1 $passes" examples/gpt.trace $GPT --set CHECKPOINT=1 --passes $passes --
 done
-# Operands read in place (TRACER_ATTENTION_VIEWS=1, off by default until this passes on a GPU):
+# Operands read in place (on by default; TRACER_ATTENTION_VIEWS=0 turns it off):
 # q, k and v (and the output gradient) read by cuDNN out of the fusions' inputs, against the CPU;
 # and the runs must have read some in place.
 for passes in grad,philox,remat,fuse,del_last_used grad,fuse,del_last_used; do
