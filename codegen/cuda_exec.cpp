@@ -667,12 +667,15 @@ void GpuExecutor::run_stmts(const std::vector<ir::Stmt>& stmts, Values& env, ir:
     };
     if (profile_each_)
       for (const ir::Arg& a : s.args) ir::for_each_proxy(a, count);
+    // Gated: the statement's host-side set-up (cuBLASLt, cuDNN, argument packing) is not timed.
+    bool synced = false;
     double ms = dev_.time_ms([&] {
       if (!run_linear_gelu(stmts, i, env, &skip)) run_stmt(stmts[i], env, ctx, dying, lazy);
-    });
+    }, true, &synced);
     if (profile_each_)
       for (const ir::ProxyPtr& o : s.outputs) count(o);
     std::string what = stats_.gemms > gemms ? "cublasLt " : stats_.fallbacks > fallbacks ? "cpu " : stats_.launches > launches ? "kernel " : "view ";
+    if (synced) what = "(synchronizing, host time included) " + what;
     what += s.kind == ir::StmtKind::Prim ? s.op->name : s.callee;
     auto& e = profile_table_[what];
     e.first += ms;
@@ -694,8 +697,12 @@ void GpuExecutor::print_profile(std::ostream& out) {
   if (profile_each_) {
     // The statements by time, with the bandwidth their bytes imply (inputs and outputs once).
     std::stable_sort(profile_rows_.begin(), profile_rows_.end(), [](const ProfileRow& a, const ProfileRow& b) { return a.ms > b.ms; });
+    // TRACER_GPU_PROFILE_ROWS sets how many are printed (60 by default, 0 for all).
+    size_t limit = 60;
+    if (const char* n = std::getenv("TRACER_GPU_PROFILE_ROWS")) limit = std::strtoul(n, nullptr, 10);
+    if (limit == 0) limit = profile_rows_.size();
     out << "# statements by device time (ms, MB read+written, GB/s):\n";
-    for (size_t k = 0; k < profile_rows_.size() && k < 60; ++k) {
+    for (size_t k = 0; k < profile_rows_.size() && k < limit; ++k) {
       const ProfileRow& r = profile_rows_[k];
       char buf[96];
       std::snprintf(buf, sizeof buf, "#   %8.3f ms %9.1f MB %7.0f GB/s  ", r.ms, r.bytes / 1e6, r.ms > 0 ? r.bytes / r.ms / 1e6 : 0.0);

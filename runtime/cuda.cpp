@@ -5,9 +5,12 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <functional>
+#include <map>
+#include <tuple>
 
 namespace tracer::rt::cuda {
 
@@ -40,6 +43,7 @@ struct LtHeuristic {
 
 constexpr int kAttrSmCount = 16, kAttrCcMajor = 75, kAttrCcMinor = 76, kAttrSharedOptin = 97;
 constexpr int kLtTransA = 3, kLtTransB = 4, kLtBatchCount = 5, kLtBatchOffset = 6, kLtPrefWorkspace = 1;
+constexpr int kLtPrefAlignA = 5, kLtPrefAlignB = 6, kLtPrefAlignC = 7, kLtPrefAlignD = 8;
 constexpr int kLtEpilogue = 7, kLtBiasPointer = 8, kLtEpilogueBias = 4;
 constexpr int kLtEpilogueGelu = 32, kLtEpilogueAux = 128, kLtAuxPointer = 11, kLtAuxLd = 12;
 constexpr int kOpN = 0, kOpT = 1;
@@ -104,6 +108,7 @@ struct Api {
   CUresult (*graph_destroy)(CUgraph) = nullptr;
   CUresult (*graph_node_count)(CUgraph, void*, size_t*) = nullptr;
   CUresult (*func_set_attr)(void*, int, int) = nullptr;
+  CUresult (*launch_host_func)(CUstream, void (*)(void*), void*) = nullptr;  // optional (timing gates)
   // The driver stays loaded for the life of the process (as NVRTC does; unloading a driver
   // while its threads may still run is not safe).
 };
@@ -124,6 +129,36 @@ struct LtApi {
   LtStatus (*heuristic)(LtHandle, LtDesc, LtLayout, LtLayout, LtLayout, LtLayout, LtPref, int, LtHeuristic*, int*) = nullptr;
   LtStatus (*matmul)(LtHandle, LtDesc, const void*, const void*, LtLayout, const void*, LtLayout, const void*,
                      const void*, LtLayout, void*, LtLayout, const LtAlgo*, void*, size_t, CUstream) = nullptr;
+};
+
+// A cuBLASLt matmul set up once per problem (dtype, transposes, sizes, batch strides, epilogue,
+// operand alignments): its descriptors and the heuristics' algorithm, reused by every call.
+// The heuristic query costs tens of microseconds of host time, which every call paid before.
+namespace {
+struct LtPlan {
+  LtApi* lt = nullptr;
+  LtDesc desc = nullptr;
+  LtLayout la = nullptr, lb = nullptr, lc = nullptr;
+  LtAlgo algo{};
+  bool usable = false;
+  LtPlan() = default;
+  LtPlan(LtPlan&& o) noexcept : lt(o.lt), desc(o.desc), la(o.la), lb(o.lb), lc(o.lc), algo(o.algo), usable(o.usable) {
+    o.desc = nullptr, o.la = o.lb = o.lc = nullptr;
+  }
+  LtPlan(const LtPlan&) = delete;
+  ~LtPlan() {
+    if (la) lt->layout_destroy(la);
+    if (lb) lt->layout_destroy(lb);
+    if (lc) lt->layout_destroy(lc);
+    if (desc) lt->desc_destroy(desc);
+  }
+};
+}  // namespace
+
+struct Device::LtPlans {
+  using Key = std::tuple<int, bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, bool, bool,
+                         uint32_t, uint32_t, uint32_t, uint32_t, uint32_t>;
+  std::map<Key, LtPlan> plans;
 };
 
 namespace {
@@ -180,6 +215,7 @@ std::shared_ptr<Api> load_driver(std::string* why) {
   bind(h, a->graph_destroy, "cuGraphDestroy", &missing);
   bind(h, a->graph_node_count, "cuGraphGetNodes", &missing);
   bind(h, a->func_set_attr, "cuFuncSetAttribute", &missing);
+  a->launch_host_func = reinterpret_cast<decltype(a->launch_host_func)>(dlsym(h, "cuLaunchHostFunc"));
   if (!missing.empty()) {
     *why = "the CUDA driver is too old (missing:" + missing + ")";
     return nullptr;
@@ -295,6 +331,7 @@ Device::~Device() {
   // Nothing here throws: after a sticky CUDA error every call fails, and the codes are ignored.
   api_->ctx_set(ctx_);
   if (stream_) api_->stream_sync(stream_);
+  lt_plans_.reset();  // their descriptors before the library's handle
   if (lt_handle_) lt_->destroy(lt_handle_);
   if (workspace_) api_->mem_free(workspace_);
   for (auto& [n, ptrs] : free_)
@@ -500,18 +537,53 @@ void Device::synchronize() {
   if (stream_) check(api_->stream_sync(stream_), "cuStreamSynchronize");
 }
 
-double Device::time_ms(const std::function<void()>& work) {
+namespace {
+// The host function of a timing gate: holds the stream until the host has issued the work (or
+// 50 ms have passed: the work synchronized with the stream itself, and would wait forever).
+struct TimingGate {
+  std::atomic<bool> open{false};
+  std::atomic<bool> timed_out{false};
+  static void wait(void* p) {
+    auto* g = static_cast<TimingGate*>(p);
+    auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
+    while (!g->open.load(std::memory_order_acquire)) {
+      if (std::chrono::steady_clock::now() > until) {
+        g->timed_out.store(true);
+        return;
+      }
+    }
+  }
+};
+}  // namespace
+
+double Device::time_ms(const std::function<void()>& work, bool gate, bool* gate_timed_out) {
   CUevent a = nullptr, b = nullptr;
   check(api_->event_create(&a, 0), "cuEventCreate");
   check(api_->event_create(&b, 0), "cuEventCreate");
-  check(api_->event_record(a, stream_), "cuEventRecord");
-  work();
-  check(api_->event_record(b, stream_), "cuEventRecord");
+  TimingGate g;
+  bool gated = gate && api_->launch_host_func && !capturing_ &&
+               api_->launch_host_func(stream_, &TimingGate::wait, &g) == 0;
+  auto finish = [&] {  // the gate must be open and passed before g goes out of scope
+    g.open.store(true, std::memory_order_release);
+    if (gated) api_->stream_sync(stream_);
+  };
+  try {
+    check(api_->event_record(a, stream_), "cuEventRecord");
+    work();
+    check(api_->event_record(b, stream_), "cuEventRecord");
+  } catch (...) {
+    finish();
+    api_->event_destroy(a);
+    api_->event_destroy(b);
+    throw;
+  }
+  finish();
   check(api_->event_sync(b), "cuEventSynchronize");
   float ms = 0;
   check(api_->event_elapsed(&ms, a, b), "cuEventElapsedTime");
   api_->event_destroy(a);
   api_->event_destroy(b);
+  if (gate_timed_out) *gate_timed_out = g.timed_out.load();
   return ms;
 }
 
@@ -561,69 +633,89 @@ bool Device::lt_matmul(DType dt, bool ta, bool tb, int64_t m, int64_t n, int64_t
   auto lt_check = [](LtStatus s, const char* what) {
     if (s != 0) throw CudaError(std::string(what) + " failed (cuBLAS status " + std::to_string(s) + ")");
   };
-  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: B first.
-  LtDesc desc = nullptr;
-  LtLayout la = nullptr, lb = nullptr, lc = nullptr;
-  LtPref pref = nullptr;
-  // Destroyed on every path, errors included.
-  struct Guard {
-    LtApi* lt;
-    LtDesc* desc;
-    LtLayout *la, *lb, *lc;
-    LtPref* pref;
-    ~Guard() {
-      if (*pref) lt->pref_destroy(*pref);
-      if (*la) lt->layout_destroy(*la);
-      if (*lb) lt->layout_destroy(*lb);
-      if (*lc) lt->layout_destroy(*lc);
-      if (*desc) lt->desc_destroy(*desc);
+  // The alignment the heuristics may assume of each operand (they assume 256 bytes unless told):
+  // a view's data can start anywhere in its buffer.
+  auto align = [](DevPtr p) -> uint32_t {
+    if (!p) return 256;
+    uint32_t al = 1;
+    while (al < 256 && (p & (2 * al - 1)) == 0) al *= 2;
+    return al;
+  };
+  uint32_t align_a = align(a), align_b = align(b), align_c = align(c);
+  LtPlans::Key key{static_cast<int>(dt), ta, tb, m, n, k, batch, stride_a, stride_b, stride_c, bias != 0, gelu, aux != 0,
+                   align_a, align_b, align_c, align(bias), align(aux)};
+  if (!lt_plans_) lt_plans_ = std::make_unique<LtPlans>();
+  auto it = lt_plans_->plans.find(key);
+  if (it == lt_plans_->plans.end()) {
+    // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: B first.
+    LtPlan plan;
+    plan.lt = lt_.get();
+    LtPref pref = nullptr;
+    struct PrefGuard {
+      LtApi* lt;
+      LtPref* pref;
+      ~PrefGuard() {
+        if (*pref) lt->pref_destroy(*pref);
+      }
+    } pref_guard{lt_.get(), &pref};
+    lt_check(lt_->desc_create(&plan.desc, compute, scale), "cublasLtMatmulDescCreate");
+    int op_first = tb ? kOpT : kOpN, op_second = ta ? kOpT : kOpN;
+    lt_check(lt_->desc_set(plan.desc, kLtTransA, &op_first, sizeof op_first), "cublasLtMatmulDescSetAttribute");
+    lt_check(lt_->desc_set(plan.desc, kLtTransB, &op_second, sizeof op_second), "cublasLtMatmulDescSetAttribute");
+    if (bias || gelu) {
+      // Column-major D is C^T: its rows are C's columns, the n output features the bias runs along.
+      int32_t epilogue = (bias ? kLtEpilogueBias : 0) | (gelu ? kLtEpilogueGelu : 0) | (aux ? kLtEpilogueAux : 0);
+      lt_check(lt_->desc_set(plan.desc, kLtEpilogue, &epilogue, sizeof epilogue), "cublasLtMatmulDescSetAttribute (epilogue)");
+      if (aux) {  // GELU's input, stored like D: column-major [n, m] with leading dimension n
+        int64_t ld = n;
+        lt_check(lt_->desc_set(plan.desc, kLtAuxLd, &ld, sizeof ld), "cublasLtMatmulDescSetAttribute (aux ld)");
+      }
     }
-  } guard{lt_.get(), &desc, &la, &lb, &lc, &pref};
-  lt_check(lt_->desc_create(&desc, compute, scale), "cublasLtMatmulDescCreate");
-  int op_first = tb ? kOpT : kOpN, op_second = ta ? kOpT : kOpN;
-  lt_check(lt_->desc_set(desc, kLtTransA, &op_first, sizeof op_first), "cublasLtMatmulDescSetAttribute");
-  lt_check(lt_->desc_set(desc, kLtTransB, &op_second, sizeof op_second), "cublasLtMatmulDescSetAttribute");
-  if (bias || gelu) {
-    // Column-major D is C^T: its rows are C's columns, the n output features the bias runs along.
-    int32_t epilogue = (bias ? kLtEpilogueBias : 0) | (gelu ? kLtEpilogueGelu : 0) | (aux ? kLtEpilogueAux : 0);
-    lt_check(lt_->desc_set(desc, kLtEpilogue, &epilogue, sizeof epilogue), "cublasLtMatmulDescSetAttribute (epilogue)");
-    if (bias) {
-      const void* bias_ptr = reinterpret_cast<const void*>(bias);
-      lt_check(lt_->desc_set(desc, kLtBiasPointer, &bias_ptr, sizeof bias_ptr), "cublasLtMatmulDescSetAttribute (bias)");
+    // Stored column-major shapes: B is [n, k] (ld n), or [k, n] (ld k) when tb; A likewise.
+    lt_check(lt_->layout_create(&plan.la, type, tb ? k : n, tb ? n : k, tb ? k : n), "cublasLtMatrixLayoutCreate");
+    lt_check(lt_->layout_create(&plan.lb, type, ta ? m : k, ta ? k : m, ta ? m : k), "cublasLtMatrixLayoutCreate");
+    lt_check(lt_->layout_create(&plan.lc, type, n, m, n), "cublasLtMatrixLayoutCreate");
+    if (batch > 1) {
+      int32_t bc = static_cast<int32_t>(batch);
+      for (auto [l, st] : {std::pair<LtLayout, int64_t>{plan.la, stride_b}, {plan.lb, stride_a}, {plan.lc, stride_c}}) {
+        lt_check(lt_->layout_set(l, kLtBatchCount, &bc, sizeof bc), "cublasLtMatrixLayoutSetAttribute");
+        lt_check(lt_->layout_set(l, kLtBatchOffset, &st, sizeof st), "cublasLtMatrixLayoutSetAttribute");
+      }
     }
-    if (aux) {  // GELU's input, stored like D: column-major [n, m] with leading dimension n
-      const void* aux_ptr = reinterpret_cast<const void*>(aux);
-      int64_t ld = n;
-      lt_check(lt_->desc_set(desc, kLtAuxPointer, &aux_ptr, sizeof aux_ptr), "cublasLtMatmulDescSetAttribute (aux)");
-      lt_check(lt_->desc_set(desc, kLtAuxLd, &ld, sizeof ld), "cublasLtMatmulDescSetAttribute (aux ld)");
+    lt_check(lt_->pref_create(&pref), "cublasLtMatmulPreferenceCreate");
+    uint64_t ws = workspace_bytes_;
+    lt_check(lt_->pref_set(pref, kLtPrefWorkspace, &ws, sizeof ws), "cublasLtMatmulPreferenceSetAttribute");
+    // cuBLASLt's A is our B (see above).
+    for (auto [attr, al] : {std::pair<int, uint32_t>{kLtPrefAlignA, align_b}, {kLtPrefAlignB, align_a}, {kLtPrefAlignC, align_c},
+                            {kLtPrefAlignD, align_c}})
+      lt_check(lt_->pref_set(pref, attr, &al, sizeof al), "cublasLtMatmulPreferenceSetAttribute (alignment)");
+    LtHeuristic h{};
+    int found = 0;
+    LtStatus hs = lt_->heuristic(lt_handle_, plan.desc, plan.la, plan.lb, plan.lc, plan.lc, pref, 1, &h, &found);
+    if (!gelu) {
+      lt_check(hs, "cublasLtMatmulAlgoGetHeuristic");
+      if (found == 0) throw CudaError("cuBLASLt has no algorithm for this matmul");
     }
+    plan.usable = hs == 0 && found > 0;  // a GELU product without one runs apart, every time
+    plan.algo = h.algo;
+    it = lt_plans_->plans.emplace(key, std::move(plan)).first;
   }
-  // Stored column-major shapes: B is [n, k] (ld n), or [k, n] (ld k) when tb; A likewise.
-  lt_check(lt_->layout_create(&la, type, tb ? k : n, tb ? n : k, tb ? k : n), "cublasLtMatrixLayoutCreate");
-  lt_check(lt_->layout_create(&lb, type, ta ? m : k, ta ? k : m, ta ? m : k), "cublasLtMatrixLayoutCreate");
-  lt_check(lt_->layout_create(&lc, type, n, m, n), "cublasLtMatrixLayoutCreate");
-  if (batch > 1) {
-    int32_t bc = static_cast<int32_t>(batch);
-    for (auto [l, s] : {std::pair<LtLayout, int64_t>{la, stride_b}, {lb, stride_a}, {lc, stride_c}}) {
-      lt_check(lt_->layout_set(l, kLtBatchCount, &bc, sizeof bc), "cublasLtMatrixLayoutSetAttribute");
-      lt_check(lt_->layout_set(l, kLtBatchOffset, &s, sizeof s), "cublasLtMatrixLayoutSetAttribute");
-    }
+  LtPlan& plan = it->second;
+  if (!plan.usable) return false;
+  if (bias) {
+    const void* bias_ptr = reinterpret_cast<const void*>(bias);
+    lt_check(lt_->desc_set(plan.desc, kLtBiasPointer, &bias_ptr, sizeof bias_ptr), "cublasLtMatmulDescSetAttribute (bias)");
   }
-  lt_check(lt_->pref_create(&pref), "cublasLtMatmulPreferenceCreate");
-  uint64_t ws = workspace_bytes_;
-  lt_check(lt_->pref_set(pref, kLtPrefWorkspace, &ws, sizeof ws), "cublasLtMatmulPreferenceSetAttribute");
-  LtHeuristic h{};
-  int found = 0;
-  LtStatus hs = lt_->heuristic(lt_handle_, desc, la, lb, lc, lc, pref, 1, &h, &found);
-  if (gelu && (hs != 0 || found == 0)) return false;  // the caller runs the product and GELU apart
-  lt_check(hs, "cublasLtMatmulAlgoGetHeuristic");
-  if (found == 0) throw CudaError("cuBLASLt has no algorithm for this matmul");
+  if (aux) {
+    const void* aux_ptr = reinterpret_cast<const void*>(aux);
+    lt_check(lt_->desc_set(plan.desc, kLtAuxPointer, &aux_ptr, sizeof aux_ptr), "cublasLtMatmulDescSetAttribute (aux)");
+  }
   float alpha32 = 1, beta32 = 0;
   double alpha64 = 1, beta64 = 0;
   const void* alpha = dt == DType::f64 ? static_cast<const void*>(&alpha64) : &alpha32;
   const void* beta = dt == DType::f64 ? static_cast<const void*>(&beta64) : &beta32;
-  LtStatus st = lt_->matmul(lt_handle_, desc, alpha, reinterpret_cast<const void*>(b), la, reinterpret_cast<const void*>(a), lb,
-                            beta, reinterpret_cast<const void*>(c), lc, reinterpret_cast<void*>(c), lc, &h.algo,
+  LtStatus st = lt_->matmul(lt_handle_, plan.desc, alpha, reinterpret_cast<const void*>(b), plan.la, reinterpret_cast<const void*>(a), plan.lb,
+                            beta, reinterpret_cast<const void*>(c), plan.lc, reinterpret_cast<void*>(c), plan.lc, &plan.algo,
                             reinterpret_cast<void*>(workspace_), workspace_bytes_, stream_);
   if (gelu && st != 0) return false;
   lt_check(st, "cublasLtMatmul");

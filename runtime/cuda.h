@@ -106,7 +106,12 @@ class Device {
   void launch_graph(Graph& g);
 
   // ---- timing ----
-  double time_ms(const std::function<void()>& work);  // device time of the work (events)
+  // Device time of the work (events). With gate, the stream is held (a host function that waits
+  // on a flag) until the work has been issued, so the time is the device's alone, not the host's
+  // preparation of it (cuBLASLt's or cuDNN's set-up between the events); *gate_timed_out says
+  // when the work synchronized with the stream (a copy to the host) and the gate had to give
+  // way after 50 ms, which that time then includes.
+  double time_ms(const std::function<void()>& work, bool gate = false, bool* gate_timed_out = nullptr);
 
   // ---- matrix products through cuBLASLt ----
   // C[batch][m, n] = op(A) op(B), row-major, op = transpose when ta/tb; A stored [m, k] ([k, m]
@@ -128,6 +133,8 @@ class Device {
                  int64_t batch, int64_t stride_a, int64_t stride_b, int64_t stride_c, DevPtr bias, bool gelu, DevPtr aux);
   std::shared_ptr<Api> api_;
   std::shared_ptr<LtApi> lt_;
+  struct LtPlans;                    // cuBLASLt descriptors and algorithms by problem (cuda.cpp)
+  std::unique_ptr<LtPlans> lt_plans_;
   void* ctx_ = nullptr;
   void* stream_ = nullptr;
   void* lt_handle_ = nullptr;
