@@ -23,16 +23,31 @@ const char* reg_name(Reg r);
 // A trace's value name as a valid C identifier that cannot clash with generated code.
 std::string c_name(const std::string& s);
 
+// How index expressions are written: the integer literals' suffix ("LL" for 64-bit, "" where
+// every index fits in 32 bits), and, in a row kernel (row > 0), that the flat index i is
+// tr_r * row + tr_c with 0 <= tr_c < row: a coordinate is then written over the row tr_r (the
+// same for the whole row, so the compiler computes it once per row) and the column tr_c (32-bit
+// arithmetic), not by 64-bit divisions of i for every element.
+struct Index {
+  const char* suffix = "LL";
+  long long row = 0;
+  Index(const char* s) : suffix(s) {}  // NOLINT: a suffix alone is a flat index
+  Index(const char* s, long long r) : suffix(s), row(r) {}
+};
+// (i / div) % mod (mod 0: none) over the index `flat` ("i": the element's; another name is taken
+// as flat).
+std::string index_coord(long long div, long long mod, const Index& ix, const std::string& flat = "i");
+
 // The element offset into a tensor of shape `in` broadcast to `out`, for flat output index i.
-std::string offset_expr(const ir::Shape& in, const ir::Shape& out, const char* suffix);
+std::string offset_expr(const ir::Shape& in, const ir::Shape& out, const Index& ix);
 bool broadcasts_to(const ir::Shape& in, const ir::Shape& out);
 
 // The element of a view (ir/group.h) read at flat index i of the group's shape S; a full's or an
 // iota's register value at i.
-std::string view_offset_expr(const ir::View& v, const ir::Shape& S, const char* suffix, int64_t dim = -1, int64_t shift = 0,
+std::string view_offset_expr(const ir::View& v, const ir::Shape& S, const Index& ix, int64_t dim = -1, int64_t shift = 0,
                              const std::string& index = "i");
-std::string creation_expr(const ir::Stmt& p, const ir::Shape& S, const char* suffix);
-std::string cat_expr(const ir::CatPlan& c, const ir::Shape& S, const char* suffix, rt::DType dt,
+std::string creation_expr(const ir::Stmt& p, const ir::Shape& S, const Index& ix);
+std::string cat_expr(const ir::CatPlan& c, const ir::Shape& S, const Index& ix, rt::DType dt,
                      const std::function<std::string(const ir::Proxy*)>& pointer);
 std::string literal(const ir::Arg& a, Reg math);
 std::string convert(const std::string& e, Reg from, rt::DType to);
@@ -53,7 +68,7 @@ std::vector<const ir::Stmt*> needed_prims(const std::vector<const ir::Stmt*>& pr
 // as their operand, fills and iotas at index i of S, cats through their pieces (pointer names
 // an input's kernel parameter), the rest by prim_expr.
 std::string prim_lines(const std::vector<const ir::Stmt*>& chosen, const ir::GroupPlan& plan, const ir::Shape& S,
-                       const char* suffix, bool canonical, Namer& name_of,
+                       const Index& ix, bool canonical, Namer& name_of,
                        const std::function<std::string(const ir::Proxy*)>& pointer, const std::string& indent);
 
 // The primitives of s (s itself, or its flattened subsymbols).

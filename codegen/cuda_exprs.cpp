@@ -133,8 +133,34 @@ std::string c_name(const std::string& s) {
   return out;
 }
 
+std::string index_coord(long long div, long long mod, const Index& ix, const std::string& flat) {
+  const std::string S = ix.suffix;
+  auto num = [&](long long v) { return std::to_string(v) + S; };
+  auto plain = [&](const std::string& base, long long d, long long m) {
+    std::string c = base;
+    if (d != 1) c = "(" + c + " / " + num(d) + ")";
+    if (m) c = "(" + c + " % " + num(m) + ")";
+    return c;
+  };
+  const long long C = ix.row;
+  if (C > 0 && flat == "i" && div > 0) {
+    if (div % C == 0) {  // i / div = tr_r / (div / C): the same for the whole row
+      return plain("tr_r", div / C, mod);
+    }
+    if (C % div == 0) {  // i / div = tr_r * q + tr_c / div, with tr_c / div < q
+      long long q = C / div;
+      std::string col = div == 1 ? std::string("(long long)(int)tr_c") : "(long long)((int)tr_c / " + std::to_string(div) + ")";
+      if (mod == 0) return q == 1 ? "tr_r" : "(tr_r * " + num(q) + " + " + col + ")";
+      if (q % mod == 0) return mod == q ? col : "(long long)((int)tr_c / " + std::to_string(div) + " % " + std::to_string(mod) + ")";
+      if (mod % q == 0) return "((tr_r % " + num(mod / q) + ") * " + num(q) + " + " + col + ")";
+      return "((tr_r * " + num(q) + " + " + col + ") % " + num(mod) + ")";
+    }
+  }
+  return plain(flat, div, mod);
+}
+
 // The element offset into a tensor of shape `in` broadcast to `out`, for flat output index i.
-std::string offset_expr(const ir::Shape& in, const ir::Shape& out, const char* suffix) {
+std::string offset_expr(const ir::Shape& in, const ir::Shape& out, const Index& ix) {
   if (in == out) return "i";
   if (rt::numel(in) == 1) return "0";
   // A tensor of higher rank does not broadcast to `out`: a caller's mistake, never a silent 0
@@ -150,10 +176,8 @@ std::string offset_expr(const ir::Shape& in, const ir::Shape& out, const char* s
     if (d < r - k) continue;
     size_t e = d - (r - k);
     if (in[e] == 1) continue;
-    std::string coord = "i";
-    if (ostride[d] != 1) coord = "(" + coord + " / " + std::to_string(ostride[d]) + suffix + ")";
-    if (d > 0) coord = "(" + coord + " % " + std::to_string(out[d]) + suffix + ")";
-    if (istride[e] != 1) coord += " * " + std::to_string(istride[e]) + suffix;
+    std::string coord = index_coord(ostride[d], d > 0 ? out[d] : 0, ix);
+    if (istride[e] != 1) coord += " * " + std::to_string(istride[e]) + ix.suffix;
     expr += (expr.empty() ? "" : " + ") + coord;
   }
   return expr.empty() ? "0" : expr;
@@ -304,22 +328,26 @@ std::string prim_expr(const Stmt& ps, const std::function<std::string(const ir::
 
 // The element of view v read at flat index i of the group's shape S (coordinate `dim` of S taken
 // less `shift`: a cat's piece).
-std::string view_offset_expr(const ir::View& v, const ir::Shape& S, const char* suffix, int64_t dim, int64_t shift,
+std::string view_offset_expr(const ir::View& v, const ir::Shape& S, const Index& ix, int64_t dim, int64_t shift,
                              const std::string& index) {
+  const char* suffix = ix.suffix;
   std::string expr = v.offset ? std::to_string(v.offset) + suffix : "";
   std::string coord;
   if (dim >= 0) {  // the piece's coordinate along dim
     int64_t ostride = 1;
     for (size_t d = S.size(); d-- > static_cast<size_t>(dim) + 1;) ostride *= S[d];
-    coord = index;
-    if (ostride != 1) coord = "(" + coord + " / " + std::to_string(ostride) + suffix + ")";
-    if (dim > 0) coord = "(" + coord + " % " + std::to_string(S[static_cast<size_t>(dim)]) + suffix + ")";
+    coord = index_coord(ostride, dim > 0 ? S[static_cast<size_t>(dim)] : 0, ix, index);
     if (shift) coord = "(" + coord + " - " + std::to_string(shift) + suffix + ")";
   }
   for (const ir::OffsetTerm& t : ir::view_terms(v, S, dim)) {
+    // A shifted term reads the piece's coordinate (already divided and reduced), else the index.
     std::string c = t.shifted ? coord : index;
-    if (t.div != 1) c = "(" + c + " / " + std::to_string(t.div) + suffix + ")";
-    if (t.mod) c = "(" + c + " % " + std::to_string(t.mod) + suffix + ")";
+    if (t.shifted) {
+      if (t.div != 1) c = "(" + c + " / " + std::to_string(t.div) + suffix + ")";
+      if (t.mod) c = "(" + c + " % " + std::to_string(t.mod) + suffix + ")";
+    } else {
+      c = index_coord(t.div, t.mod, ix, index);
+    }
     if (t.stride != 1) c += " * " + std::to_string(t.stride) + suffix;
     expr += (expr.empty() ? "" : " + ") + c;
   }
@@ -328,17 +356,16 @@ std::string view_offset_expr(const ir::View& v, const ir::Shape& S, const char* 
 
 // A cat of views at flat index i of S: the piece that holds i's coordinate along the cat's
 // dimension, read through its view at the coordinate less the piece's start.
-std::string cat_expr(const ir::CatPlan& c, const ir::Shape& S, const char* suffix, DType dt,
+std::string cat_expr(const ir::CatPlan& c, const ir::Shape& S, const Index& ix, DType dt,
                      const std::function<std::string(const ir::Proxy*)>& pointer) {
+  const char* suffix = ix.suffix;
   std::vector<int64_t> ostride(S.size(), 1);
   for (size_t d = S.size(); d-- > 1;) ostride[d - 1] = ostride[d] * S[d];
-  std::string coord = "i";
-  if (ostride[c.dim] != 1) coord = "(" + coord + " / " + std::to_string(ostride[c.dim]) + suffix + ")";
-  if (c.dim > 0) coord = "(" + coord + " % " + std::to_string(S[c.dim]) + suffix + ")";
+  std::string coord = index_coord(ostride[c.dim], c.dim > 0 ? S[c.dim] : 0, ix);
   std::string expr;
   for (size_t k = c.pieces.size(); k-- > 0;) {
     const ir::View& v = c.pieces[k];
-    std::string off = view_offset_expr(v, S, suffix, static_cast<int64_t>(c.dim), c.bounds[k]);
+    std::string off = view_offset_expr(v, S, ix, static_cast<int64_t>(c.dim), c.bounds[k]);
     std::string load = load_expr(dt, pointer(v.base) + "[" + off + "]");
     expr = expr.empty() ? load : "(" + coord + " < " + std::to_string(c.bounds[k + 1]) + suffix + " ? " + load + " : " + expr + ")";
   }
@@ -348,7 +375,7 @@ std::string cat_expr(const ir::CatPlan& c, const ir::Shape& S, const char* suffi
 // A full or an iota inside a group, as its register value at flat index i of S: full's value
 // converted on the host exactly as the CPU converts it; iota's start + c * step (c: the
 // element's index along the iota) in 64 bits, converted as the CPU does.
-std::string creation_expr(const Stmt& p, const ir::Shape& S, const char* suffix) {
+std::string creation_expr(const Stmt& p, const ir::Shape& S, const Index& ix) {
   const ir::TensorType& t = p.outputs[0]->type;
   Reg r = reg_of(t.dtype);
   if (p.op->name == "full") {
@@ -359,7 +386,7 @@ std::string creation_expr(const Stmt& p, const ir::Shape& S, const char* suffix)
     return literal(Arg::of_float(v), r);
   }
   long long start = p.args[1].kind == K::Int ? p.args[1].i : 0, step = p.args[2].kind == K::Int ? p.args[2].i : 1;
-  std::string c = offset_expr(t.shape, S, suffix);
+  std::string c = offset_expr(t.shape, S, ix);
   std::string v = "(long long)((unsigned long long)" + std::to_string(start) + "LL + (unsigned long long)(" + c +
                   ") * (unsigned long long)" + std::to_string(step) + "LL)";
   return convert(v, Reg::i64, t.dtype);
@@ -389,7 +416,7 @@ std::vector<const Stmt*> needed_prims(const std::vector<const Stmt*>& prims, con
   return chosen;
 }
 
-std::string prim_lines(const std::vector<const Stmt*>& chosen, const ir::GroupPlan& plan, const ir::Shape& S, const char* suffix,
+std::string prim_lines(const std::vector<const Stmt*>& chosen, const ir::GroupPlan& plan, const ir::Shape& S, const Index& ix,
                        bool canonical, Namer& name_of, const std::function<std::string(const ir::Proxy*)>& pointer,
                        const std::string& indent) {
   std::ostringstream o;
@@ -398,8 +425,8 @@ std::string prim_lines(const std::vector<const Stmt*>& chosen, const ir::GroupPl
     std::string expr;
     auto same = plan.same_as.find(out.get());
     if (same != plan.same_as.end()) expr = name_of(same->second);
-    else if (p->op->name == "full" || p->op->name == "iota") expr = creation_expr(*p, S, suffix);
-    else if (auto c = plan.cats.find(out.get()); c != plan.cats.end()) expr = cat_expr(c->second, S, suffix, out->type.dtype, pointer);
+    else if (p->op->name == "full" || p->op->name == "iota") expr = creation_expr(*p, S, ix);
+    else if (auto c = plan.cats.find(out.get()); c != plan.cats.end()) expr = cat_expr(c->second, S, ix, out->type.dtype, pointer);
     else expr = prim_expr(*p, [&](const ir::ProxyPtr& x) { return name_of(x); });
     o << indent << "const " << reg_name(reg_of(out->type.dtype)) << " " << name_of(out) << " = " << expr << ";  // "
       << (canonical ? name_of(out) : out->name) << " = prims." << p->op->name << "\n";

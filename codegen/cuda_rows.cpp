@@ -150,6 +150,9 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
   // (row-shaped ones from the vector `NAME_v[k]` when vec), then the elementwise primitives in
   // order. Reduction results are the row's variables already. *row_inputs gets the row-shaped
   // inputs read.
+  // Index expressions over the row and the column (i = tr_r * C + tr_c), not 64-bit divisions
+  // of i per element (a cross entropy's targets gather was 4 of them per logit).
+  const Index rows_ix("LL", C);
   auto element_lines = [&](const std::vector<ir::ProxyPtr>& targets, const std::string& indent, bool vec,
                            std::vector<ir::ProxyPtr>* row_inputs) {
     std::unordered_set<const ir::Proxy*> need;
@@ -166,7 +169,7 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
       if (row_shaped && vec) vector_base(p);
       std::string ref = (vec && row_shaped) || in_regs ? vec_ref(p)
                         : in_shared(p) ? name_of(p) + "_s[tr_c]"
-                                       : "p_" + name_of(p) + "[" + offset_expr(p->type.shape, shape, "LL") + "]";
+                                       : "p_" + name_of(p) + "[" + offset_expr(p->type.shape, shape, rows_ix) + "]";
       o << indent << "const " << reg_name(reg_of(p->type.dtype)) << " " << name_of(p) << " = " << load_expr(p->type.dtype, ref) << ";\n";
     }
     for (const Stmt* p : prims) {  // views of inputs, in the group's order
@@ -179,11 +182,11 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
         if (vec) vector_base(b);
         ref = vec ? vec_ref(b) : in_shared(b) ? name_of(b) + "_s[tr_c]" : "p_" + name_of(b) + "[i]";
       } else {
-        ref = "p_" + name_of(b) + "[" + view_offset_expr(v->second, shape, "LL") + "]";
+        ref = "p_" + name_of(b) + "[" + view_offset_expr(v->second, shape, rows_ix) + "]";
       }
       o << indent << "const " << reg_name(reg_of(q->type.dtype)) << " " << name_of(q) << " = " << load_expr(q->type.dtype, ref) << ";\n";
     }
-    o << prim_lines(chosen, plan, shape, "LL", canonical, name_of, [&](const ir::Proxy* b) { return "p_" + name_of(input_ptr(b)); }, indent);
+    o << prim_lines(chosen, plan, shape, rows_ix, canonical, name_of, [&](const ir::Proxy* b) { return "p_" + name_of(input_ptr(b)); }, indent);
     return o.str();
   };
 
@@ -269,8 +272,10 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
       body << "    __syncthreads();  // the previous row's passes are done with the shared copies\n";
       for (const auto& p : shared) {
         std::string t = storage_name(p->type.dtype);
-        body << "    if (vec_ok) { for (long long c0 = (long long)threadIdx.x * " << V << "; c0 < tr_C; c0 += " << 256 * V << "LL) tr_copy<" << V
-             << " * sizeof(" << t << ")>(" << name_of(p) << "_s + c0, p_" << name_of(p) << " + tr_r * tr_C + c0); }\n";
+        // Unrolled, so each thread has several loads in flight (one at a time held the copy of a
+        // 50304-wide row to about 1 TB/s).
+        body << "    if (vec_ok) {\n      #pragma unroll 4\n      for (long long c0 = (long long)threadIdx.x * " << V << "; c0 < tr_C; c0 += " << 256 * V
+             << "LL) tr_copy<" << V << " * sizeof(" << t << ")>(" << name_of(p) << "_s + c0, p_" << name_of(p) << " + tr_r * tr_C + c0);\n    }\n";
         body << "    else { for (long long c = threadIdx.x; c < tr_C; c += 256) " << name_of(p) << "_s[c] = p_" << name_of(p) << "[tr_r * tr_C + c]; }\n";
       }
       body << "    __syncthreads();\n";
@@ -361,12 +366,18 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
     if (is_red) continue;
     (o->type.shape == shape ? full : per_row).push_back(o);
   }
-  if (!full.empty() || !per_row.empty()) {
-    std::vector<ir::ProxyPtr> targets = full;
-    targets.insert(targets.end(), per_row.begin(), per_row.end());
-    std::vector<std::string> tail;
-    for (const auto& o : per_row) tail.push_back("if (tr_c == 0) p_" + name_of(o) + "[tr_r] = " + store_expr(o->type.dtype, name_of(o), true) + ";");
-    body << column_loop(targets, full, tail, "    ");
+  if (!full.empty()) body << column_loop(full, full, {}, "    ");
+  if (!per_row.empty()) {
+    // A value of the row's shape [.., 1] is the same at every column: computed once, at column 0,
+    // by lane 0 (a cross entropy's loss; before, every column computed it and column 0 stored it).
+    int saved = mode;
+    mode = 0;  // scalar loads: nothing of it is in the lane's registers
+    std::vector<ir::ProxyPtr> unused;
+    body << "    if (tr_lane == 0) {\n      const long long tr_c = 0, i = tr_base;\n      (void)tr_c; (void)i;\n";
+    body << element_lines(per_row, "      ", false, &unused);
+    for (const auto& o : per_row) body << "      p_" << name_of(o) << "[tr_r] = " << store_expr(o->type.dtype, name_of(o), true) << ";\n";
+    body << "    }\n";
+    mode = saved;
   }
   };
   if (cached.empty()) {
