@@ -31,8 +31,9 @@ std::string c_name(const std::string& s);
 struct Index {
   const char* suffix = "LL";
   long long row = 0;
+  long long rows = 0;  // how many rows (tr_r < rows): below 2^31, row coordinates use 32-bit math
   Index(const char* s) : suffix(s) {}  // NOLINT: a suffix alone is a flat index
-  Index(const char* s, long long r) : suffix(s), row(r) {}
+  Index(const char* s, long long r, long long n) : suffix(s), row(r), rows(n) {}
 };
 // (i / div) % mod (mod 0: none) over the index `flat` ("i": the element's; another name is taken
 // as flat).

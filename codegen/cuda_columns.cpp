@@ -112,7 +112,11 @@ Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool cano
   // The lines computing `targets` at flat index i (declared by the caller): loads of the inputs
   // and views they need, then their primitives in order. In the first kernel the reductions are
   // accumulated, not computed; in the second their results are registers already.
+  // In the first kernel i = tr_r * C + tr_c: index expressions over the row and the column. In
+  // the second, i = tr_c (row 0), written over i.
+  const Index rows_ix("LL", cs.C, cs.R);
   auto value_lines = [&](const std::vector<ir::ProxyPtr>& targets, const std::string& ind, bool second) {
+    const Index ix = second ? Index("LL") : rows_ix;
     std::unordered_set<const ir::Proxy*> need;
     // In the first kernel the values computed from the reduced ones wait for the second.
     std::vector<const Stmt*> chosen =
@@ -121,16 +125,16 @@ Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool cano
     for (const auto& p : inputs) {
       if (!need.count(p.get()) || plan.view_only.count(p.get())) continue;
       o << ind << "const " << reg_name(reg_of(p->type.dtype)) << " " << name_of(p) << " = "
-        << load_expr(p->type.dtype, "p_" + name_of(p) + "[" + offset_expr(p->type.shape, S, "LL") + "]") << ";\n";
+        << load_expr(p->type.dtype, "p_" + name_of(p) + "[" + offset_expr(p->type.shape, S, ix) + "]") << ";\n";
     }
     for (const Stmt* p : prims) {
       const ir::ProxyPtr& q = p->outputs[0];
       auto v = plan.views.find(q.get());
       if (v == plan.views.end() || !need.count(q.get())) continue;
       o << ind << "const " << reg_name(reg_of(q->type.dtype)) << " " << name_of(q) << " = "
-        << load_expr(q->type.dtype, "p_" + name_of(input_ptr(v->second.base)) + "[" + view_offset_expr(v->second, S, "LL") + "]") << ";\n";
+        << load_expr(q->type.dtype, "p_" + name_of(input_ptr(v->second.base)) + "[" + view_offset_expr(v->second, S, ix) + "]") << ";\n";
     }
-    o << prim_lines(chosen, plan, S, "LL", canonical, name_of, [&](const ir::Proxy* b) { return "p_" + name_of(input_ptr(b)); }, ind);
+    o << prim_lines(chosen, plan, S, ix, canonical, name_of, [&](const ir::Proxy* b) { return "p_" + name_of(input_ptr(b)); }, ind);
     return o.str();
   };
 

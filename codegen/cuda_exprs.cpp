@@ -144,15 +144,22 @@ std::string index_coord(long long div, long long mod, const Index& ix, const std
   };
   const long long C = ix.row;
   if (C > 0 && flat == "i" && div > 0) {
-    if (div % C == 0) {  // i / div = tr_r / (div / C): the same for the whole row
-      return plain("tr_r", div / C, mod);
-    }
+    // 32-bit division and remainder where the coordinate fits (they cost a fraction of 64-bit).
+    const bool col32 = C < (1LL << 31), row32 = ix.rows > 0 && ix.rows < (1LL << 31);
+    auto small = [&](const std::string& v, bool fits, long long d, long long m) {
+      if (!fits) return plain(v, d, m);
+      std::string c = "(int)" + v;
+      if (d != 1) c += " / " + std::to_string(d);
+      if (m) c += " % " + std::to_string(m);
+      return "(long long)(" + c + ")";
+    };
+    if (div % C == 0) return small("tr_r", row32, div / C, mod);  // i / div = tr_r / (div / C): the row's
     if (C % div == 0) {  // i / div = tr_r * q + tr_c / div, with tr_c / div < q
       long long q = C / div;
-      std::string col = div == 1 ? std::string("(long long)(int)tr_c") : "(long long)((int)tr_c / " + std::to_string(div) + ")";
-      if (mod == 0) return q == 1 ? "tr_r" : "(tr_r * " + num(q) + " + " + col + ")";
-      if (q % mod == 0) return mod == q ? col : "(long long)((int)tr_c / " + std::to_string(div) + " % " + std::to_string(mod) + ")";
-      if (mod % q == 0) return "((tr_r % " + num(mod / q) + ") * " + num(q) + " + " + col + ")";
+      std::string col = small("tr_c", col32, div, 0);
+      if (mod == 0) return "(tr_r * " + num(q) + " + " + col + ")";
+      if (q % mod == 0) return mod == q ? col : small("tr_c", col32, div, mod);
+      if (mod % q == 0) return "(" + small("tr_r", row32, 1, mod / q) + " * " + num(q) + " + " + col + ")";
       return "((tr_r * " + num(q) + " + " + col + ") % " + num(mod) + ")";
     }
   }

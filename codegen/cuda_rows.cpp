@@ -152,7 +152,7 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
   // inputs read.
   // Index expressions over the row and the column (i = tr_r * C + tr_c), not 64-bit divisions
   // of i per element (a cross entropy's targets gather was 4 of them per logit).
-  const Index rows_ix("LL", C);
+  const Index rows_ix("LL", C, rt::numel(shape) / std::max<int64_t>(C, 1));
   auto element_lines = [&](const std::vector<ir::ProxyPtr>& targets, const std::string& indent, bool vec,
                            std::vector<ir::ProxyPtr>* row_inputs) {
     std::unordered_set<const ir::Proxy*> need;

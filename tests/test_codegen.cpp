@@ -739,12 +739,12 @@ TEST_CASE("row kernels' index expressions over the row and the column equal the 
   using tracer::codegen::detail::offset_expr;
   using tracer::codegen::detail::view_offset_expr;
   // Every (div, mod) split of a few row lengths, and ones that cross the row boundary.
-  for (long long C : {1LL, 6LL, 12LL, 50304LL}) {
-    Index ix("LL", C);
+  for (long long C : {1LL, 6LL, 12LL, 50304LL, 3LL << 31}) {
+    Index ix("LL", C, 1024);
     for (long long div : {1LL, 2LL, 3LL, 4LL, 5LL, 6LL, 12LL, 24LL, 36LL, 7LL, 100608LL})
       for (long long mod : {0LL, 1LL, 2LL, 3LL, 4LL, 5LL, 8LL, 16LL}) {
         std::string flat = index_coord(div, mod, Index("LL")), split = index_coord(div, mod, ix);
-        for (long long r : {0LL, 1LL, 2LL, 5LL, 17LL, 1023LL})
+        for (long long r : {0LL, 1LL, 2LL, 5LL, 17LL, 1023LL})  // below the 1024 rows
           for (long long c : {0LL, 1LL, C / 2, C - 1}) {
             if (c >= C) continue;  // a column is below the row's length
             long long i = r * C + c;
@@ -756,7 +756,7 @@ TEST_CASE("row kernels' index expressions over the row and the column equal the 
   // Broadcast inputs of a row kernel's shape (the GPT's position table, a norm's weight, a
   // per-row target), and views of a fused buffer: the offsets agree at every element.
   tracer::ir::Shape S{2, 3, 12};
-  Index ix("LL", 12);
+  Index ix("LL", 12, 6);
   for (const tracer::ir::Shape& in : std::vector<tracer::ir::Shape>{{12}, {3, 12}, {2, 3, 1}, {2, 1, 12}, {1, 3, 1}, {3, 1}}) {
     std::string flat = offset_expr(in, S, "LL"), split = offset_expr(in, S, ix);
     for (long long i = 0; i < 72; ++i) CHECK(eval_index(split, i, i / 12, i % 12) == eval_index(flat, i, i / 12, i % 12));
