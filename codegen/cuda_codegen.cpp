@@ -285,7 +285,15 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical, const st
   // (with room for the grid-stride step past the end: up to 16 blocks of 256 per multiprocessor)
   const bool small = small_idx;
   const std::string idx = small ? "int" : "long long";
+  // Where the group has rows (rank 2 or more, rows longer than one element), the element also
+  // gets its row and column (i = tr_r * C + tr_c), and broadcast inputs, views and iotas are
+  // indexed over them: a vector of V elements within one row computes the row once, and a
+  // column coordinate is tr_c, not i % C (a cross entropy's targets were 4 divisions a logit).
+  const long long C = shape.empty() ? 1 : shape.back();
+  const bool split = shape.size() >= 2 && C > 1 && C < rt::numel(shape);
+  const Index ix = split ? Index(suffix, C, rt::numel(shape) / C) : Index(suffix);
   body << "__device__ __forceinline__ void " << name << "_element(" << idx << " i";
+  if (split) body << ", " << idx << " tr_r, " << idx << " tr_c";
   for (const auto& p : full_in) body << ", const " << reg_name(reg_of(p->type.dtype)) << " " << name_of(p);
   for (const auto& p : row_in) body << ", const " << reg_name(reg_of(p->type.dtype)) << " " << name_of(p);
   for (const auto& p : bcast_in)
@@ -313,11 +321,11 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical, const st
   body << ") {\n";
   for (const auto& p : bcast_in)
     body << "  const " << reg_name(reg_of(p->type.dtype)) << " " << name_of(p) << " = "
-         << load_expr(p->type.dtype, "p_" + name_of(p) + "[" + offset_expr(p->type.shape, shape, suffix) + "]") << ";\n";
+         << load_expr(p->type.dtype, "p_" + name_of(p) + "[" + offset_expr(p->type.shape, shape, ix) + "]") << ";\n";
   for (const auto& q : strided) {
     const ir::View& v = plan.views.at(q.get());
     body << "  const " << reg_name(reg_of(q->type.dtype)) << " " << name_of(q) << " = "
-         << load_expr(q->type.dtype, "p_" + name_of(input_ptr(v.base)) + "[" + view_offset_expr(v, shape, suffix) + "]") << ";\n";
+         << load_expr(q->type.dtype, "p_" + name_of(input_ptr(v.base)) + "[" + view_offset_expr(v, shape, ix) + "]") << ";\n";
   }
   std::unordered_map<const ir::Proxy*, std::string> unit_words;  // uniform [0, 1) f32 draws: their words
   for (const Stmt* p : prims) {
@@ -329,11 +337,11 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical, const st
     if (auto same = plan.same_as.find(out.get()); same != plan.same_as.end()) {
       expr = name_of(same->second);
     } else if (op == "full" || op == "iota") {
-      expr = creation_expr(*p, shape, suffix);
+      expr = creation_expr(*p, shape, ix);
     } else if (vec_cats.count(out.get())) {
       continue;  // read 16 bytes at a time by the kernel, passed in as a value
     } else if (auto c = plan.cats.find(out.get()); c != plan.cats.end()) {
-      expr = cat_expr(c->second, shape, suffix, od, [&](const ir::Proxy* b) { return "p_" + name_of(input_ptr(b)); });
+      expr = cat_expr(c->second, shape, ix, od, [&](const ir::Proxy* b) { return "p_" + name_of(input_ptr(b)); });
     } else if (op == "uniform_philox") {
       // Element i of the draw (its shape is the output's: a draw of another shape is not fused).
       if (out->type.shape != shape) throw std::invalid_argument("codegen: a random draw of another shape than the group's output");
@@ -387,10 +395,11 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical, const st
   for (size_t d = 0; d < draws.size(); ++d)
     body << "  const unsigned long long " << word_name(d) << "_seed = " << rng_word(draws[d]->args[5]) << ", " << word_name(d)
          << "_offset = " << rng_word(draws[d]->args[6]) << ";\n";
-  auto call = [&](const std::string& idx, const std::function<std::string(const ir::ProxyPtr&)>& full_value,
+  auto call = [&](const std::string& idx, const std::string& row_col, const std::function<std::string(const ir::ProxyPtr&)>& full_value,
                   const std::function<std::string(size_t)>& word, const std::function<std::string(const ir::ProxyPtr&)>& row_value) {
     std::ostringstream c;
     c << name << "_element(" << idx;
+    if (split) c << ", " << row_col;
     for (const auto& p : full_in) c << ", " << full_value(p);
     for (const auto& p : row_in) c << ", " << row_value(p);
     for (const auto& p : bcast_in) c << ", p_" << name_of(p);
@@ -402,6 +411,10 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical, const st
   };
   body << "  for (" << idx << " v = first; v < nvec; v += stride) {\n";
   body << "    const " << idx << " i0 = v * V;\n";
+  // The vector's elements share a row when V divides C (i0 is a multiple of V).
+  const bool one_row = split && C % V == 0;
+  const std::string Cs = std::to_string(C) + suffix;
+  if (one_row) body << "    const " << idx << " tr_r0 = i0 / " << Cs << ", tr_c0 = i0 - tr_r0 * " << Cs << ";\n";
   for (const auto& p : full_in) {
     std::string t = storage_name(p->type.dtype);
     body << "    __align__(16) " << t << " " << name_of(p) << "_v[V];\n";
@@ -436,7 +449,8 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical, const st
   body << "#pragma unroll\n    for (int k = 0; k < V; ++k) {\n";
   for (size_t j = 0; j < s.outputs.size(); ++j) body << "      " << reg_name(reg_of(s.outputs[j]->type.dtype)) << " " << out_regs[j] << ";\n";
   body << "      "
-       << call("i0 + k", [&](const ir::ProxyPtr& p) { return load_expr(p->type.dtype, name_of(p) + "_v[k]"); },
+       << call("i0 + k", one_row ? "tr_r0, tr_c0 + k" : "(i0 + k) / " + Cs + ", (i0 + k) % " + Cs,
+               [&](const ir::ProxyPtr& p) { return load_expr(p->type.dtype, name_of(p) + "_v[k]"); },
                [&](size_t d) {
                  return blocked ? word_name(d) + "_v[k]"
                                 : "tr_philox_word((unsigned long long)(i0 + k), " + word_name(d) + "_seed, " + word_name(d) + "_offset)";
@@ -452,7 +466,7 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical, const st
   body << "  for (" << idx << " i = nvec * V + first; i < (" << idx << ")n; i += stride) {\n";
   for (size_t j = 0; j < s.outputs.size(); ++j) body << "    " << reg_name(reg_of(s.outputs[j]->type.dtype)) << " " << out_regs[j] << ";\n";
   body << "    "
-       << call("i", [&](const ir::ProxyPtr& p) {
+       << call("i", "i / " + Cs + ", i % " + Cs, [&](const ir::ProxyPtr& p) {
                  if (vec_cats.count(p.get()))
                    return cat_expr(plan.cats.at(p.get()), shape, suffix, p->type.dtype,
                                    [&](const ir::Proxy* b) { return "p_" + name_of(input_ptr(b)); });

@@ -270,7 +270,9 @@ def f(x: bf16[64, 32], b: bf16[32], r: f32[64, 1]):
   // b runs along the last dimension: one vector load per 8 elements, i % 32 in the tail.
   CHECK_THAT(k.source, Catch::Contains("tr_copy<V * sizeof(tr_bf16)>(b_v, p_b + i0 % 32);"));
   CHECK_THAT(k.source, Catch::Contains("p_b[i % 32]"));
-  CHECK_THAT(k.source, Catch::Contains("p_r[(i / 32)]"));
+  // r, one per row: read at the element's row, which a vector of 8 computes once.
+  CHECK_THAT(k.source, Catch::Contains("p_r[(long long)((int)tr_r)]"));
+  CHECK_THAT(k.source, Catch::Contains("const int tr_r0 = i0 / 32, tr_c0 = i0 - tr_r0 * 32;"));
   // A bf16 intermediate is rounded as the CPU stores it; one line per op, named from the trace.
   CHECK_THAT(k.source, Catch::Contains("const float y = tr_round_bf16((x * b));  // y = prims.mul"));
   CHECK_THAT(k.source, Catch::Contains("tr_copy<V * sizeof(tr_bf16)>(x_v, p_x + i0);"));
