@@ -37,11 +37,16 @@ struct ColumnShape {
   int64_t R = 1, C = 1, Ct = 32, Ly = 8, chunks = 1, per_lane = kRowsPerLane;
 };
 
-ColumnShape column_shape(const ir::GroupPlan& g) {
+// V: columns per thread (consecutive, read 16 bytes at a time); C % V == 0.
+ColumnShape column_shape(const ir::GroupPlan& g, int64_t V) {
   ColumnShape c;
   for (size_t d = 0; d < g.shape.size(); ++d) (d < g.lead ? c.R : c.C) *= g.shape[d];
   c.Ct = 32;
-  while (c.Ct < c.C && c.Ct < 256) c.Ct *= 2;
+  while (c.Ct * V < c.C && c.Ct < 256) c.Ct *= 2;
+  // Blocks that divide the thread columns evenly where one can (384 of them: 3 blocks of 128,
+  // not 2 of 256 with a quarter idle).
+  const int64_t slots = (c.C + V - 1) / V;
+  while (c.Ct > 32 && slots % c.Ct != 0) c.Ct /= 2;
   c.Ly = 256 / c.Ct;
   // At most 65535 chunks (the grid's second dimension): more rows per lane for very long columns.
   while ((c.R + c.Ly * c.per_lane - 1) / (c.Ly * c.per_lane) > 65535) c.per_lane *= 2;
@@ -67,7 +72,25 @@ Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool cano
   std::vector<const Stmt*> prims;
   prims_of(s, prims);
   const ir::Shape& S = plan.shape;
-  ColumnShape cs = column_shape(plan);
+  // Columns per thread: V consecutive ones, the full-shape inputs and outputs read and written 16
+  // bytes at a time (one 2-byte access per thread and row held these kernels near 1.2 TB/s). V
+  // is 1 when the row length is not a multiple of it, or nothing is of the full shape. The
+  // launcher passes vec_ok = 0 when a full-shape pointer is not 16-byte aligned: the same
+  // threads then read one element at a time, summing in the same order (the same results).
+  int64_t V = 1;
+  {
+    int64_t Cg = 1;
+    for (size_t d = plan.lead; d < S.size(); ++d) Cg *= S[d];
+    size_t narrow = 16;
+    bool any = false;
+    for (const auto& p : plan.inputs)
+      if (p->type.shape == S && !plan.view_only.count(p.get())) narrow = std::min(narrow, rt::dtype_size(p->type.dtype)), any = true;
+    for (const auto& o : s.outputs)
+      if (o->type.shape == S) narrow = std::min(narrow, rt::dtype_size(o->type.dtype)), any = true;
+    V = any ? static_cast<int64_t>(std::min<size_t>(8, 16 / narrow)) : 1;
+    while (V > 1 && Cg % V != 0) V /= 2;
+  }
+  ColumnShape cs = column_shape(plan, V);
   Kernel k;
   k.name = name;
   k.origin = ir::print_stmt_line(s);
@@ -77,6 +100,7 @@ Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool cano
   k.columns = true;
   k.column_block = cs.Ct;
   k.column_chunks = cs.chunks;
+  k.vector_width = static_cast<int>(V);
 
   const std::vector<ir::ProxyPtr>& inputs = plan.inputs;
   auto input_ptr = [&](const ir::Proxy* b) -> ir::ProxyPtr {
@@ -115,7 +139,8 @@ Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool cano
   // In the first kernel i = tr_r * C + tr_c: index expressions over the row and the column. In
   // the second, i = tr_c (row 0), written over i.
   const Index rows_ix("LL", cs.C, cs.R);
-  auto value_lines = [&](const std::vector<ir::ProxyPtr>& targets, const std::string& ind, bool second) {
+  auto full_in = [&](const ir::ProxyPtr& p) { return p->type.shape == S && !plan.view_only.count(p.get()); };
+  auto value_lines = [&](const std::vector<ir::ProxyPtr>& targets, const std::string& ind, bool second, bool vec = false) {
     const Index ix = second ? Index("LL") : rows_ix;
     std::unordered_set<const ir::Proxy*> need;
     // In the first kernel the values computed from the reduced ones wait for the second.
@@ -124,8 +149,8 @@ Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool cano
     std::ostringstream o;
     for (const auto& p : inputs) {
       if (!need.count(p.get()) || plan.view_only.count(p.get())) continue;
-      o << ind << "const " << reg_name(reg_of(p->type.dtype)) << " " << name_of(p) << " = "
-        << load_expr(p->type.dtype, "p_" + name_of(p) + "[" + offset_expr(p->type.shape, S, ix) + "]") << ";\n";
+      std::string ref = vec && full_in(p) ? name_of(p) + "_v[k]" : "p_" + name_of(p) + "[" + offset_expr(p->type.shape, S, ix) + "]";
+      o << ind << "const " << reg_name(reg_of(p->type.dtype)) << " " << name_of(p) << " = " << load_expr(p->type.dtype, ref) << ";\n";
     }
     for (const Stmt* p : prims) {
       const ir::ProxyPtr& q = p->outputs[0];
@@ -141,7 +166,7 @@ Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool cano
   std::ostringstream params;
   for (const auto& p : k.params)
     params << (p.output ? "" : "const ") << storage_name(p.type.dtype) << (p.may_alias ? "* p_" : "* __restrict__ p_") << name_of(p.proxy) << ", ";
-  params << "double* __restrict__ tr_partial";
+  params << "double* __restrict__ tr_partial, int vec_ok";
   const size_t nr = reductions.size();
   std::ostringstream body;
   if (!canonical) body << "// " << k.origin << "\n";
@@ -149,13 +174,13 @@ Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool cano
   body << "extern \"C\" __global__ void __launch_bounds__(256) " << name << "(" << params.str() << ") {\n";
   body << "  const long long tr_C = " << cs.C << "LL, tr_R = " << cs.R << "LL;\n";
   body << "  const int tr_tx = threadIdx.x % " << cs.Ct << ", tr_ty = threadIdx.x / " << cs.Ct << ";\n";
-  body << "  const long long tr_c = (long long)blockIdx.x * " << cs.Ct << " + tr_tx;\n";
+  body << "  const long long tr_s = (long long)blockIdx.x * " << cs.Ct << " + tr_tx;  // the thread's " << V << " columns from tr_s * " << V << "\n";
   body << "  const long long tr_r0 = (long long)blockIdx.y * " << cs.Ly * cs.per_lane << "LL;\n";
   body << "  const long long tr_r1 = tr_r0 + " << cs.Ly * cs.per_lane << "LL < tr_R ? tr_r0 + " << cs.Ly * cs.per_lane << "LL : tr_R;\n";
-  for (size_t j = 0; j < nr; ++j) body << "  double tr_a" << j << " = " << acc_init(reductions[j]->op->name) << ";\n";
-  body << "  if (tr_c < tr_C) {\n";
-  body << "    for (long long tr_r = tr_r0 + tr_ty; tr_r < tr_r1; tr_r += " << cs.Ly << ") {\n";
-  body << "      const long long i = tr_r * tr_C + tr_c;\n";
+  for (size_t j = 0; j < nr; ++j) {
+    body << "  double tr_a" << j << "[" << V << "];\n";
+    body << "  for (int k = 0; k < " << V << "; ++k) tr_a" << j << "[k] = " << acc_init(reductions[j]->op->name) << ";\n";
+  }
   std::vector<ir::ProxyPtr> targets, full_outs;
   for (const Stmt* r : reductions) targets.push_back(r->args[0].proxy);
   for (const auto& o : s.outputs)
@@ -163,26 +188,61 @@ Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool cano
       targets.push_back(o);
       full_outs.push_back(o);
     }
-  body << value_lines(targets, "      ", false);
-  for (size_t j = 0; j < nr; ++j) {
-    const std::string acc = "tr_a" + std::to_string(j);
-    body << "      " << acc << " = " << acc_step(reductions[j]->op->name, acc, "(double)" + name_of(reductions[j]->args[0].proxy)) << ";\n";
+  auto element = [&](const std::string& ind, bool vec) {
+    std::ostringstream e;
+    e << ind << "const long long tr_c = tr_s * " << V << " + k, i = tr_r * tr_C + tr_c;\n";
+    e << value_lines(targets, ind, false, vec);
+    for (size_t j = 0; j < nr; ++j) {
+      const std::string acc = "tr_a" + std::to_string(j) + "[k]";
+      e << ind << acc << " = " << acc_step(reductions[j]->op->name, acc, "(double)" + name_of(reductions[j]->args[0].proxy)) << ";\n";
+    }
+    for (const auto& o : full_outs) {
+      if (vec) e << ind << name_of(o) << "_o[k] = " << store_expr(o->type.dtype, name_of(o), true) << ";\n";
+      else e << ind << "p_" << name_of(o) << "[i] = " << store_expr(o->type.dtype, name_of(o), true) << ";\n";
+    }
+    return e.str();
+  };
+  body << "  if (tr_s * " << V << " < tr_C) {\n";
+  body << "    for (long long tr_r = tr_r0 + tr_ty; tr_r < tr_r1; tr_r += " << cs.Ly << ") {\n";
+  if (V > 1) {
+    body << "      if (vec_ok) {\n";
+    body << "        const long long tr_v = tr_r * tr_C + tr_s * " << V << ";\n";
+    for (const auto& p : inputs) {
+      if (!full_in(p)) continue;
+      std::string t = storage_name(p->type.dtype);
+      body << "        __align__(16) " << t << " " << name_of(p) << "_v[" << V << "];\n";
+      body << "        tr_copy<" << V << " * sizeof(" << t << ")>(" << name_of(p) << "_v, p_" << name_of(p) << " + tr_v);\n";
+    }
+    for (const auto& o : full_outs)
+      body << "        __align__(16) " << storage_name(o->type.dtype) << " " << name_of(o) << "_o[" << V << "];\n";
+    body << "        #pragma unroll\n        for (int k = 0; k < " << V << "; ++k) {\n";
+    body << element("          ", true);
+    body << "        }\n";
+    for (const auto& o : full_outs)
+      body << "        tr_copy<" << V << " * sizeof(" << storage_name(o->type.dtype) << ")>(p_" << name_of(o) << " + tr_v, " << name_of(o) << "_o);\n";
+    body << "      } else {\n";
+    body << "        for (int k = 0; k < " << V << "; ++k) {\n" << element("          ", false) << "        }\n";
+    body << "      }\n";
+  } else {
+    body << "      const int k = 0;\n" << element("      ", false);
   }
-  for (const auto& o : full_outs) body << "      p_" << name_of(o) << "[i] = " << store_expr(o->type.dtype, name_of(o), true) << ";\n";
   body << "    }\n  }\n";
   if (nr > 0) {
+    // Each of the thread's columns in turn: the lanes of rows combine in a fixed order.
     body << "  __shared__ double tr_part[" << nr << "][256];\n";
-    for (size_t j = 0; j < nr; ++j) body << "  tr_part[" << j << "][threadIdx.x] = tr_a" << j << ";\n";
-    body << "  __syncthreads();\n";
-    body << "  if (tr_ty == 0 && tr_c < tr_C) {\n";
+    body << "  for (int k = 0; k < " << V << "; ++k) {\n";
+    for (size_t j = 0; j < nr; ++j) body << "    tr_part[" << j << "][threadIdx.x] = tr_a" << j << "[k];\n";
+    body << "    __syncthreads();\n";
+    body << "    const long long tr_c = tr_s * " << V << " + k;\n";
+    body << "    if (tr_ty == 0 && tr_c < tr_C) {\n";
     for (size_t j = 0; j < nr; ++j) {
       const std::string& op = reductions[j]->op->name;
-      body << "    {\n      double a = tr_part[" << j << "][tr_tx];\n";
-      body << "      for (int l = 1; l < " << cs.Ly << "; ++l) { const double v = tr_part[" << j << "][l * " << cs.Ct << " + tr_tx]; a = "
+      body << "      {\n        double a = tr_part[" << j << "][tr_tx];\n";
+      body << "        for (int l = 1; l < " << cs.Ly << "; ++l) { const double v = tr_part[" << j << "][l * " << cs.Ct << " + tr_tx]; a = "
            << acc_step(op, "a", "v") << "; }\n";
-      body << "      tr_partial[((long long)blockIdx.y * " << nr << " + " << j << ") * tr_C + tr_c] = a;\n    }\n";
+      body << "        tr_partial[((long long)blockIdx.y * " << nr << " + " << j << ") * tr_C + tr_c] = a;\n      }\n";
     }
-    body << "  }\n";
+    body << "    }\n    __syncthreads();\n  }\n";
   }
   body << "}\n\n";
   // The combination of the chunks, then the values per column.

@@ -471,7 +471,13 @@ void GpuExecutor::run_column_kernel(const ir::Stmt& s, Values& env, const std::u
   rt::cuda::DevPtr pp = partial.ptr;
   for (auto& q : scratch_ptrs_) args.push_back(&q);
   args.push_back(&pp);
-  unsigned gx = static_cast<unsigned>((k.row_length + k.column_block - 1) / k.column_block);
+  // Vector accesses where every full-shape pointer is 16-byte aligned (a view's offset may not be).
+  int vec_ok = 1;
+  for (size_t j = 0; j < k.params.size() && j < scratch_ptrs_.size(); ++j)
+    if (rt::numel(k.params[j].type.shape) == k.elements && scratch_ptrs_[j] % 16 != 0) vec_ok = 0;
+  args.push_back(&vec_ok);
+  const int64_t per_block = k.column_block * std::max(1, k.vector_width);
+  unsigned gx = static_cast<unsigned>((k.row_length + per_block - 1) / per_block);
   dev_.launch(kit->second.fn, gx, static_cast<unsigned>(k.column_chunks), 256, 0, args.data());
   long long blocks2 = std::max<long long>(1, std::min<long long>((k.row_length + 255) / 256, 16LL * dev_.sm_count()));
   dev_.launch(kit->second.fn2, static_cast<unsigned>(blocks2), 256, args.data());

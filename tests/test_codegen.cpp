@@ -667,7 +667,6 @@ TEST_CASE("attention over views: the problem cuDNN gets has the views' strides a
   CHECK_FALSE(GE::view_problem(bad, false, false, 1.0, &p));
 }
 
-}  // namespace tracer::test
 
 namespace {
 // A tiny evaluator of the index expressions codegen writes: integers with an optional LL suffix,
@@ -774,3 +773,42 @@ TEST_CASE("row kernels' index expressions over the row and the column equal the 
     for (long long i = 0; i < 72; ++i) CHECK(eval_index(split, i, i / 12, i % 12) == eval_index(flat, i, i / 12, i % 12));
   }
 }
+
+TEST_CASE("column kernels read 16 bytes a thread where the row length allows, and compile", "[codegen][nvrtc]") {
+  std::string why;
+  auto nvrtc = codegen::Nvrtc::load(&why);
+  INFO(why);
+  REQUIRE(nvrtc);
+  // A bias gradient fused with the elementwise value it sums (and writes): bf16 rows of 40 (8
+  // columns a thread, 5 threads a row), f32 rows of 12 (4 a thread), rows of 7 (not a multiple:
+  // one a thread), and a sum over two leading dimensions.
+  struct Case {
+    std::string src;
+    int width;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"def f(x: bf16[96, 40], y: bf16[96, 40], big: f32[4096, 64]):\n    g = x * y\n    return g, prims.sum(g, (0,)), big * 2.0\n", 8},
+           {"def f(x: f32[33, 12], y: f32[33, 12], big: f32[4096, 64]):\n    g = x * y\n    return g, prims.sum(g, (0,)), big * 2.0\n", 4},
+           {"def f(x: bf16[50, 7], y: bf16[50, 7], big: f32[4096, 64]):\n    g = x * y\n    return g, prims.sum(g, (0,)), big * 2.0\n", 1},
+           {"def f(x: bf16[3, 5, 24], y: bf16[3, 5, 24], big: f32[4096, 64]):\n    g = x + y\n    return g, prims.sum(g, (0, 1)), big * 2.0\n", 8}}) {
+    auto ks = kernels_of(c.src, "f");
+    const codegen::Kernel* col = nullptr;
+    for (const auto& k : ks)
+      if (k.columns) col = &k;
+    INFO(c.src);
+    REQUIRE(col);
+    CHECK(col->vector_width == c.width);
+    // Every thread's columns: whole blocks of 32 threads or more, dividing the columns evenly
+    // where they can.
+    CHECK(col->column_block >= 32);
+    if (c.width > 1) {
+      CHECK_THAT(col->source, Catch::Contains("if (vec_ok) {"));
+      CHECK_THAT(col->source, Catch::Contains("tr_copy<" + std::to_string(c.width) + " * sizeof("));
+    }
+    auto r = nvrtc->compile(col->source, col->name, "sm_90", codegen::Emit::cubin);
+    INFO(r.log);
+    CHECK(r.ok);
+  }
+}
+
+}  // namespace tracer::test
