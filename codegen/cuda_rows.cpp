@@ -79,6 +79,77 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
   for (const auto& p : inputs) k.params.push_back({p->name, p->type, false, p, may_alias.count(p.get()) > 0});
   for (const auto& o : s.outputs) k.params.push_back({o->name, o->type, true, o, aliased_output(o)});
 
+  std::vector<const Stmt*> reductions;
+  for (const Stmt* p : prims)
+    if (ir::row_reduction(*p)) reductions.push_back(p);
+  // Online sums of exponentials: sum(exp(a - m)) where m is the row's amax of a (a softmax's or
+  // a logsumexp's denominator) is computed in the same pass as the maximum, each thread keeping
+  // its running maximum and rescaling its sum when the maximum grows, as flash attention does;
+  // one pass over the row, not two. online[j] = the amax's index and a, for such a sum j.
+  struct Online {
+    size_t amax = 0;
+    ir::ProxyPtr a;
+  };
+  std::unordered_map<size_t, Online> online;
+  {
+    std::unordered_map<const ir::Proxy*, const Stmt*> producer;
+    for (const Stmt* p : prims)
+      for (const auto& o : p->outputs) producer[o.get()] = p;
+    auto resolve = [&](const ir::Proxy* q) {  // through the group's identities (a broadcast of m)
+      for (int n = 0; n < 8; ++n) {
+        auto it = plan.same_as.find(q);
+        if (it == plan.same_as.end()) break;
+        q = it->second.get();
+      }
+      return q;
+    };
+    for (size_t j = 0; j < reductions.size(); ++j) {
+      const Stmt* r = reductions[j];
+      if (r->op->name != "sum" || r->args[0].kind != Arg::Kind::Proxy) continue;
+      auto e = producer.find(resolve(r->args[0].proxy.get()));
+      if (e == producer.end() || e->second->op->name != "exp" || e->second->args[0].kind != Arg::Kind::Proxy) continue;
+      auto d = producer.find(resolve(e->second->args[0].proxy.get()));
+      if (d == producer.end() || d->second->op->name != "sub" || d->second->args[0].kind != Arg::Kind::Proxy ||
+          d->second->args[1].kind != Arg::Kind::Proxy)
+        continue;
+      const ir::Proxy* m = resolve(d->second->args[1].proxy.get());
+      for (size_t q = 0; q < reductions.size(); ++q) {
+        const Stmt* mx = reductions[q];
+        if (mx->op->name == "amax" && mx->outputs[0].get() == m && mx->args[0].kind == Arg::Kind::Proxy &&
+            resolve(mx->args[0].proxy.get()) == resolve(d->second->args[0].proxy.get())) {
+          online[j] = Online{q, d->second->args[0].proxy};
+          break;
+        }
+      }
+    }
+  }
+  // Reductions that do not depend on one another share a pass over the row (a cross entropy's
+  // maximum and its target's logit); a reduction of a value computed from another's result
+  // starts a new pass.
+  std::unordered_map<const ir::Proxy*, std::unordered_set<size_t>> deps;  // value -> reductions it needs
+  for (const Stmt* p : prims) {
+    std::unordered_set<size_t> d;
+    for (const Arg& a : p->args)
+      ir::for_each_proxy(a, [&](const ir::ProxyPtr& q) {
+        auto it = deps.find(q.get());
+        if (it != deps.end()) d.insert(it->second.begin(), it->second.end());
+      });
+    auto same = plan.same_as.find(p->outputs[0].get());
+    if (same != plan.same_as.end() && deps.count(same->second.get())) d = deps[same->second.get()];
+    for (size_t j = 0; j < reductions.size(); ++j)
+      if (reductions[j] == p) d.insert(j);
+    for (const auto& o : p->outputs) deps[o.get()] = d;
+  }
+  std::vector<std::vector<size_t>> passes;
+  for (size_t j = 0; j < reductions.size(); ++j) {
+    // An online sum needs what its a needs, not the maximum.
+    auto on = online.find(j);
+    const auto& need = deps[on != online.end() ? on->second.a.get() : reductions[j]->args[0].proxy.get()];
+    bool joins = !passes.empty();
+    for (size_t q : joins ? passes.back() : std::vector<size_t>{}) joins = joins && !need.count(q);
+    if (joins) passes.back().push_back(j);
+    else passes.push_back({j});
+  }
   // The lines that compute `targets` for flat index i: loads of the inputs they need, then the
   // elementwise primitives in order. Reduction results are the row's variables already.
   // Vector width: 16 bytes of the narrowest row-shaped tensor per access, when it divides C.
@@ -133,8 +204,18 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
       if (p->type.shape == shape && !plan.view_only.count(p.get())) add(p);
     for (const auto& [q, v] : plan.views)  // a reshape of an input read in order: its rows are the input's
       if (full_view(q)) add(input_ptr(v.base));
-    // Up to 112 KiB (two blocks a multiprocessor on Hopper), within what the device allows.
-    if (at > std::min<long long>(112 * 1024, max_shared - 8 * 1024) || shared.empty()) {
+    // Up to 112 KiB (two blocks a multiprocessor on Hopper), within what the device allows; not
+    // when the row is read only once (one pass, nothing of the rows' shape written after it).
+    size_t loops = passes.size();
+    for (const auto& o : s.outputs) {
+      bool is_red = false;
+      for (const Stmt* r : reductions) is_red = is_red || r->outputs[0] == o;
+      if (!is_red && o->type.shape == shape) {
+        ++loops;
+        break;
+      }
+    }
+    if (at > std::min<long long>(112 * 1024, max_shared - 8 * 1024) || shared.empty() || loops <= 1) {
       shared.clear();
       shared_at.clear();
     } else {
@@ -247,9 +328,6 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
     return o.str();
   };
 
-  std::vector<const Stmt*> reductions;
-  for (const Stmt* p : prims)
-    if (ir::row_reduction(*p)) reductions.push_back(p);
   std::unordered_set<const ir::Proxy*> outs;
   for (const auto& o : s.outputs) outs.insert(o.get());
 
@@ -261,6 +339,7 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
   body << "long long tr_rows, int vec_ok) {\n";
   if (lanes == 256) {  // one block per row
     body << "  __shared__ double tr_part[256];\n";
+    if (!online.empty()) body << "  __shared__ double tr_part2[256];\n";
     if (!shared.empty()) body << "  extern __shared__ __align__(16) unsigned char tr_smem[];\n";
     for (const auto& p : shared)
       body << "  " << storage_name(p->type.dtype) << "* " << name_of(p) << "_s = (" << storage_name(p->type.dtype) << "*)(tr_smem + "
@@ -287,31 +366,6 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
   }
   body << "    const long long tr_base = tr_r * tr_C;\n";
   auto emit_row = [&](std::ostringstream& body) {
-  // Reductions that do not depend on one another share a pass over the row (a cross entropy's
-  // maximum and its target's logit); a reduction of a value computed from another's result
-  // starts a new pass.
-  std::unordered_map<const ir::Proxy*, std::unordered_set<size_t>> deps;  // value -> reductions it needs
-  for (const Stmt* p : prims) {
-    std::unordered_set<size_t> d;
-    for (const Arg& a : p->args)
-      ir::for_each_proxy(a, [&](const ir::ProxyPtr& q) {
-        auto it = deps.find(q.get());
-        if (it != deps.end()) d.insert(it->second.begin(), it->second.end());
-      });
-    auto same = plan.same_as.find(p->outputs[0].get());
-    if (same != plan.same_as.end() && deps.count(same->second.get())) d = deps[same->second.get()];
-    for (size_t j = 0; j < reductions.size(); ++j)
-      if (reductions[j] == p) d.insert(j);
-    for (const auto& o : p->outputs) deps[o.get()] = d;
-  }
-  std::vector<std::vector<size_t>> passes;
-  for (size_t j = 0; j < reductions.size(); ++j) {
-    const auto& need = deps[reductions[j]->args[0].proxy.get()];
-    bool joins = !passes.empty();
-    for (size_t q : joins ? passes.back() : std::vector<size_t>{}) joins = joins && !need.count(q);
-    if (joins) passes.back().push_back(j);
-    else passes.push_back({j});
-  }
   auto red_init = [](const std::string& op) {
     return op == "sum" ? std::string("0.0") : op == "amax" ? std::string("-__longlong_as_double(0x7ff0000000000000LL)")
                                                           : std::string("__longlong_as_double(0x7ff0000000000000LL)");
@@ -326,17 +380,65 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
     for (size_t j : pass) {
       const Stmt* red = reductions[j];
       const ir::ProxyPtr& y = red->outputs[0];
-      body << "    // " << (canonical ? name_of(y) : y->name) << " = prims." << red->op->name << " over the row\n";
+      const std::string J = std::to_string(j);
+      auto on = online.find(j);
+      body << "    // " << (canonical ? name_of(y) : y->name) << " = prims." << red->op->name << " over the row"
+           << (on != online.end() ? " (online: with its own running maximum)" : "") << "\n";
       body << "    double tr_red" << j << ", tr_acc" << j << " = " << red_init(red->op->name) << ";\n";
-      targets.push_back(red->args[0].proxy);
-      tail.push_back("{ const double v = (double)" + name_of(red->args[0].proxy) + "; tr_acc" + std::to_string(j) + " = " +
-                     red_step(red->op->name, "tr_acc" + std::to_string(j)) + "; }");
+      if (on == online.end()) {
+        targets.push_back(red->args[0].proxy);
+        tail.push_back("{ const double v = (double)" + name_of(red->args[0].proxy) + "; tr_acc" + J + " = " +
+                       red_step(red->op->name, "tr_acc" + J) + "; }");
+        continue;
+      }
+      // The thread's running maximum tr_om of a and its sum of exp(a - tr_om), in f32 as the
+      // two-pass form computes exp(a - m). -inf elements add nothing; a NaN or an infinite
+      // maximum makes the result NaN at the end, as exp(a - m) does in the two-pass form.
+      body << "    double tr_om" << j << " = -__longlong_as_double(0x7ff0000000000000LL);\n";
+      targets.push_back(on->second.a);
+      const std::string a = name_of(on->second.a), acc = "tr_acc" + J, om = "tr_om" + J;
+      tail.push_back("{ const double v = (double)" + a + "; if (v > " + om + ") { " + acc + " = " + om +
+                     " == -__longlong_as_double(0x7ff0000000000000LL) ? 1.0 : " + acc + " * exp(" + om + " - v) + 1.0; " + om +
+                     " = v; } else if (v != v) { " + om + " = v; } else if (" + om + " == " + om + " && " + om +
+                     " != -__longlong_as_double(0x7ff0000000000000LL)) { " + acc + " += (double)expf((float)v - (float)" + om + "); } }");
     }
     body << "    {\n" << column_loop(targets, {}, tail, "      ") << "    }\n";
     for (size_t j : pass) {
       const Stmt* red = reductions[j];
       const std::string acc = "tr_acc" + std::to_string(j);
       const std::string step = red_step(red->op->name, acc);
+      if (online.count(j)) {
+        // (m1, s1) and (m2, s2) combine to m = max (NaN first, as amax), s = s1 e^(m1 - m) + s2 e^(m2 - m),
+        // an empty side (m = -inf) adding nothing; the same fixed tree as the other reductions.
+        const std::string om = "tr_om" + std::to_string(j), ninf = "-__longlong_as_double(0x7ff0000000000000LL)";
+        auto merge = [&](const std::string& m2, const std::string& s2) {
+          return "{ const double m1 = " + om + ", s1 = " + acc + ", m2 = " + m2 + ", s2 = " + s2 +
+                 "; const double m = (m1 != m1 || m1 >= m2) ? m1 : m2; " + acc + " = (m1 == " + ninf + " ? 0.0 : s1 * exp(m1 - m)) + (m2 == " +
+                 ninf + " ? 0.0 : s2 * exp(m2 - m)); " + om + " = m; }";
+        };
+        if (lanes == 256) {
+          body << "    tr_part[threadIdx.x] = " << acc << "; tr_part2[threadIdx.x] = " << om << ";\n    __syncthreads();\n";
+          body << "    for (int tr_w = blockDim.x / 2; tr_w > 0; tr_w >>= 1) {\n";
+          body << "      if (threadIdx.x < tr_w) { " << acc << " = tr_part[threadIdx.x]; " << om << " = tr_part2[threadIdx.x]; "
+               << merge("tr_part2[threadIdx.x + tr_w]", "tr_part[threadIdx.x + tr_w]") << " tr_part[threadIdx.x] = " << acc
+               << "; tr_part2[threadIdx.x] = " << om << "; }\n";
+          body << "      __syncthreads();\n    }\n";
+          body << "    " << acc << " = tr_part[0]; " << om << " = tr_part2[0];\n    __syncthreads();  // tr_part is reused\n";
+        } else {
+          body << "    for (int tr_w = 16; tr_w > 0; tr_w >>= 1) { const double o_s = __shfl_down_sync(0xffffffffu, " << acc
+               << ", tr_w), o_m = __shfl_down_sync(0xffffffffu, " << om << ", tr_w); if (tr_lane < tr_w) " << merge("o_m", "o_s") << " }\n";
+          body << "    " << acc << " = __shfl_sync(0xffffffffu, " << acc << ", 0); " << om << " = __shfl_sync(0xffffffffu, " << om << ", 0);\n";
+        }
+        body << "    tr_red" << j << " = isfinite(" << om << ") ? " << acc << " : __longlong_as_double(0x7ff8000000000000LL);\n";
+        const ir::ProxyPtr& y = red->outputs[0];
+        DType od = y->type.dtype;
+        std::string r = "tr_red" + std::to_string(j);
+        std::string val = od == DType::f64 ? r : od == DType::bf16 ? "tr_round_bf16((float)" + r + ")"
+                          : od == DType::f16 ? "tr_round_f16((float)" + r + ")" : "(float)" + r;
+        body << "    const " << reg_name(reg_of(od)) << " " << name_of(y) << " = " << val << ";\n";
+        if (outs.count(y.get())) body << "    if (tr_lane == 0) p_" << name_of(y) << "[tr_r] = " << store_expr(od, name_of(y), true) << ";\n";
+        continue;
+      }
       if (lanes == 256) {
         body << "    tr_part[threadIdx.x] = " << acc << ";\n    __syncthreads();\n";
         body << "    for (int tr_w = blockDim.x / 2; tr_w > 0; tr_w >>= 1) {\n";

@@ -96,7 +96,7 @@ TEST_CASE("NVRTC compiles the kernels of every op on every dtype (tests/gpu/ops.
   REQUIRE(codegen::Nvrtc::load(&why));
   const std::string file = source_dir() + "/tests/gpu/ops.trace";
   for (const char* entry : {"ops_f32", "ops_bf16", "ops_f16", "ops_f64", "ops_i32", "ops_i64", "ops_i8", "ops_u8", "ops_b8",
-                            "ops_reduce_f32", "ops_reduce_lowp", "ops_broadcast", "ops_matmul", "ops_layout", "ops_fallback", "ops_gather"}) {
+                            "ops_reduce_f32", "ops_reduce_lowp", "ops_broadcast", "ops_matmul", "ops_layout", "ops_fallback", "ops_gather", "ops_rows"}) {
     DYNAMIC_SECTION(entry) {
       // compile applies fuse itself: the groups the GPU would run.
       Session s;
@@ -207,6 +207,8 @@ def f(x: f32[64, 32], w: f32[32], big: f32[4096, 64]):
   size_t sums = 0;
   for (size_t at = k->source.find("prims.sum over the row"); at != std::string::npos; at = k->source.find("prims.sum over the row", at + 1)) ++sums;
   CHECK(sums == 2);  // softmax's and rms_norm's
+  // softmax's sum of exponentials is online: in the maximum's pass, with its own running maximum.
+  CHECK_THAT(k->source, Catch::Contains("(online: with its own running maximum)"));
   // The rows' outputs only: no intermediate is written.
   size_t outputs = 0;
   for (const auto& p : k->params) outputs += p.output;
@@ -220,6 +222,19 @@ def f(x: f32[64, 32], w: f32[32], big: f32[4096, 64]):
   CHECK(w->row_lanes == 256);
   CHECK_THAT(w->source, Catch::Contains("for (long long tr_r = blockIdx.x; tr_r < tr_rows; tr_r += gridDim.x)"));
   CHECK_THAT(w->source, Catch::Contains("__syncthreads()"));
+  // Two passes (the online maximum and sum, then the output): the rows are kept in shared memory.
+  CHECK(w->shared_bytes > 0);
+  // A logsumexp reads each row once (the maximum and the sum online, nothing of the rows' shape
+  // written): straight from memory, no shared copy.
+  auto lse = kernels_of("def f(x: bf16[8, 50304], big: f32[4096, 4096]):\n    return ltorch.logsumexp(x, 1, keepdim=True), big * 2.0\n", "f");
+  const codegen::Kernel* l = nullptr;
+  for (const auto& x : lse)
+    if (x.rows > 0) l = &x;
+  REQUIRE(l);
+  INFO(l->source);
+  CHECK(l->row_lanes == 256);
+  CHECK(l->shared_bytes == 0);
+  CHECK_THAT(l->source, Catch::Contains("(online: with its own running maximum)"));
 }
 
 TEST_CASE("the training pipeline's norms become row kernels (llama_mlp_checkpoint)", "[codegen]") {
