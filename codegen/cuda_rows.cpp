@@ -1,6 +1,7 @@
 // Row groups to CUDA kernels: one block per row (see cuda_codegen.h, generate_row, and
 // docs/codegen.md, "Row groups").
 #include <algorithm>
+#include <cstdlib>
 #include <cctype>
 #include <sstream>
 #include <stdexcept>
@@ -91,7 +92,10 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
     ir::ProxyPtr a;
   };
   std::unordered_map<size_t, Online> online;
-  {
+  // TRACER_ROWS_ONLINE=0 keeps the two passes (for comparison; the kernels' sources differ, so
+  // their caches do too).
+  const char* online_env = std::getenv("TRACER_ROWS_ONLINE");
+  if (!online_env || std::string(online_env) != "0") {
     std::unordered_map<const ir::Proxy*, const Stmt*> producer;
     for (const Stmt* p : prims)
       for (const auto& o : p->outputs) producer[o.get()] = p;
@@ -310,6 +314,8 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
       std::vector<ir::ProxyPtr> row_in;
       std::string lines = element_lines(targets, in4, true, &row_in);
       o << indent << "if (vec_ok) {\n";
+      // A block's long rows from memory: two vectors in flight a thread.
+      if (lanes == 256 && shared.empty()) o << in2 << "#pragma unroll 2\n";
       o << in2 << "for (long long tr_c0 = (long long)tr_lane * " << V << "; tr_c0 < tr_C; tr_c0 += " << lanes * V << "LL) {\n";
       for (const auto& p : row_in)
         o << in3 << "__align__(16) " << storage_name(p->type.dtype) << " " << name_of(p) << "_v[" << V << "];\n"
@@ -398,7 +404,7 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
       targets.push_back(on->second.a);
       const std::string a = name_of(on->second.a), acc = "tr_acc" + J, om = "tr_om" + J;
       tail.push_back("{ const double v = (double)" + a + "; if (v > " + om + ") { " + acc + " = " + om +
-                     " == -__longlong_as_double(0x7ff0000000000000LL) ? 1.0 : " + acc + " * exp(" + om + " - v) + 1.0; " + om +
+                     " == -__longlong_as_double(0x7ff0000000000000LL) ? 1.0 : " + acc + " * (double)expf((float)" + om + " - (float)v) + 1.0; " + om +
                      " = v; } else if (v != v) { " + om + " = v; } else if (" + om + " == " + om + " && " + om +
                      " != -__longlong_as_double(0x7ff0000000000000LL)) { " + acc + " += (double)expf((float)v - (float)" + om + "); } }");
     }
