@@ -207,8 +207,8 @@ def f(x: f32[64, 32], w: f32[32], big: f32[4096, 64]):
   size_t sums = 0;
   for (size_t at = k->source.find("prims.sum over the row"); at != std::string::npos; at = k->source.find("prims.sum over the row", at + 1)) ++sums;
   CHECK(sums == 2);  // softmax's and rms_norm's
-  // softmax's sum of exponentials is online: in the maximum's pass, with its own running maximum.
-  CHECK_THAT(k->source, Catch::Contains("(online: with its own running maximum)"));
+  // Two passes by default: the maximum, then the sums (softmax's of exponentials needs it).
+  CHECK_THAT(k->source, !Catch::Contains("(online: with its own running maximum)"));
   // The rows' outputs only: no intermediate is written.
   size_t outputs = 0;
   for (const auto& p : k->params) outputs += p.output;
@@ -224,8 +224,9 @@ def f(x: f32[64, 32], w: f32[32], big: f32[4096, 64]):
   CHECK_THAT(w->source, Catch::Contains("__syncthreads()"));
   // Two passes (the online maximum and sum, then the output): the rows are kept in shared memory.
   CHECK(w->shared_bytes > 0);
-  // A logsumexp reads each row once (the maximum and the sum online, nothing of the rows' shape
-  // written): straight from memory, no shared copy.
+  // With TRACER_ROWS_ONLINE=1 a logsumexp reads each row once (the maximum and the sum online,
+  // nothing of the rows' shape written): straight from memory, no shared copy.
+  setenv("TRACER_ROWS_ONLINE", "1", 1);
   auto lse = kernels_of("def f(x: bf16[8, 50304], big: f32[4096, 4096]):\n    return ltorch.logsumexp(x, 1, keepdim=True), big * 2.0\n", "f");
   const codegen::Kernel* l = nullptr;
   for (const auto& x : lse)
@@ -235,6 +236,15 @@ def f(x: f32[64, 32], w: f32[32], big: f32[4096, 64]):
   CHECK(l->row_lanes == 256);
   CHECK(l->shared_bytes == 0);
   CHECK_THAT(l->source, Catch::Contains("(online: with its own running maximum)"));
+  auto soft = kernels_of("def f(x: f32[64, 32], big: f32[4096, 64]):\n    return ltorch.softmax(x, -1), big * 2.0\n", "f");
+  unsetenv("TRACER_ROWS_ONLINE");
+  bool online = false;
+  for (const auto& x : soft) online = online || x.source.find("(online: with its own running maximum)") != std::string::npos;
+  CHECK(online);
+  // Off again: two passes, the row kept in shared memory.
+  auto lse2 = kernels_of("def f(x: bf16[8, 50304], big: f32[4096, 4096]):\n    return ltorch.logsumexp(x, 1, keepdim=True), big * 2.0\n", "f");
+  for (const auto& x : lse2)
+    if (x.rows > 0) CHECK(x.shared_bytes > 0);
 }
 
 TEST_CASE("the training pipeline's norms become row kernels (llama_mlp_checkpoint)", "[codegen]") {

@@ -36,7 +36,7 @@ for f in examples/*.trace; do
 done
 # Every elementwise primitive on every dtype, reductions, broadcasts, matmuls and fallbacks
 # (tests/gpu/ops.trace), one kernel per op and fused.
-for e in ops_f32 ops_bf16 ops_f16 ops_f64 ops_i32 ops_i64 ops_i8 ops_u8 ops_b8 ops_reduce_f32 ops_reduce_lowp ops_broadcast ops_matmul ops_layout ops_views ops_fallback ops_gather ops_round ops_rows; do
+for e in ops_f32 ops_bf16 ops_f16 ops_f64 ops_i32 ops_i64 ops_i8 ops_u8 ops_b8 ops_reduce_f32 ops_reduce_lowp ops_broadcast ops_matmul ops_layout ops_views ops_fallback ops_gather ops_round ops_rows ops_columns; do
   for passes in "" "fuse"; do
     label="ops.trace $e ${passes:-no passes}"
     args=(--entry "$e")
@@ -63,6 +63,9 @@ check() {  # label, CPU args..., --, GPU extra args...
   python3 tests/gpu/compare.py "$tmp/cpu" "$tmp/gpu" "$label" || fail=1
   if grep -q "^warning" "$tmp/gpu.log"; then echo "FAIL $label: $(grep '^warning' "$tmp/gpu.log")"; fail=1; fi
 }
+# Online sums of exponentials (TRACER_ROWS_ONLINE=1, off by default): the special-value rows and
+# the GPT under a fuse pipeline.
+TRACER_ROWS_ONLINE=1 check "ops.trace ops_rows fuse online" tests/gpu/ops.trace --entry ops_rows --passes fuse --
 # The C API on the GPU: the embedding example's training step through tracer_call on cuda:0
 # against the same on the CPU (HOST_C: the built tests/tracer_embed_host_c, if given).
 if [ -n "${HOST_C:-}" ]; then
