@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "interpreter/format.h"
 #include "interpreter/builtins.h"
 #include "interpreter/interp.h"
 #include "interpreter/trace_api.h"
@@ -142,6 +143,16 @@ Value b_dict(Interpreter& in, CallArgs& a, SourceLoc loc) {
 Value b_str(Interpreter& in, CallArgs& a, SourceLoc loc) {
   want_args(in, a, "str", 0, 1, loc);
   return str_value(a.pos.empty() ? "" : to_str(a.pos[0]));
+}
+
+Value b_format(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  want_args(in, a, "format", 1, 2, loc);
+  if (a.pos.size() == 2 && !a.pos[1].is(VT::Str)) in.fail(loc, "format() argument 2 must be str, not " + std::string(type_name(a.pos[1].type())));
+  try {
+    return str_value(format_spec(a.pos[0], a.pos.size() == 2 ? a.pos[1].as<StrObj>()->s : ""));
+  } catch (const std::invalid_argument& e) {
+    in.fail(loc, std::string("format(): ") + e.what());
+  }
 }
 
 Value b_repr(Interpreter& in, CallArgs& a, SourceLoc loc) {
@@ -405,6 +416,7 @@ const BuiltinDef kBuiltins[] = {
     {"dict", b_dict, "dict(pairs or mapping, **kw): a new dict."},
     {"str", b_str, "str(x): text of a value."},
     {"repr", b_repr, "repr(x): printable representation."},
+    {"format", b_format, "format(x, spec=''): x by Python's format-spec mini-language ('>8.3f', ',d', '#x')."},
     {"int", b_int, "int(x): integer from a number or string."},
     {"float", b_float, "float(x): float from a number or string ('inf', 'nan'); casts a tensor to f32."},
     {"bool", b_bool, "bool(x): truth value."},

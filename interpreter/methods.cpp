@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "interpreter/format.h"
 #include "interpreter/builtins.h"
 #include "interpreter/interp.h"
 #include "interpreter/trace_api.h"
@@ -115,32 +116,78 @@ Value s_lower(Interpreter&, CallArgs& a, SourceLoc) { return case_impl(a, false)
 
 // "{}", "{0}", "{name}" replaced by str() of the arguments; "{{" and "}}" are braces.
 Value s_format(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  // Python's str.format: {} {0} {name} fields, !r/!s/!a conversions, a format spec after ':'
+  // (interpreter/format.h), with {} fields nested in the spec ("{:{w}.{p}f}").
   const std::string& f = a.pos[0].as<StrObj>()->s;
-  std::string out;
   size_t next = 1;
+  bool automatic = false, manual = false;
+  auto argument = [&](const std::string& field) -> const Value& {
+    if (field.empty()) {
+      if (manual) in.fail(loc, "format(): cannot switch from manual field specification to automatic field numbering");
+      automatic = true;
+      if (next >= a.pos.size()) in.fail(loc, "format(): Replacement index " + std::to_string(next - 1) + " out of range for positional args tuple");
+      return a.pos[next++];
+    }
+    if (field.find_first_of(".[") != std::string::npos)
+      in.fail(loc, "format(): attribute and index fields ('" + field + "') are not supported");
+    if (std::isdigit(static_cast<unsigned char>(field[0]))) {
+      if (automatic) in.fail(loc, "format(): cannot switch from automatic field numbering to manual field specification");
+      manual = true;
+      if (field.find_first_not_of("0123456789") != std::string::npos || field.size() > 9)
+        in.fail(loc, "format(): bad field '" + field + "'");
+      size_t k = std::stoul(field) + 1;
+      if (k >= a.pos.size()) in.fail(loc, "format(): Replacement index " + field + " out of range for positional args tuple");
+      return a.pos[k];
+    }
+    for (const auto& [k, x] : a.kw)
+      if (k == field) return x;
+    in.fail(loc, "format(): no argument named '" + field + "' (KeyError)");
+  };
+  auto render = [&](const std::string& field_text) {
+    // field[!conv][:spec]
+    size_t colon = field_text.find(':'), bang = field_text.find('!');
+    if (bang != std::string::npos && colon != std::string::npos && bang > colon) bang = std::string::npos;
+    std::string field = field_text.substr(0, std::min(colon, bang));
+    std::string conv = bang == std::string::npos ? "" : field_text.substr(bang + 1, (colon == std::string::npos ? field_text.size() : colon) - bang - 1);
+    std::string spec = colon == std::string::npos ? "" : field_text.substr(colon + 1);
+    const Value& v = argument(field);
+    // Nested fields in the spec.
+    std::string s2;
+    for (size_t j = 0; j < spec.size(); ++j) {
+      if (spec[j] != '{') {
+        s2 += spec[j];
+        continue;
+      }
+      size_t e = spec.find('}', j);
+      if (e == std::string::npos) in.fail(loc, "format(): unmatched '{' in format spec");
+      s2 += to_str(argument(spec.substr(j + 1, e - j - 1)));
+      j = e;
+    }
+    try {
+      if (conv.empty()) return format_spec(v, s2);
+      if (conv == "r" || conv == "a") return format_spec(str_value(repr(v)), s2);
+      if (conv == "s") return format_spec(str_value(to_str(v)), s2);
+    } catch (const std::invalid_argument& e) {
+      in.fail(loc, std::string("format(): ") + e.what());
+    }
+    in.fail(loc, "format(): unknown conversion specifier '" + conv + "'");
+  };
+  std::string out;
   for (size_t i = 0; i < f.size(); ++i) {
     if (f[i] == '{' && i + 1 < f.size() && f[i + 1] == '{') { out += '{'; ++i; continue; }
     if (f[i] == '}' && i + 1 < f.size() && f[i + 1] == '}') { out += '}'; ++i; continue; }
+    if (f[i] == '}') in.fail(loc, "format(): single '}' encountered in format string");
     if (f[i] != '{') { out += f[i]; continue; }
-    size_t close = f.find('}', i);
-    if (close == std::string::npos) in.fail(loc, "format(): unmatched '{'");
-    std::string field = f.substr(i + 1, close - i - 1);
-    field = field.substr(0, field.find(':'));
-    const Value* v = nullptr;
-    if (field.empty()) {
-      if (next >= a.pos.size()) in.fail(loc, "format(): not enough arguments");
-      v = &a.pos[next++];
-    } else if (isdigit(static_cast<unsigned char>(field[0]))) {
-      size_t k = std::stoul(field) + 1;
-      if (k >= a.pos.size()) in.fail(loc, "format(): index " + field + " out of range");
-      v = &a.pos[k];
-    } else {
-      for (const auto& [k, x] : a.kw)
-        if (k == field) v = &x;
-      if (!v) in.fail(loc, "format(): no argument named '" + field + "'");
+    // The field's end: the matching '}', past one level of nested fields in its spec.
+    size_t j = i + 1;
+    int depth = 1;
+    for (; j < f.size() && depth > 0; ++j) {
+      if (f[j] == '{') ++depth;
+      else if (f[j] == '}') --depth;
     }
-    out += display(*v);
-    i = close;
+    if (depth != 0) in.fail(loc, "format(): expected '}' before end of string");
+    out += render(f.substr(i + 1, j - i - 2));
+    i = j - 1;
   }
   return str_value(out);
 }

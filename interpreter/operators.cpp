@@ -1,6 +1,7 @@
 // Python semantics of operators on script values; tensor operands become primitive calls.
 #include <cmath>
 
+#include "interpreter/format.h"
 #include "interpreter/interp.h"
 
 namespace tracer::interp {
@@ -214,27 +215,12 @@ Value Interpreter::binary(Op op, const Value& a, const Value& b, SourceLoc loc) 
     if (seq.is(VT::List)) return make<ListObj>(repeat(seq.as<ListObj>()->items, n));
     if (seq.is(VT::Tuple)) return make<TupleObj>(repeat(seq.as<TupleObj>()->items, n));
   }
-  if (op == Op::Mod && a.is(VT::Str)) {
-    // printf-style formatting: each %s/%d/%r/%f takes the next value.
-    std::vector<Value> vals = b.is(VT::Tuple) ? b.as<TupleObj>()->items : std::vector<Value>{b};
-    const std::string& f = a.as<StrObj>()->s;
-    std::string out;
-    size_t k = 0;
-    for (size_t i = 0; i < f.size(); ++i) {
-      if (f[i] != '%' || i + 1 >= f.size()) {
-        out += f[i];
-        continue;
-      }
-      char c = f[++i];
-      if (c == '%') {
-        out += '%';
-        continue;
-      }
-      if (k >= vals.size()) fail(loc, "not enough arguments for format string");
-      out += c == 'r' ? repr(vals[k]) : to_str(vals[k]);
-      ++k;
+  if (op == Op::Mod && a.is(VT::Str)) {  // printf-style formatting, as Python's (interpreter/format.h)
+    try {
+      return str_value(percent_format(a.as<StrObj>()->s, b));
+    } catch (const std::invalid_argument& e) {
+      fail(loc, e.what());
     }
-    return str_value(out);
   }
   fail(loc, std::string("unsupported operand types for ") + op_symbol(op) + ": '" + type_name(a.type()) + "' and '" +
                 type_name(b.type()) + "'");

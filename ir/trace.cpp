@@ -104,11 +104,17 @@ static std::string print_float(double d) {
 }
 
 std::string quote_str(const std::string& s) {
-  std::string out = "'";
+  // As Python's repr: single quotes, double ones when the text has a single quote and no double.
+  const char q = s.find('\'') != std::string::npos && s.find('"') == std::string::npos ? '"' : '\'';
+  std::string out(1, q);
   for (unsigned char c : s) {
     switch (c) {
       case '\\': out += "\\\\"; break;
-      case '\'': out += "\\'"; break;
+      case '\'':
+      case '"':
+        if (c == static_cast<unsigned char>(q)) out += '\\';
+        out += static_cast<char>(c);
+        break;
       case '\n': out += "\\n"; break;
       case '\t': out += "\\t"; break;
       default:
@@ -116,7 +122,7 @@ std::string quote_str(const std::string& s) {
         else out += static_cast<char>(c);
     }
   }
-  return out + "'";
+  return out + q;
 }
 
 std::string print_arg(const Arg& a) {

@@ -278,5 +278,36 @@ TEST_CASE("cycles of lists, tuples and dicts are freed; what is still referenced
   kept.as<interp::ListObj>()->items.clear();
 }
 
+TEST_CASE("string formatting refuses what Python refuses, with Python's words and a location", "[interp][format]") {
+  // (The outputs of what it accepts: tests/lang/format.trace, against CPython's.)
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"\"%d\" % \"x\"", "%d format: a real number is required, not str"},
+      {"\"%d %d\" % (1,)", "not enough arguments for format string"},
+      {"\"%d\" % (1, 2)", "not all arguments converted during string formatting"},
+      {"\"{:d}\".format(1.5)", "Unknown format code 'd' for object of type 'float'"},
+      {"\"{:+s}\".format(\"x\")", "Sign not allowed in string format specifier"},
+      {"\"{} {0}\".format(1, 2)", "cannot switch from automatic field numbering to manual field specification"},
+      {"\"{2}\".format(1)", "Replacement index 2 out of range"},
+      {"\"{x}\".format(y=1)", "no argument named 'x'"},
+      {"\"%z\" % 1", "unsupported format character 'z' (0x7a) at index 1"},
+      {"\"{:=5}\".format(\"x\")", "'=' alignment not allowed in string format specifier"},
+      {"\"{\".format(1)", "expected '}' before end of string"},
+      {"\"}\".format(1)", "single '}' encountered in format string"},
+      {"\"{:.2d}\".format(3)", "Precision not allowed in integer format specifier"},
+      {"\"%x\" % 1.5", "%x format: an integer is required, not float"},
+      {"\"{:>6}\".format([1])", "unsupported format string passed to list.__format__"},
+      {"\"%c\" % \"\"", "%c requires int or char"},
+      {"format(1, 2)", "format() argument 2 must be str, not int"},
+      {"\"{0.real}\".format(1)", "attribute and index fields ('0.real') are not supported"},
+  };
+  for (const auto& [expr, message] : cases) {
+    ScriptRun r;
+    run_script(r, "f.trace", "x = 1\ny = " + expr + "\n");
+    INFO(expr << "\n" << r.rendered);
+    REQUIRE_FALSE(r.ok);
+    CHECK_THAT(r.rendered, Catch::Contains("f.trace:2:5: error: ") && Catch::Contains(message));
+  }
+}
+
 }  // namespace tracer::test
 
