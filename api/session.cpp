@@ -283,24 +283,90 @@ std::optional<MemoryReport> Session::memory(const std::string& entry, const std:
 }
 
 
-static void flatten_outputs(const ir::Arg& a, const std::string& path, std::vector<std::pair<std::string, ir::Arg>>& out) {
-  if (a.kind == ir::Arg::Kind::Tensor) {
-    out.emplace_back(path, a);
-    return;
-  }
+void output_leaves(const ir::Arg& a, std::vector<const ir::Arg*>& out, std::vector<std::string>* keys, const std::string& key) {
   if (a.is_seq() || a.kind == ir::Arg::Kind::Dict) {
-    for (size_t i = 0; i < a.items.size(); ++i)
-      flatten_outputs(a.items[i], a.kind == ir::Arg::Kind::Dict ? path + "[" + a.keys[i] + "]" : path + "[" + std::to_string(i) + "]",
-                      out);
+    for (size_t i = 0; i < a.items.size(); ++i) {
+      // A dict's values by key; a sequence inside a dict by index ("a.c.0").
+      std::string k = key;
+      if (a.kind == ir::Arg::Kind::Dict) k = key.empty() ? a.keys[i] : key + "." + a.keys[i];
+      else if (!key.empty()) k = key + "." + std::to_string(i);
+      output_leaves(a.items[i], out, keys, k);
+    }
     return;
   }
-  out.emplace_back(path, a);
+  out.push_back(&a);
+  if (keys) keys->push_back(key);
 }
 
-static void proxy_names(const ir::Arg& a, std::vector<std::string>& out) {
-  if (a.kind == ir::Arg::Kind::Proxy) out.push_back(a.proxy->name);
-  else if (a.items.empty()) out.push_back("");
-  for (const auto& x : a.items) proxy_names(x, out);
+namespace {
+bool generated_name(const std::string& n) {  // t12, bw_t3
+  size_t j = n.rfind('t');
+  if (j == std::string::npos || j + 1 >= n.size() || (j > 0 && n.compare(0, j, "bw_") != 0)) return false;
+  return n.find_first_not_of("0123456789", j + 1) == std::string::npos;
+}
+}  // namespace
+
+std::vector<std::string> traced_output_names(const ir::Trace& fw) {
+  // Which statement made each value (a value the trace named itself is called after it).
+  std::unordered_map<const ir::Proxy*, std::string> made_by;
+  for (const ir::Stmt& st : fw.stmts) {
+    std::string what = st.kind == ir::StmtKind::Prim && st.op ? st.op->name : st.callee;
+    size_t dot = what.rfind('.');
+    if (dot != std::string::npos) what = what.substr(dot + 1);
+    for (const auto& o : st.outputs) made_by[o.get()] = what;
+  }
+  std::vector<const ir::Arg*> leaves;
+  std::vector<std::string> keys, names;
+  output_leaves(fw.output, leaves, &keys);
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    const ir::Arg& a = *leaves[i];
+    std::string n = "out" + std::to_string(i);
+    if (!keys[i].empty()) {
+      n = keys[i];
+    } else if (a.kind == ir::Arg::Kind::Proxy) {
+      n = a.proxy->name;
+      if (a.proxy->auto_named && generated_name(n)) {  // else a name of the user's (t1 in a printout too)
+        auto m = made_by.find(a.proxy.get());
+        if (m != made_by.end() && !m->second.empty() && !generated_name(m->second)) n = m->second;
+      }
+    }
+    names.push_back(n);
+  }
+  return names;
+}
+
+std::vector<std::string> output_names(const interp::Traces& prog) {
+  const ir::Trace& fw = *prog.front();
+  std::vector<std::string> traced = fw.output_names.empty() ? traced_output_names(fw) : fw.output_names;
+  std::vector<std::string> names;
+  if (prog.size() == 1) {
+    std::vector<const ir::Arg*> leaves;
+    output_leaves(fw.output, leaves);
+    if (traced.size() != leaves.size()) traced = traced_output_names(fw);
+    names = traced;
+  } else {
+    // The value grad differentiates: the user's name for it, else "loss".
+    const ir::Arg& loss = fw.output.items[0];
+    bool named = loss.kind == ir::Arg::Kind::Proxy && (!loss.proxy->auto_named || !generated_name(loss.proxy->name));
+    names.push_back(named ? loss.proxy->name : "loss");
+    for (const auto& g : prog[1]->output.items)
+      if (g.kind == ir::Arg::Kind::Proxy) names.push_back(g.proxy->name);
+  }
+  // Unique: a repeated name gets the first free _1, _2, ...
+  std::set<std::string> used(names.begin(), names.end());
+  std::set<std::string> taken;
+  for (auto& n : names) {
+    if (taken.insert(n).second) continue;
+    for (int k = 1;; ++k) {
+      std::string c = n + "_" + std::to_string(k);
+      if (!used.count(c) && !taken.count(c)) {
+        n = c;
+        taken.insert(c);
+        break;
+      }
+    }
+  }
+  return names;
 }
 
 namespace {
@@ -423,21 +489,19 @@ static void run_cpu(const interp::Traces& prog, std::vector<rt::Tensor> inputs, 
                     std::vector<std::pair<std::string, ir::Arg>>& results) {
   const ir::Trace& fw = *prog.front();
   ir::Arg out = ir::execute(fw, std::move(inputs), ctx);
+  std::vector<std::string> names = output_names(prog);
   if (prog.size() == 1) {
-    std::vector<std::string> names;
-    proxy_names(fw.output, names);
-    std::vector<std::pair<std::string, ir::Arg>> flat;
-    flatten_outputs(out, "out", flat);
-    for (size_t i = 0; i < flat.size(); ++i)
-      results.emplace_back(i < names.size() && !names[i].empty() ? names[i] : flat[i].first, flat[i].second);
+    std::vector<const ir::Arg*> flat;
+    output_leaves(out, flat);
+    for (size_t i = 0; i < flat.size(); ++i) results.emplace_back(i < names.size() ? names[i] : "out" + std::to_string(i), *flat[i]);
     return;
   }
   const ir::Trace& bw = *prog[1];
   ir::Arg grads = run_backward(fw, bw, out, ctx);
-  const ir::Arg& loss_proxy = fw.output.items[0];
-  results.emplace_back(loss_proxy.kind == ir::Arg::Kind::Proxy ? loss_proxy.proxy->name : "out", out.items[0]);
+  results.emplace_back(names[0], out.items[0]);
+  size_t k = 1;
   for (size_t i = 0; i < grads.items.size() && i < bw.output.items.size(); ++i)
-    if (bw.output.items[i].kind == ir::Arg::Kind::Proxy) results.emplace_back(bw.output.items[i].proxy->name, grads.items[i]);
+    if (bw.output.items[i].kind == ir::Arg::Kind::Proxy) results.emplace_back(k < names.size() ? names[k++] : bw.output.items[i].proxy->name, grads.items[i]);
 }
 
 bool Session::Impl::execute(const interp::Traces& prog, std::vector<rt::Tensor> inputs,

@@ -196,21 +196,18 @@ std::vector<GpuOutput> run_program_gpu(codegen::GpuExecutor& g, const interp::Tr
   const ir::Trace& fw = *prog.front();
   std::vector<GpuOutput> results;
   auto fw_out = g.run(fw, inputs, ctx);
-  auto out = [&](const ir::Arg& a, const codegen::GpuExecutor::Values& vals, const std::string& fallback) {
-    if (a.kind != ir::Arg::Kind::Proxy) return GpuOutput{fallback, a, std::nullopt};
-    return GpuOutput{a.proxy->name, ir::Arg(), vals.at(a.proxy.get())};
+  const std::vector<std::string> names = output_names(prog);
+  size_t k = 0;
+  auto out = [&](const ir::Arg& a, const codegen::GpuExecutor::Values& vals) {
+    std::string name = k < names.size() ? names[k] : "out" + std::to_string(k);
+    ++k;
+    if (a.kind != ir::Arg::Kind::Proxy) return GpuOutput{name, a, std::nullopt};
+    return GpuOutput{name, ir::Arg(), vals.at(a.proxy.get())};
   };
   if (prog.size() == 1) {
-    std::vector<ir::Arg> flat;
-    std::function<void(const ir::Arg&)> walk = [&](const ir::Arg& a) {
-      if (a.is_seq()) {
-        for (const auto& x : a.items) walk(x);
-      } else {
-        flat.push_back(a);
-      }
-    };
-    walk(fw.output);
-    for (size_t i = 0; i < flat.size(); ++i) results.push_back(out(flat[i], fw_out, "out[" + std::to_string(i) + "]"));
+    std::vector<const ir::Arg*> flat;
+    output_leaves(fw.output, flat);  // tuples, lists and dicts, as the CPU's run walks them
+    for (const ir::Arg* a : flat) results.push_back(out(*a, fw_out));
     return results;
   }
   const ir::Trace& bw = *prog[1];
@@ -220,11 +217,11 @@ std::vector<GpuOutput> run_program_gpu(codegen::GpuExecutor& g, const interp::Tr
     bin.push_back(it != fw_out.end() ? it->second : g.full(p->type, 1.0));
   }
   const ir::Arg& loss = fw.output.items[0];
-  results.push_back(out(loss, fw_out, "out"));
+  results.push_back(out(loss, fw_out));
   fw_out.clear();  // the saved values move into the backward; the loss is held by results
   auto bw_out = g.run(bw, std::move(bin), ctx);
   for (const auto& a : bw.output.items)
-    if (a.kind == ir::Arg::Kind::Proxy) results.push_back(out(a, bw_out, ""));
+    if (a.kind == ir::Arg::Kind::Proxy) results.push_back(out(a, bw_out));
   return results;
 }
 

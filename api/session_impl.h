@@ -29,6 +29,19 @@ using interp::Interpreter;
 using interp::Value;
 using interp::VT;
 
+// The leaves of a program's output structure, in the order runs report them: tuples, lists and
+// dicts walked in order (a dict's keys recorded in *keys, "" elsewhere).
+void output_leaves(const ir::Arg& a, std::vector<const ir::Arg*>& out, std::vector<std::string>* keys = nullptr,
+                   const std::string& key = "");
+// The names runs give their outputs (and --output its files): a dict's key path ("metrics.loss"),
+// else the returned value's name, else, for a value the trace named itself (t12), the op that
+// made it ("sum", "cross_entropy"); after grad the loss (its name, else "loss"), then each
+// gradient. Never two alike: a
+// repeated name gets _1, _2, ... ("y", "y_1").
+std::vector<std::string> output_names(const interp::Traces& prog);
+// The leaf names of a trace as traced (what output_names reports, before passes change it).
+std::vector<std::string> traced_output_names(const ir::Trace& fw);
+
 struct Session::Impl {
   SessionOptions opts;
   SourceManager sm;
@@ -73,8 +86,12 @@ struct Session::Impl {
     timings.clear();
     std::vector<interp::PassTiming> ts;
     try {
+      std::vector<std::string> names = traced_output_names(*t);
       interp::Traces out = interp::run_passes(*in, {t}, passes, pass_opts, &ts);
       for (const auto& x : ts) timings.push_back({x.name, x.ms});
+      // Outputs keep the names they had as traced: a pass that fuses or decomposes the op that
+      // made one does not rename it.
+      if (!out.empty() && out.front() != t) out.front()->output_names = std::move(names);
       return out;
     } catch (const interp::PassError& e) {
       add(e.diag);

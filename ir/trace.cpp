@@ -83,7 +83,12 @@ ProxyPtr Trace::new_proxy(TensorType type) {
 }
 
 bool Trace::try_rename(const ProxyPtr& p, const std::string& name) {
-  if (!p->auto_named || names.count(name)) return false;
+  if (!p->auto_named) return false;
+  if (p->name == name) {  // the user's name is the one it has (t7 = ... in a printout)
+    p->auto_named = false;
+    return true;
+  }
+  if (names.count(name)) return false;
   // The generated name is free again; the counter never hands it out twice, and a printed
   // trace that uses it for a later value reads back the same.
   names.erase(p->name);

@@ -74,6 +74,9 @@ struct Trace {
   std::vector<Stmt> stmts;
   Arg output;
   std::vector<std::string> provenance;  // "Constructed by ..." lines, oldest first
+  // The names runs report for the output's leaves, as the program was traced (before passes,
+  // which change what makes each value): set by the session, empty where nobody set them.
+  std::vector<std::string> output_names;
   // Every name defined in the trace, subsymbols included; new names avoid these.
   std::unordered_set<std::string> names;
   int next_name = 0;

@@ -309,5 +309,32 @@ TEST_CASE("string formatting refuses what Python refuses, with Python's words an
   }
 }
 
+TEST_CASE("outputs are named by dict keys, then returned names, then the op that made them, never twice", "[interp][outputs]") {
+  auto names = [](const std::string& src, const std::vector<std::string>& passes = {}) {
+    Session s;
+    REQUIRE(s.load_string("m", src));
+    if (!passes.empty()) REQUIRE(s.set_passes(passes));
+    auto r = s.run("f");
+    INFO(s.rendered_diagnostics());
+    REQUIRE(r);
+    std::vector<std::string> n;
+    for (const auto& o : r->outputs) n.push_back(o.name);
+    return n;
+  };
+  CHECK(names("def f(x: f32[3]):\n    y = x * 2.0\n    return y, y\n") == std::vector<std::string>{"y", "y_1"});
+  // y_1 is taken by a returned value: the repeat gets y_2.
+  CHECK(names("def f(x: f32[3]):\n    y = x * 2.0\n    y_1 = x + 1.0\n    return y, y_1, y\n") ==
+        std::vector<std::string>{"y", "y_1", "y_2"});
+  CHECK(names("def f(x: f32[3]):\n    y = x * 2.0\n    return {\"logits\": y, \"loss\": sum(y)}\n") ==
+        std::vector<std::string>{"logits", "loss"});
+  CHECK(names("def f(x: f32[3]):\n    return {\"a\": {\"b\": x * 2.0, \"c\": [x, 3]}, \"n\": 4}\n") ==
+        std::vector<std::string>{"a.b", "a.c.0", "a.c.1", "n"});
+  // Values the trace named itself are called after their op; repeats are numbered.
+  CHECK(names("def f(x: f32[3]):\n    return sum(x * 2.0), x + 1.0, x + 2.0\n") == std::vector<std::string>{"sum", "add", "add_1"});
+  // After grad: the loss (by its name, else "loss"), then the gradients.
+  CHECK(names("def f(x: f32[3]):\n    return mean(x * x)\n", {"grad"}) == std::vector<std::string>{"loss", "grad_x"});
+  CHECK(names("def f(x: f32[3]):\n    l = mean(x * x)\n    return l\n", {"grad"}) == std::vector<std::string>{"l", "grad_x"});
+}
+
 }  // namespace tracer::test
 
