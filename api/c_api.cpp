@@ -306,6 +306,19 @@ tracer_status call_traced(tracer_state* S, tracer_function* f, const tracer_valu
   if (!impl.execute(it->second.prog, std::move(inputs), results))
     return fail(S, impl.gexec ? TRACER_ERROR_DEVICE : TRACER_ERROR_SCRIPT, first_error_since(S, before, "the run failed"));
   std::string why;
+  const interp::Traces& prog = it->second.prog;
+  if (prog.size() > 1 && !results.empty()) {
+    // After grad: the loss, then one entry per input, in the inputs' order: TRACER_NONE where an
+    // input has no gradient (an integer input, one nothing depends on), so hosts can index the
+    // results by position.
+    std::vector<std::pair<std::string, ir::Arg>> placed{results[0]};
+    size_t k = 1;
+    for (const auto& g : prog[1]->output.items) {
+      if (g.kind == ir::Arg::Kind::Proxy && k < results.size()) placed.push_back(results[k++]);
+      else placed.emplace_back("", ir::Arg());
+    }
+    results = std::move(placed);
+  }
   for (const auto& [name, a] : results)
     if (!flatten_arg(S, a, got, &why)) {
       tracer_values_release(got.data(), got.size());

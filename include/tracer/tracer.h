@@ -223,7 +223,9 @@ TRACER_EXPORT tracer_status tracer_set_device(tracer_state* S, const char* devic
  * tensors, numbers and bools. Otherwise f is traced for the tensors' dtypes and shapes (every
  * argument must be a tensor), transformed by the passes and run on the device; the program is
  * kept, so a later call with the same dtypes and shapes (and passes and device) runs it again
- * without tracing. After grad the results are the loss, then one gradient per input. */
+ * without tracing. After grad the results are the loss, then one entry per input in the
+ * inputs' order: its gradient, or TRACER_NONE for an input without one (integers, an input the
+ * loss does not depend on), so results can be indexed by position. */
 TRACER_EXPORT tracer_status tracer_call(tracer_state* S, tracer_function* f, const tracer_value* args, size_t nargs,
                                         tracer_value* results, size_t capacity, size_t* n);
 

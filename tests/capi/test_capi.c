@@ -458,6 +458,47 @@ static void test_traced_calls(void) {
   tracer_close(S);
 }
 
+/* After grad, one result per input, in order: TRACER_NONE where an input has no gradient (an
+ * integer input, an input nothing depends on), so the results can be indexed by position. */
+static void test_gradient_positions(void) {
+  tracer_state* S = NULL;
+  CHECK_OK(S, tracer_open(NULL, &S));
+  CHECK_OK(S, tracer_load_string(S, "g.trace",
+                                 "def f(k: i64[2], x: f32[4], u: f32[3], w: f32[4]):\n"
+                                 "    return sum(x * w) + sum(k)\n"));
+  tracer_function* f = NULL;
+  CHECK_OK(S, tracer_function_get(S, "f", &f));
+  CHECK_OK(S, tracer_set_passes(S, "grad"));
+  int64_t s2[1] = {2}, s3[1] = {3}, s4[1] = {4};
+  int64_t k[2] = {1, 2};
+  float x[4] = {1, 2, 3, 4}, u[3] = {0, 0, 0}, w[4] = {0.5f, -1, 2, 0.25f};
+  tracer_tensor *tk = NULL, *tx = NULL, *tu = NULL, *tw = NULL;
+  CHECK_OK(S, tracer_tensor_new(S, TRACER_I64, 1, s2, k, &tk));
+  CHECK_OK(S, tracer_tensor_new(S, TRACER_F32, 1, s4, x, &tx));
+  CHECK_OK(S, tracer_tensor_new(S, TRACER_F32, 1, s3, u, &tu));
+  CHECK_OK(S, tracer_tensor_new(S, TRACER_F32, 1, s4, w, &tw));
+  tracer_value args[4] = {tracer_value_tensor(tk), tracer_value_tensor(tx), tracer_value_tensor(tu), tracer_value_tensor(tw)};
+  tracer_value out[5];
+  size_t n = 0;
+  CHECK_OK(S, tracer_call(S, f, args, 4, out, 5, &n));
+  CHECK(n == 5);
+  CHECK(out[0].kind == TRACER_TENSOR);
+  CHECK(fabs(*(const float*)tracer_tensor_data(out[0].as.tensor) - (0.5 - 2 + 6 + 1 + 3)) < 1e-5);
+  CHECK(out[1].kind == TRACER_NONE);                                   /* k: integers */
+  CHECK(out[2].kind == TRACER_TENSOR);                                 /* x: d/dx = w */
+  CHECK(((const float*)tracer_tensor_data(out[2].as.tensor))[1] == -1.0f);
+  CHECK(out[3].kind == TRACER_NONE);                                   /* u: unused */
+  CHECK(out[4].kind == TRACER_TENSOR);                                 /* w: d/dw = x */
+  CHECK(((const float*)tracer_tensor_data(out[4].as.tensor))[3] == 4.0f);
+  tracer_values_release(out, n);
+  tracer_function_release(f);
+  tracer_tensor_release(tk);
+  tracer_tensor_release(tx);
+  tracer_tensor_release(tu);
+  tracer_tensor_release(tw);
+  tracer_close(S);
+}
+
 static void test_dlpack(void) {
   tracer_state* S = NULL;
   CHECK_OK(S, tracer_open(NULL, &S));
@@ -649,6 +690,7 @@ int main(void) {
   test_errors_as_diagnostics();
   test_eager_calls_and_natives();
   test_traced_calls();
+  test_gradient_positions();
   test_dlpack();
   test_native_ops();
   test_two_states();
