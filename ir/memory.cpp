@@ -31,6 +31,8 @@ class Sim {
     if (--refs_[s] == 0) live_ -= bytes_[s];
   }
   void define(const Proxy* p, int s) {
+    if (static_cast<size_t>(s) >= first_name_.size()) first_name_.resize(bytes_.size());
+    if (first_name_[s].empty()) first_name_[s] = p->name;  // what a storage is called once its values are gone
     auto it = env_.find(p);
     if (it != env_.end()) release(it->second);  // redefinition replaces the old value
     env_[p] = s;
@@ -73,7 +75,14 @@ class Sim {
       if (name[st].empty() || p->name < name[st]) name[st] = p->name;
     std::vector<std::pair<std::string, size_t>> out;
     for (size_t st = 0; st < bytes_.size(); ++st)
-      if (refs_[st] > 0) out.emplace_back(name[st].empty() ? "(caller)" : name[st], bytes_[st]);
+      if (refs_[st] > 0) {
+        // Held by the caller after the trace let its last value go (an input the program deleted):
+        // named after the first value it held.
+        std::string n = !name[st].empty() ? name[st]
+                        : st < first_name_.size() && !first_name_[st].empty() ? first_name_[st] + " (held by the caller)"
+                                                                               : "(held by the caller)";
+        out.emplace_back(n, bytes_[st]);
+      }
     std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
     return out;
   }
@@ -192,6 +201,7 @@ class Sim {
 
  private:
   std::vector<size_t> bytes_;
+  std::vector<std::string> first_name_;  // by storage: the first value defined in it
   std::vector<int> refs_;
   std::unordered_map<const Proxy*, int> env_;
   size_t live_ = 0;

@@ -214,7 +214,14 @@ int cmd_print(const Common& c) {
   return 0;
 }
 
-std::string gib(size_t b) { return fmt::format("{:.3f} GiB", static_cast<double>(b) / (1024.0 * 1024 * 1024)); }
+// Bytes in the unit that suits them: B, KiB, MiB or GiB, three significant decimals.
+std::string gib(size_t b) {
+  double v = static_cast<double>(b);
+  if (b < 1024) return fmt::format("{} B", b);
+  if (v < 1024.0 * 1024) return fmt::format("{:.1f} KiB", v / 1024);
+  if (v < 1024.0 * 1024 * 1024) return fmt::format("{:.2f} MiB", v / (1024.0 * 1024));
+  return fmt::format("{:.3f} GiB", v / (1024.0 * 1024 * 1024));
+}
 
 struct CompileArgs {
   std::string arch = "sm_90", emit = "cubin", out_dir;
