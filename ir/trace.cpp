@@ -205,8 +205,14 @@ std::string print_stmt_line(const Stmt& s) {
   for (size_t i = 0; i < s.outputs.size(); ++i) lhs += (i ? ", " : "") + s.outputs[i]->name;
   if (s.outputs_as_list) lhs = "[" + lhs + "]";
   std::string out = (lhs.empty() ? "" : lhs + " = ") + s.callee + "(" + print_call_args(s) + ")";
-  if (s.outputs.size() == 1 && !s.outputs_as_list)
+  if (s.outputs.size() == 1 && !s.outputs_as_list) {
     out += "  # " + s.outputs[0]->name + ": \"" + s.outputs[0]->type.str() + "\"";
+  } else if (s.outputs.size() > 1 && !s.outputs_as_list) {
+    // Several outputs (o, lse = prims.attention(...)): each one's type, in order.
+    out += "  #";
+    for (size_t i = 0; i < s.outputs.size(); ++i)
+      out += std::string(i ? ", " : " ") + s.outputs[i]->name + ": \"" + s.outputs[i]->type.str() + "\"";
+  }
   return out;
 }
 

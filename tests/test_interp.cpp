@@ -336,5 +336,20 @@ TEST_CASE("outputs are named by dict keys, then returned names, then the op that
   CHECK(names("def f(x: f32[3]):\n    l = mean(x * x)\n    return l\n", {"grad"}) == std::vector<std::string>{"l", "grad_x"});
 }
 
+TEST_CASE("statements with several outputs print each output's type, and read back the same", "[interp][print]") {
+  Session s;
+  REQUIRE(s.load_string("m", "def f(q: bf16[1, 2, 8, 16], k: bf16[1, 2, 8, 16], v: bf16[1, 2, 8, 16]):\n"
+                             "    o, l = prims.attention(q, k, v, True, 0.25)\n    return o, l\n"));
+  auto text = s.print("f");
+  REQUIRE(text);
+  CHECK_THAT(*text, Catch::Contains("o, l = prims.attention(q, k, v, True, 0.25)  # o: \"cpu bf16[1, 2, 8, 16]\", l: \"cpu f32[1, 2, 8]\""));
+  Session again;
+  REQUIRE(again.load_string("printed", *text));
+  auto text2 = again.print("f");
+  INFO(again.rendered_diagnostics());
+  REQUIRE(text2);
+  CHECK(text2->substr(text2->find("def f")) == text->substr(text->find("def f")));
+}
+
 }  // namespace tracer::test
 
