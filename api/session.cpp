@@ -114,16 +114,29 @@ bool Session::check_file(const std::string& path, bool parse_only, const std::st
   if (!loaded) return false;
   auto e = this->entry(entry);
   if (!e) return entry.empty() && impl_->diags.size() == before;  // a module without functions
-  const interp::FunctionObj* fn = impl_->function(*e);
-  try {
-    impl_->in->input_types(*fn, impl_->given_types());
-  } catch (const interp::ScriptError& e) {
-    // An entry without input types is not an error for check: there is nothing to trace.
-    if (entry.empty() && e.message.find("has no tensor type") != std::string::npos) return true;
-    impl_->script_error(e);
-    return false;
+  // The entry, or without --entry every function whose parameters all have tensor types (the
+  // default entry among them): each is traced symbolically and every one's errors reported.
+  std::vector<std::string> targets{*e};
+  if (entry.empty())
+    for (const std::string& f : functions())
+      if (f != *e) targets.push_back(f);
+  bool ok = true;
+  for (size_t k = 0; k < targets.size(); ++k) {
+    const interp::FunctionObj* fn = impl_->function(targets[k]);
+    if (!fn) continue;
+    if (k > 0 && fn->info->params->empty()) continue;  // a script's function, not a traced one
+    try {
+      impl_->in->input_types(*fn, impl_->given_types());
+    } catch (const interp::ScriptError& err) {
+      // A function without input types is not an error for check: there is nothing to trace.
+      if (entry.empty() && err.message.find("has no tensor type") != std::string::npos) continue;
+      impl_->script_error(err);
+      ok = false;
+      continue;
+    }
+    ok = impl_->trace(targets[k]) != nullptr && ok;
   }
-  return impl_->trace(*e) != nullptr;
+  return ok;
 }
 
 std::vector<std::string> Session::functions() const {
