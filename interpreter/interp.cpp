@@ -15,8 +15,37 @@ using ast::StmtKind;
 
 Diagnostic to_diagnostic(const ScriptError& e) {
   Diagnostic d{Severity::error, e.loc, e.message, {}};
+  std::vector<Diagnostic> notes;
   for (const TracebackEntry& t : e.traceback)
-    d.notes.push_back({Severity::note, t.call_site, t.note.empty() ? "in a call to '" + t.function + "' from here" : t.note, {}});
+    notes.push_back({Severity::note, t.call_site, t.note.empty() ? "in a call to '" + t.function + "' from here" : t.note, {}});
+  // Recursion: a run of calls that repeats (one frame, or a cycle of up to four: f calls g calls
+  // f) is shown three times, then counted, as Python does.
+  auto same = [&](size_t a, size_t b) {
+    return notes[a].message == notes[b].message && notes[a].loc.file == notes[b].loc.file && notes[a].loc.offset == notes[b].loc.offset;
+  };
+  for (size_t i = 0; i < notes.size();) {
+    size_t best_p = 0, best_r = 0;
+    for (size_t p = 1; p <= 4 && i + p <= notes.size(); ++p) {
+      size_t r = 1;  // how many times notes[i, i + p) occurs back to back
+      while (i + (r + 1) * p <= notes.size()) {
+        bool eq = true;
+        for (size_t j = 0; j < p && eq; ++j) eq = same(i + j, i + r * p + j);
+        if (!eq) break;
+        ++r;
+      }
+      if (r > 3 && r * p > best_r * best_p) best_p = p, best_r = r;
+    }
+    if (!best_p) {
+      d.notes.push_back(notes[i++]);
+      continue;
+    }
+    for (size_t j = 0; j < 3 * best_p; ++j) d.notes.push_back(notes[i + j]);
+    size_t more = best_r - 3;
+    d.notes.push_back({Severity::note, {}, (best_p == 1 ? std::string("the call above repeated ")
+                                                         : "the " + std::to_string(best_p) + " calls above repeated ") +
+                                               std::to_string(more) + " more time" + (more == 1 ? "" : "s"), {}});
+    i += best_r * best_p;
+  }
   return d;
 }
 

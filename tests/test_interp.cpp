@@ -351,5 +351,31 @@ TEST_CASE("statements with several outputs print each output's type, and read ba
   CHECK(text2->substr(text2->find("def f")) == text->substr(text->find("def f")));
 }
 
+TEST_CASE("deep recursion's traceback collapses the repeated calls", "[interp][errors]") {
+  ScriptRun r;
+  run_script(r, "rec.trace", "def f(n):\n    return f(n + 1)\nf(0)\n");
+  REQUIRE_FALSE(r.ok);
+  const Diagnostic& d = r.diags.items()[0];
+  CHECK(d.message == "maximum recursion depth (200) exceeded");
+  // Three of the repeated frame, the count, then the call from the top level.
+  REQUIRE(d.notes.size() == 5);
+  CHECK(d.notes[2].message == "in a call to 'f' from here");
+  CHECK(d.notes[3].message == "the call above repeated 196 more times");
+  CHECK(r.sm.line_col(d.notes[4].loc).line == 3);
+  // f calls g calls f: the pair of calls repeats.
+  ScriptRun r2;
+  run_script(r2, "rec2.trace", "def f(n):\n    return g(n + 1)\ndef g(n):\n    return f(n)\nf(0)\n");
+  REQUIRE_FALSE(r2.ok);
+  const Diagnostic& d2 = r2.diags.items()[0];
+  CHECK(d2.notes.size() <= 9);
+  bool counted = false;
+  for (const auto& n : d2.notes) counted = counted || n.message.find("the 2 calls above repeated") == 0;
+  CHECK(counted);
+  // A short traceback stays whole.
+  ScriptRun r3;
+  run_script(r3, "tb.trace", "def inner(x):\n    return x / 0\ndef outer():\n    return inner(1)\nouter()\n");
+  CHECK(r3.diags.items()[0].notes.size() == 2);
+}
+
 }  // namespace tracer::test
 
