@@ -130,7 +130,9 @@ Value Interpreter::call_op(const ir::OpDecl& op, CallArgs args, SourceLoc loc) {
   try {
     res = op.cpu(bound, exec_);
   } catch (const std::exception& e) {
-    fail(loc, callee + ": " + e.what());
+    // A kernel's message that names its op already ("take: index 7 ...") is not prefixed twice.
+    std::string m = e.what();
+    fail(loc, m.rfind(op.name + ":", 0) == 0 ? op.ns + "." + m : callee + ": " + m);
   }
   std::vector<Value> outs;
   for (auto& t : res) outs.push_back(make<TensorObj>(std::move(t)));
