@@ -524,7 +524,11 @@ tracer_status tracer_set_passes(tracer_state* S, const char* passes) {
       }
     }
     size_t before = S->impl->diags.size();
-    if (!S->session->set_passes(ps)) return fail(S, TRACER_ERROR_NOT_FOUND, first_error_since(S, before, "unknown pass"));
+    // A pass that does not exist is not found; an order the passes refuse, an argument error.
+    if (!S->session->set_passes(ps)) {
+      std::string why = first_error_since(S, before, "unknown pass");
+      return fail(S, why.find("pass order: ") != std::string::npos ? TRACER_ERROR_ARGUMENT : TRACER_ERROR_NOT_FOUND, why);
+    }
     S->passes = ps;
     return TRACER_OK;
   });

@@ -236,6 +236,11 @@ bool Session::set_passes(const std::vector<std::string>& passes) {
     impl_->error("unknown pass '" + p + "'; known passes: " + list);
     return false;
   }
+  std::string order = interp::pass_order_error(passes);
+  if (!order.empty()) {
+    impl_->error(order);
+    return false;
+  }
   impl_->passes = passes;
   return true;
 }

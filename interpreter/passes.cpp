@@ -55,8 +55,45 @@ void verify_all(const std::string& name, const Traces& ts) {
 
 }  // namespace
 
+std::string pass_order_error(const std::vector<std::string>& names) {
+  struct Rule {
+    const char* first;
+    const char* then;
+    const char* why;
+  };
+  static const Rule kRules[] = {
+      {"grad", "remat", "remat works on the forward and backward traces grad makes"},
+      {"grad", "checkpoint", "checkpoint works on the forward and backward traces grad makes"},
+      {"grad", "del_last_used", "del_last_used deletes values as they die, and grad reads them all"},
+      {"checkpoint", "del_last_used", "del_last_used deletes values as they die, and checkpoint recomputes from them"},
+      {"remat", "del_last_used", "del_last_used deletes values as they die, and remat moves their uses"},
+  };
+  auto first_at = [&](const char* n) -> long {
+    for (size_t i = 0; i < names.size(); ++i)
+      if (names[i] == n) return static_cast<long>(i);
+    return -1;
+  };
+  auto last_at = [&](const char* n) -> long {
+    for (size_t i = names.size(); i-- > 0;)
+      if (names[i] == n) return static_cast<long>(i);
+    return -1;
+  };
+  for (const Rule& r : kRules) {
+    long then = first_at(r.then), first = last_at(r.first);
+    if (then >= 0 && first > then)
+      return "pass order: '" + std::string(r.first) + "' must run before '" + r.then + "' (" + r.why + "); got " + [&] {
+        std::string l;
+        for (const auto& n : names) l += (l.empty() ? "" : ",") + n;
+        return l;
+      }();
+  }
+  return "";
+}
+
 Traces run_passes(Interpreter& in, const Traces& traces, const std::vector<std::string>& names,
                   const PassOptions& opts, std::vector<PassTiming>* timings) {
+  std::string order = pass_order_error(names);
+  if (!order.empty()) throw PassError{Diagnostic{Severity::error, {}, order, {}}};
   Traces cur = traces;
   for (const std::string& name : names) {
     const Value* fn = in.find_pass(name);

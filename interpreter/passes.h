@@ -28,7 +28,13 @@ struct PassError {
   Diagnostic diag;
 };
 
-// Applies the named passes in order. A pass is called with a list of traces ([forward] or
+// The standard passes' order rules, checked before anything runs: grad before remat and
+// checkpoint (they work on the forward and backward pair grad makes), and grad, checkpoint and
+// remat before del_last_used (which deletes values as they die: a pass after it that reads them
+// finds them gone). Returns "" or the first rule the list breaks, naming both passes.
+std::string pass_order_error(const std::vector<std::string>& names);
+
+// Applies the named passes in order (refusing an order pass_order_error refuses). A pass is called with a list of traces ([forward] or
 // [forward, backward]) and must return such a list.
 Traces run_passes(Interpreter& in, const Traces& traces, const std::vector<std::string>& names,
                   const PassOptions& opts, std::vector<PassTiming>* timings);

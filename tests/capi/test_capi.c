@@ -207,6 +207,9 @@ static void test_null_handles(void) {
   CHECK(tracer_load_file(S, "/nonexistent/file.trace") == TRACER_ERROR_NOT_FOUND);
   CHECK(tracer_set_device(S, "tpu") == TRACER_ERROR_ARGUMENT);
   CHECK(tracer_set_passes(S, "grad,no_such_pass") == TRACER_ERROR_NOT_FOUND);
+  /* an order the passes refuse, up front, naming both */
+  CHECK(tracer_set_passes(S, "del_last_used, grad") == TRACER_ERROR_ARGUMENT);
+  CHECK(strstr(tracer_last_error(S), "'grad' must run before 'del_last_used'") != NULL);
   tracer_close(S);
 }
 
