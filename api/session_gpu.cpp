@@ -1,5 +1,6 @@
 // The GPU side of the Session API: device selection, runs on a GPU (eager or as a CUDA graph,
 // with --bench), and tracer compile. Session's state is api/session_impl.h.
+#include <map>
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -110,12 +111,14 @@ std::optional<CompileReport> Session::compile(const std::string& entry, const st
   rep.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   bool ok = true;
   std::unordered_set<size_t> written, files_done;
+  std::map<std::string, size_t> same_log;  // a log every kernel gets (a bad --arch) is shown once
   for (size_t j = 0; j < jobs.size(); ++j) {
     const cg::Kernel& k = jobs[j].kernel;
     const cg::CompileResult* res = nvrtc ? &results[slot[j]] : nullptr;
     if (res && !res->ok) {
       if (written.insert(slot[j]).second) {
-        impl_->error(cg::Nvrtc::explain(k.name + " (" + k.symbol + ")", k.structure, res->log));
+        bool has_lines = res->log.find("): ") != std::string::npos;
+        if (has_lines || same_log[res->log]++ == 0) impl_->error(cg::Nvrtc::explain(k.name + " (" + k.symbol + ")", k.structure, res->log));
         ok = false;
       }
       continue;
@@ -141,6 +144,8 @@ std::optional<CompileReport> Session::compile(const std::string& entry, const st
     info.vector_width = k.vector_width;
     rep.kernels.push_back(std::move(info));
   }
+  for (const auto& [log, n] : same_log)
+    if (n > 1) impl_->error(std::to_string(n - 1) + " more kernel" + (n > 2 ? "s" : "") + " failed with the same NVRTC error");
   if (!ok) return std::nullopt;
   return rep;
 }

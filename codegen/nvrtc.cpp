@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <set>
 #include <sstream>
 
 namespace tracer::codegen {
@@ -127,16 +128,40 @@ CompileResult Nvrtc::compile(const std::string& source, const std::string& name,
 }
 
 std::string Nvrtc::explain(const std::string& name, const std::string& source, const std::string& log) {
+  // The compiler's words first; then only the source lines they point at ("prog(123): error"),
+  // with two lines either side. `tracer compile --emit cuda -o DIR` writes the whole source.
   std::ostringstream o;
-  o << "NVRTC could not compile kernel '" << name << "'.\ngenerated source:\n";
-  std::istringstream in(source);
-  std::string line;
-  for (int i = 1; std::getline(in, line); ++i) {
-    char num[16];
-    std::snprintf(num, sizeof num, "%5d | ", i);
-    o << num << line << "\n";
+  std::string trimmed = log;
+  while (!trimmed.empty() && (trimmed.back() == '\n' || trimmed.back() == ' ' || trimmed.back() == '\0')) trimmed.pop_back();
+  o << "NVRTC could not compile kernel '" << name << "':\n" << trimmed << "\n";
+  std::vector<std::string> lines;
+  {
+    std::istringstream in(source);
+    std::string line;
+    while (std::getline(in, line)) lines.push_back(line);
   }
-  o << "compiler log:\n" << log;
+  std::set<size_t> wanted;
+  for (size_t at = log.find("): "); at != std::string::npos; at = log.find("): ", at + 1)) {
+    size_t open = log.rfind('(', at);
+    if (open == std::string::npos) continue;
+    std::string num = log.substr(open + 1, at - open - 1);
+    if (num.empty() || num.size() > 7 || num.find_first_not_of("0123456789") != std::string::npos) continue;
+    size_t n = std::stoul(num);
+    if (n == 0 || n > lines.size()) continue;
+    for (size_t k = n > 2 ? n - 2 : 1; k <= std::min(lines.size(), n + 2); ++k) wanted.insert(k);
+  }
+  if (!wanted.empty()) {
+    o << "generated source (the lines the log names; " << lines.size() << " in all):\n";
+    size_t prev = 0;
+    for (size_t k : wanted) {
+      if (prev && k != prev + 1) o << "  ... |\n";
+      char num[16];
+      std::snprintf(num, sizeof num, "%5zu | ", k);
+      o << num << lines[k - 1] << "\n";
+      prev = k;
+    }
+  }
+  o << "(tracer compile --emit cuda -o DIR writes the generated source)";
   return o.str();
 }
 

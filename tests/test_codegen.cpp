@@ -445,18 +445,30 @@ TEST_CASE("the disk kernel cache detects corrupt and truncated entries", "[codeg
   fs::remove_all(dir);
 }
 
-TEST_CASE("a kernel NVRTC rejects is reported with its numbered source and the log", "[codegen][nvrtc]") {
+TEST_CASE("a kernel NVRTC rejects is reported with the log first, then the lines it names", "[codegen][nvrtc]") {
   std::string why;
   auto nvrtc = codegen::Nvrtc::load(&why);
   REQUIRE(nvrtc);
-  std::string src = "extern \"C\" __global__ void k(float* p) {\n  p[0] = undefined_name;\n}\n";
+  // 40 lines of which line 20 is wrong: the report shows lines 18-22, not the rest.
+  std::string src = "extern \"C\" __global__ void k(float* p) {\n";
+  for (int i = 2; i < 20; ++i) src += "  p[" + std::to_string(i) + "] = 1.0f;\n";
+  src += "  p[0] = undefined_name;\n";
+  for (int i = 21; i < 40; ++i) src += "  p[" + std::to_string(i) + "] = 2.0f;\n";
+  src += "}\n";
   auto r = nvrtc->compile(src, "k", "sm_90", codegen::Emit::cubin);
   CHECK_FALSE(r.ok);
   std::string text = codegen::Nvrtc::explain("k", src, r.log);
-  CHECK_THAT(text, Catch::Contains("NVRTC could not compile kernel 'k'"));
-  CHECK_THAT(text, Catch::Contains("    2 |   p[0] = undefined_name;"));
-  CHECK_THAT(text, Catch::Contains("undefined_name"));
-  CHECK_THAT(text, Catch::Contains("compiler log:"));
+  INFO(text);
+  CHECK(text.rfind("NVRTC could not compile kernel 'k':\n", 0) == 0);
+  CHECK(text.find("undefined_name") < text.find("generated source"));  // the error first
+  CHECK_THAT(text, Catch::Contains("   20 |   p[0] = undefined_name;"));
+  CHECK_THAT(text, Catch::Contains("   18 |   p[18] = 1.0f;") && Catch::Contains("   22 |   p[22] = 2.0f;"));
+  CHECK_THAT(text, !Catch::Contains("p[5] = 1.0f") && !Catch::Contains("p[30] = 2.0f"));
+  // An error that names no line (a bad architecture): the log alone.
+  auto bad = nvrtc->compile(src, "k", "sm_12", codegen::Emit::cubin);
+  CHECK_FALSE(bad.ok);
+  std::string t2 = codegen::Nvrtc::explain("k", src, bad.log);
+  CHECK_THAT(t2, Catch::Contains("gpu-architecture") && !Catch::Contains("p[0]"));
 }
 
 TEST_CASE("compile reports bad arguments and non-elementwise statements are left out", "[codegen]") {
