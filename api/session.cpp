@@ -422,6 +422,8 @@ std::vector<rt::Tensor> Session::Impl::make_inputs(const ir::Trace& t, const std
                                                    bool* ok) {
   rt::Allocator& al = in->allocator();
   std::vector<rt::Tensor> xs;
+  // Integer inputs used as class targets or indices are drawn below what they index.
+  const auto bounds = api::index_bounds(t);
   for (size_t i = 0; i < t.inputs.size(); ++i) {
     const ir::Proxy& p = *t.inputs[i];
     auto it = inputs.find(p.name);
@@ -430,7 +432,8 @@ std::vector<rt::Tensor> Session::Impl::make_inputs(const ir::Trace& t, const std
       inputs.erase(it);
     } else {
       try {
-        xs.push_back(api::random_input(p.type.dtype, p.type.shape, opts.seed, i, &al));
+        auto b = bounds.find(&p);
+        xs.push_back(api::random_input(p.type.dtype, p.type.shape, opts.seed, i, &al, b != bounds.end() ? b->second : 16));
       } catch (const rt::OutOfMemory& e) {
         error("input '" + p.name + "' (" + rt::dtype_name(p.type.dtype) + rt::shape_str(p.type.shape) +
               ") does not fit in memory: " + e.what());

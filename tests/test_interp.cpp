@@ -377,5 +377,32 @@ TEST_CASE("deep recursion's traceback collapses the repeated calls", "[interp][e
   CHECK(r3.diags.items()[0].notes.size() == 2);
 }
 
+TEST_CASE("random integer inputs used as targets or indices are drawn below what they index", "[interp][inputs]") {
+  const std::string src = R"(
+def f(x: f32[64, 5], t: i64[64], w: bf16[7, 3], i: i64[8, 8], v: f32[3, 2], r: i64[4, 4], k: i64[256]):
+    ce = cross_entropy(x, t)
+    e = embedding(i, w)
+    g = prims.take(v, prims.reshape(r, (16,)))
+    return prims.amax(t, (0,)), prims.amax(i, (0, 1)), prims.amax(r, (0, 1)), prims.amax(k, (0,)), prims.amin(t, (0,)), ce, e, g
+)";
+  // t: 5 classes; i: 7 rows of w; r through a reshape: 3 rows of v; k: no index use, [0, 16).
+  for (uint64_t seed : {0u, 1u, 7u}) {
+    SessionOptions o;
+    o.seed = seed;
+    Session s(o);
+    REQUIRE(s.load_string("m", src));
+    auto rep = s.run("f");
+    INFO(s.rendered_diagnostics());
+    REQUIRE(rep);
+    CHECK(rep->outputs[0].sum <= 4);   // t < 5
+    CHECK(rep->outputs[1].sum <= 6);   // i < 7
+    CHECK(rep->outputs[2].sum <= 2);   // r < 3
+    CHECK(rep->outputs[3].sum >= 7);   // k: 256 draws in [0, 16) reach past the bounds above
+    CHECK(rep->outputs[3].sum <= 15);
+    CHECK(rep->outputs[4].sum >= 0);
+    CHECK(rep->outputs[0].sum >= 2);   // 64 draws cover more than one class
+  }
+}
+
 }  // namespace tracer::test
 
