@@ -643,8 +643,7 @@ std::string signature_of(const std::string& qualname, const interp::FunctionObj&
     for (size_t i = 0; i < f.info->params->size(); ++i) {
       const auto& p = (*f.info->params)[i];
       sig += (i ? ", " : "") + p.name;
-      if (i < f.defaults.size() && !f.defaults[i].is(VT::Unbound) && !f.defaults[i].is_none())
-        sig += "=" + interp::repr(f.defaults[i]);
+      if (i < f.defaults.size() && !f.defaults[i].is(VT::Unbound)) sig += "=" + interp::repr(f.defaults[i]);
     }
   return sig + ")";
 }
@@ -653,7 +652,15 @@ std::string signature_of(const std::string& qualname, const interp::FunctionObj&
 
 std::optional<std::string> Session::help(const std::string& name) {
   auto op_doc = [](const ir::OpDecl& op) -> std::string {
-    if (op.ns == "prims") return "prims." + op.name + ": " + op.doc;
+    if (op.ns == "prims") {
+      // prims.sum(a, dims, keepdim=False, dtype=None): its parameters, defaults included.
+      std::string sig = "prims." + op.name + "(";
+      for (size_t i = 0; i < op.params.size(); ++i) {
+        const ir::ParamSpec& p = op.params[i];
+        sig += (i ? ", " : "") + p.name + (p.required ? "" : "=" + ir::print_arg(p.default_value));
+      }
+      return sig + ")\n" + op.doc;
+    }
     return (op.signature.empty() ? op.ns + "." + op.name + "(...)" : op.signature) + " [native op]" +
            (op.doc.empty() ? "" : "\n" + op.doc);
   };

@@ -404,5 +404,22 @@ def f(x: f32[64, 5], t: i64[64], w: bf16[7, 3], i: i64[8, 8], v: f32[3, 2], r: i
   }
 }
 
+TEST_CASE("help shows signatures with their defaults, prims' parameters and every pass's doc", "[interp][help]") {
+  Session s;
+  auto h = s.help("linear");
+  REQUIRE(h);
+  CHECK(h->rfind("linear(a, w, bias=None)\n", 0) == 0);
+  auto p = s.help("prims.sum");
+  REQUIRE(p);
+  CHECK(p->rfind("prims.sum(a, dims, keepdim=False, dtype=None)\n", 0) == 0);
+  for (const std::string& pass : {"grad", "remat", "checkpoint", "philox", "fuse", "fuse_reorder", "cse", "dce", "del_last_used"}) {
+    auto d = s.help(pass);
+    INFO(pass);
+    REQUIRE(d);
+    CHECK(d->rfind("pass " + pass + "(traces)\n", 0) == 0);
+    CHECK(d->size() > pass.size() + 30);  // a line of doc after the signature
+  }
+}
+
 }  // namespace tracer::test
 
