@@ -704,7 +704,12 @@ std::optional<std::string> Session::help(const std::string& name) {
       if (auto d = function_doc(n, it->second)) return d;
   }
   if (const Value* b = impl_->in->builtins().lookup(n))
-    if (auto d = function_doc(n, *b)) return d;
+    if (auto d = function_doc(n, *b)) {
+      // A builtin and a pass of one name (checkpoint): both.
+      if (const Value* p = impl_->in->find_pass(n))
+        if (auto pd = function_doc(n, *p)) return *d + "\npass " + *pd;
+      return d;
+    }
   if (const Value* f = member("ltorch", n))
     if (auto d = function_doc("ltorch." + n, *f)) return d;
   if (const Value* p = impl_->in->find_pass(n))
