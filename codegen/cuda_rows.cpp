@@ -438,16 +438,7 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
           body << "    " << acc << " = __shfl_sync(0xffffffffu, " << acc << ", 0); " << om << " = __shfl_sync(0xffffffffu, " << om << ", 0);\n";
         }
         body << "    tr_red" << j << " = isfinite(" << om << ") ? " << acc << " : __longlong_as_double(0x7ff8000000000000LL);\n";
-        const ir::ProxyPtr& y = red->outputs[0];
-        DType od = y->type.dtype;
-        std::string r = "tr_red" + std::to_string(j);
-        std::string val = od == DType::f64 ? r : od == DType::bf16 ? "tr_round_bf16((float)" + r + ")"
-                          : od == DType::f16 ? "tr_round_f16((float)" + r + ")" : "(float)" + r;
-        body << "    const " << reg_name(reg_of(od)) << " " << name_of(y) << " = " << val << ";\n";
-        if (outs.count(y.get())) body << "    if (tr_lane == 0) p_" << name_of(y) << "[tr_r] = " << store_expr(od, name_of(y), true) << ";\n";
-        continue;
-      }
-      if (lanes == 256) {
+      } else if (lanes == 256) {
         body << "    tr_part[threadIdx.x] = " << acc << ";\n    __syncthreads();\n";
         body << "    for (int tr_w = blockDim.x / 2; tr_w > 0; tr_w >>= 1) {\n";
         body << "      if (threadIdx.x < tr_w) { const double v = tr_part[threadIdx.x + tr_w]; " << acc << " = tr_part[threadIdx.x]; tr_part[threadIdx.x] = " << step << "; }\n";
