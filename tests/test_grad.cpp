@@ -50,6 +50,8 @@ const Case kCases[] = {
     {"mul", "def f(a: f64[3, 4], b: f64[4]):\n    return loss(prims.mul(a, b) + prims.mul(a, 2.0))"},
     {"div", "def f(a: f64[3, 4], b: f64[4]):\n    return loss(prims.div(a, b))", 0.5, 2.0},
     {"pow", "def f(a: f64[3, 4], b: f64[4]):\n    return loss(prims.pow(a, b) + prims.pow(a, 3))", 0.5, 2.0},
+    // A Python number raised to a tensor, and a power of constants (which gets no gradient).
+    {"pow_number_base", "def f(a: f64[3, 4]):\n    return loss(2.5 ** a) + loss(a * (2.0 ** prims.iota(4, dtype=f64)))"},
     {"maximum", "def f(a: f64[3, 4], b: f64[4]):\n    return loss(prims.maximum(a, b))"},
     {"minimum", "def f(a: f64[3, 4], b: f64[4]):\n    return loss(prims.minimum(a, b))"},
     {"remainder", "def f(a: f64[3, 4], b: f64[4]):\n    return loss(prims.remainder(a, b))", 0.6, 2.0},
