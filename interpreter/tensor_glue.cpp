@@ -369,6 +369,11 @@ static std::vector<ParamTypes> param_types(Interpreter& in, const FunctionObj& f
         pt.types.push_back(gi != given.end() ? gi->second : x.as<TypeObj>()->type);
       }
     } else if (const ast::Stmt* tc = fn.info->body ? find_type_comment(*fn.info->body, p.name) : nullptr) {
+      if (tc->type_string == "Collection")  // a backward printout's saved values and cotangents
+        in.fail(tc->loc, "parameter '" + p.name + "' of '" + fn.info->name +
+                             "' has no tensor type: its type comment says \"Collection\" (a Thunder collection, as a backward "
+                             "printout takes its saved values and cotangents), which cannot be drawn at random; give its "
+                             "tensors as inputs from a host (tracer_call)");
       std::string why;
       auto t = ir::parse_type_string(tc->type_string, &why);
       if (!t) in.fail(tc->loc, why);
