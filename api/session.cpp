@@ -355,13 +355,12 @@ std::vector<std::string> traced_output_names(const ir::Trace& fw) {
 
 std::vector<std::string> output_names(const interp::Traces& prog) {
   const ir::Trace& fw = *prog.front();
-  std::vector<std::string> traced = fw.output_names.empty() ? traced_output_names(fw) : fw.output_names;
   std::vector<std::string> names;
   if (prog.size() == 1) {
+    // The names as traced, where the session kept them and the passes left the leaves as they were.
     std::vector<const ir::Arg*> leaves;
     output_leaves(fw.output, leaves);
-    if (traced.size() != leaves.size()) traced = traced_output_names(fw);
-    names = traced;
+    names = fw.output_names.size() == leaves.size() ? fw.output_names : traced_output_names(fw);
   } else {
     // The value grad differentiates: the user's name for it, else "loss".
     const ir::Arg& loss = fw.output.items[0];

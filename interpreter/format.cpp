@@ -231,7 +231,6 @@ std::string percent_format(const std::string& f, const Value& args) {
   if (args.is(VT::Tuple)) vals = args.as<TupleObj>()->items;
   else if (!dict) vals = {args};
   size_t k = 0;
-  bool used_key = false;
   auto next = [&]() -> const Value& {
     if (k >= vals.size()) bad("not enough arguments for format string");
     return vals[k++];
@@ -251,7 +250,6 @@ std::string percent_format(const std::string& f, const Value& args) {
       std::string key = f.substr(i + 1, close - i - 1);
       key_value = const_cast<DictObj*>(dict)->find(str_value(key));
       if (!key_value) bad("KeyError: '" + key + "'");
-      used_key = true;
       i = close + 1;
     }
     Spec p;
@@ -304,19 +302,10 @@ std::string percent_format(const std::string& f, const Value& args) {
         } else {
           n = v.is(VT::Bool) ? static_cast<int64_t>(v.as_bool()) : v.as_int();
         }
-        Spec q = p;
-        q.type = 'd';
-        int64_t prec = q.precision;  // %.3d: at least 3 digits
-        q.precision = -1;
-        std::string s = format_int(n, Spec{' ', 0, q.sign, false, -1, 0, -1, 'd'});
-        if (prec > 0) {
-          bool neg = !s.empty() && (s[0] == '-' || s[0] == '+' || s[0] == ' ');
-          std::string sign = neg ? s.substr(0, 1) : "", body = neg ? s.substr(1) : s;
-          if (static_cast<int64_t>(body.size()) < prec) body.insert(0, static_cast<size_t>(prec) - body.size(), '0');
-          s = sign + body;
-        }
-        bool neg = !s.empty() && (s[0] == '-' || s[0] == '+' || s[0] == ' ');
-        out += pad(q, neg ? s.substr(0, 1) : "", neg ? s.substr(1) : s, '>');
+        // The digits of |n|, at least `precision` of them (%.3d), then the sign and the padding.
+        std::string body = std::to_string(n < 0 ? 0 - static_cast<uint64_t>(n) : static_cast<uint64_t>(n));
+        if (p.precision > static_cast<int64_t>(body.size())) body.insert(0, static_cast<size_t>(p.precision) - body.size(), '0');
+        out += pad(p, sign_of(p, n < 0), body, '>');
         break;
       }
       case 'x': case 'X': case 'o': {
@@ -368,7 +357,6 @@ std::string percent_format(const std::string& f, const Value& args) {
     }
   }
   if (!dict && k < vals.size()) bad("not all arguments converted during string formatting");
-  (void)used_key;
   return out;
 }
 
