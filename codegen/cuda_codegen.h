@@ -25,6 +25,9 @@ struct KernelParam {
   // Declared without __restrict__: an input the executor may overwrite with an output (buffer
   // reuse), or an output that may be written over an input. Only such pairs may share memory.
   bool may_alias = false;
+  // Read 16 bytes at a time on the vector path though not of the kernel's full shape (a view read
+  // in runs of vector_width elements): the launcher takes that path only when it is aligned.
+  bool vector = false;
 };
 
 struct Kernel {

@@ -47,6 +47,11 @@ bool broadcasts_to(const ir::Shape& in, const ir::Shape& out);
 // iota's register value at i.
 std::string view_offset_expr(const ir::View& v, const ir::Shape& S, const Index& ix, int64_t dim = -1, int64_t shift = 0,
                              const std::string& index = "i");
+// Whether view v reads runs: for every flat index i of S that is a multiple of V, elements i to
+// i + V - 1 are V consecutive elements of its base starting at a multiple of V (then one 16-byte
+// access reads them where the base is aligned). dim and shift as view_offset_expr's (a cat's piece
+// along dim, starting at shift).
+bool view_runs(const ir::View& v, const ir::Shape& S, int64_t V, int64_t dim = -1, int64_t shift = 0);
 std::string creation_expr(const ir::Stmt& p, const ir::Shape& S, const Index& ix);
 std::string cat_expr(const ir::CatPlan& c, const ir::Shape& S, const Index& ix, rt::DType dt,
                      const std::function<std::string(const ir::Proxy*)>& pointer);

@@ -135,6 +135,45 @@ Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool cano
   for (const auto& o : s.outputs) k.params.push_back({o->name, o->type, true, o, !post.count(o.get()) && aliased_output(o)});
   k.partials = cs.chunks * static_cast<int64_t>(reductions.size()) * cs.C;
   Namer name_of(canonical);
+  std::vector<ir::ProxyPtr> targets, full_outs;
+  for (const Stmt* r : reductions) targets.push_back(r->args[0].proxy);
+  for (const auto& o : s.outputs)
+    if (!post.count(o.get())) {
+      targets.push_back(o);
+      full_outs.push_back(o);
+    }
+  // Views and cats of views the vector path reads V elements at a time (view_runs: a transposed
+  // attention gradient read along its head dimension; each cat piece's bounds a multiple of V),
+  // among the values the pass over the rows needs. Their bases must be aligned too (vector).
+  std::vector<const Stmt*> vec_views, vec_cats;
+  if (V > 1) {
+    std::unordered_set<const ir::Proxy*> need;
+    needed_prims(prims, plan, targets, [&](const Stmt& p) { return post_prims.count(&p) > 0; }, &need);
+    std::unordered_set<const ir::Proxy*> bases;
+    for (const Stmt* p : prims) {
+      const ir::Proxy* q = p->outputs[0].get();
+      if (!need.count(q)) continue;
+      if (auto v = plan.views.find(q); v != plan.views.end() && view_runs(v->second, S, V)) {
+        vec_views.push_back(p);
+        bases.insert(v->second.base);
+      } else if (auto c = plan.cats.find(q); c != plan.cats.end()) {
+        bool ok = true;
+        for (size_t j = 0; j < c->second.pieces.size(); ++j)
+          ok = ok && view_runs(c->second.pieces[j], S, V, static_cast<int64_t>(c->second.dim), c->second.bounds[j]);
+        if (c->second.dim + 1 == S.size())
+          for (int64_t b : c->second.bounds) ok = ok && b % V == 0;
+        if (!ok) continue;
+        vec_cats.push_back(p);
+        for (const ir::View& v : c->second.pieces) bases.insert(v.base);
+      }
+    }
+    for (KernelParam& kp : k.params) kp.vector = !kp.output && bases.count(kp.proxy.get()) > 0;
+  }
+  auto in_list = [](const std::vector<const Stmt*>& xs, const ir::Proxy* q) {
+    for (const Stmt* x : xs)
+      if (x->outputs[0].get() == q) return true;
+    return false;
+  };
 
   // The lines computing `targets` at flat index i (declared by the caller): loads of the inputs
   // and views they need, then their primitives in order. In the first kernel the reductions are
@@ -159,8 +198,23 @@ Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool cano
       const ir::ProxyPtr& q = p->outputs[0];
       auto v = plan.views.find(q.get());
       if (v == plan.views.end() || !need.count(q.get())) continue;
-      o << ind << "const " << reg_name(reg_of(q->type.dtype)) << " " << name_of(q) << " = "
-        << load_expr(q->type.dtype, "p_" + name_of(input_ptr(v->second.base)) + "[" + view_offset_expr(v->second, S, ix) + "]") << ";\n";
+      const std::string ref = vec && in_list(vec_views, q.get())
+                                  ? name_of(q) + "_v[k]"
+                                  : "p_" + name_of(input_ptr(v->second.base)) + "[" + view_offset_expr(v->second, S, ix) + "]";
+      o << ind << "const " << reg_name(reg_of(q->type.dtype)) << " " << name_of(q) << " = " << load_expr(q->type.dtype, ref) << ";\n";
+    }
+    if (vec) {  // cats read a run at a time: their registers from the run, not their expression
+      std::vector<const Stmt*> rest;
+      for (const Stmt* p : chosen) {
+        const ir::ProxyPtr& q = p->outputs[0];
+        if (!in_list(vec_cats, q.get())) {
+          rest.push_back(p);
+          continue;
+        }
+        o << ind << "const " << reg_name(reg_of(q->type.dtype)) << " " << name_of(q) << " = " << load_expr(q->type.dtype, name_of(q) + "_v[k]")
+          << ";  // " << (canonical ? name_of(q) : q->name) << " = prims.cat\n";
+      }
+      chosen = rest;
     }
     o << prim_lines(chosen, plan, S, ix, canonical, name_of, [&](const ir::Proxy* b) { return "p_" + name_of(input_ptr(b)); }, ind);
     return o.str();
@@ -184,13 +238,6 @@ Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool cano
     body << "  double tr_a" << j << "[" << V << "];\n";
     body << "  for (int k = 0; k < " << V << "; ++k) tr_a" << j << "[k] = " << acc_init(reductions[j]->op->name) << ";\n";
   }
-  std::vector<ir::ProxyPtr> targets, full_outs;
-  for (const Stmt* r : reductions) targets.push_back(r->args[0].proxy);
-  for (const auto& o : s.outputs)
-    if (!post.count(o.get())) {
-      targets.push_back(o);
-      full_outs.push_back(o);
-    }
   auto element = [&](const std::string& ind, bool vec) {
     std::ostringstream e;
     e << ind << "const long long tr_c = tr_s * " << V << " + k, i = tr_r * tr_C + tr_c;\n";
@@ -215,6 +262,33 @@ Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool cano
       std::string t = storage_name(p->type.dtype);
       body << "        __align__(16) " << t << " " << name_of(p) << "_v[" << V << "];\n";
       body << "        tr_copy<" << V << " * sizeof(" << t << ")>(" << name_of(p) << "_v, p_" << name_of(p) << " + tr_v);\n";
+    }
+    // Runs of views and cats: the offset of the run's first element (tr_c and i at k = 0).
+    auto run_copy = [&](const ir::View& v, const std::string& dst, int64_t dim, int64_t shift, DType dt) {
+      return "tr_copy<" + std::to_string(V) + " * sizeof(" + storage_name(dt) + ")>(" + dst + ", p_" + name_of(input_ptr(v.base)) + " + (" +
+             view_offset_expr(v, S, rows_ix, dim, shift) + "))";
+    };
+    for (const Stmt* p : vec_views) {
+      const ir::ProxyPtr& q = p->outputs[0];
+      const std::string t = storage_name(q->type.dtype);
+      body << "        __align__(16) " << t << " " << name_of(q) << "_v[" << V << "];\n";
+      body << "        { const long long tr_c = tr_s * " << V << ", i = tr_r * tr_C + tr_c; "
+           << run_copy(plan.views.at(q.get()), name_of(q) + "_v", -1, 0, q->type.dtype) << "; }\n";
+    }
+    for (const Stmt* p : vec_cats) {
+      const ir::ProxyPtr& q = p->outputs[0];
+      const ir::CatPlan& c = plan.cats.at(q.get());
+      const std::string t = storage_name(q->type.dtype);
+      std::vector<int64_t> ostride(S.size(), 1);
+      for (size_t d = S.size(); d-- > 1;) ostride[d - 1] = ostride[d] * S[d];
+      body << "        __align__(16) " << t << " " << name_of(q) << "_v[" << V << "];\n";
+      body << "        { const long long tr_c = tr_s * " << V << ", i = tr_r * tr_C + tr_c; const long long tr_cc = "
+           << index_coord(ostride[c.dim], c.dim > 0 ? S[c.dim] : 0, rows_ix) << ";\n";
+      for (size_t j = 0; j < c.pieces.size(); ++j) {
+        body << "          " << (j == 0 ? "" : "else ") << (j + 1 < c.pieces.size() ? "if (tr_cc < " + std::to_string(c.bounds[j + 1]) + "LL) " : "")
+             << run_copy(c.pieces[j], name_of(q) + "_v", static_cast<int64_t>(c.dim), c.bounds[j], q->type.dtype) << ";\n";
+      }
+      body << "        }\n";
     }
     for (const auto& o : full_outs)
       body << "        __align__(16) " << storage_name(o->type.dtype) << " " << name_of(o) << "_o[" << V << "];\n";

@@ -474,7 +474,7 @@ void GpuExecutor::run_column_kernel(const ir::Stmt& s, Values& env, const std::u
   // Vector accesses where every full-shape pointer is 16-byte aligned (a view's offset may not be).
   int vec_ok = 1;
   for (size_t j = 0; j < k.params.size() && j < scratch_ptrs_.size(); ++j)
-    if (rt::numel(k.params[j].type.shape) == k.elements && scratch_ptrs_[j] % 16 != 0) vec_ok = 0;
+    if ((k.params[j].vector || rt::numel(k.params[j].type.shape) == k.elements) && scratch_ptrs_[j] % 16 != 0) vec_ok = 0;
   args.push_back(&vec_ok);
   const int64_t per_block = k.column_block * std::max(1, k.vector_width);
   unsigned gx = static_cast<unsigned>((k.row_length + per_block - 1) / per_block);

@@ -361,6 +361,32 @@ std::string view_offset_expr(const ir::View& v, const ir::Shape& S, const Index&
   return expr.empty() ? "0" : expr;
 }
 
+bool view_runs(const ir::View& v, const ir::Shape& S, int64_t V, int64_t dim, int64_t shift) {
+  if (V <= 1 || S.empty() || S.back() % V != 0 || v.offset % V != 0) return false;
+  const int64_t last = static_cast<int64_t>(S.size()) - 1;
+  if (dim >= 0) {
+    int64_t ostride = 1;
+    for (int64_t d = last; d > dim; --d) ostride *= S[static_cast<size_t>(d)];
+    // Along the last dimension the piece's coordinate moves with i (its start a multiple of V);
+    // along another it is the same for the V elements.
+    if (dim == last ? shift % V != 0 : ostride % V != 0) return false;
+  }
+  int varying = 0;
+  for (const ir::OffsetTerm& t : ir::view_terms(v, S, dim)) {
+    const bool moves = !t.shifted || dim == last;
+    if (moves && t.div == 1) {
+      // ((i + k) % mod) = (i % mod) + k for k < V when V divides i and mod.
+      if (t.stride != 1 || (t.mod != 0 && t.mod % V != 0)) return false;
+      ++varying;
+    } else if (moves && t.div % V != 0) {
+      return false;  // (i + k) / div may change within the run
+    } else if (t.stride % V != 0) {
+      return false;  // the same for the run, but not at a multiple of V
+    }
+  }
+  return varying == 1;
+}
+
 // A cat of views at flat index i of S: the piece that holds i's coordinate along the cat's
 // dimension, read through its view at the coordinate less the piece's start.
 std::string cat_expr(const ir::CatPlan& c, const ir::Shape& S, const Index& ix, DType dt,

@@ -96,7 +96,7 @@ TEST_CASE("NVRTC compiles the kernels of every op on every dtype (tests/gpu/ops.
   REQUIRE(codegen::Nvrtc::load(&why));
   const std::string file = source_dir() + "/tests/gpu/ops.trace";
   for (const char* entry : {"ops_f32", "ops_bf16", "ops_f16", "ops_f64", "ops_i32", "ops_i64", "ops_i8", "ops_u8", "ops_b8",
-                            "ops_reduce_f32", "ops_reduce_lowp", "ops_broadcast", "ops_matmul", "ops_layout", "ops_fallback", "ops_gather", "ops_rows"}) {
+                            "ops_reduce_f32", "ops_reduce_lowp", "ops_broadcast", "ops_matmul", "ops_layout", "ops_fallback", "ops_gather", "ops_rows", "ops_column_views"}) {
     DYNAMIC_SECTION(entry) {
       // compile applies fuse itself: the groups the GPU would run.
       Session s;
@@ -735,6 +735,52 @@ TEST_CASE("column kernels read 16 bytes a thread where the row length allows, an
     if (c.width > 1) {
       CHECK_THAT(col->source, Catch::Contains("if (vec_ok) {"));
       CHECK_THAT(col->source, Catch::Contains("tr_copy<" + std::to_string(c.width) + " * sizeof("));
+    }
+    auto r = nvrtc->compile(col->source, col->name, "sm_90", codegen::Emit::cubin);
+    INFO(r.log);
+    CHECK(r.ok);
+  }
+}
+
+// A qkv bias gradient over the attention gradients put back out of heads (transpose, merge, cat):
+// the vector path reads each piece 8 bf16 at a time, marks the pieces' bases for the launcher's
+// alignment check, and compiles. A transpose that moves the columns (a stride other than one)
+// keeps one element at a time.
+TEST_CASE("column kernels read views and cats of views in runs of 16 bytes where the offsets allow", "[codegen][nvrtc]") {
+  std::string why;
+  auto nvrtc = codegen::Nvrtc::load(&why);
+  INFO(why);
+  REQUIRE(nvrtc);
+  const std::string heads =
+      "def f(big: f32[4096, 64], dq: bf16[2, 3, 10, 16], dk: bf16[2, 3, 10, 16], dv: bf16[2, 3, 10, 16], w: bf16[144, 8]):\n"
+      "    y = big * 2.0\n"
+      "    a = prims.reshape(prims.transpose(dq, (0, 2, 1, 3)), (2, 10, 48))\n"
+      "    b = prims.reshape(prims.transpose(dk, (0, 2, 1, 3)), (2, 10, 48))\n"
+      "    c = prims.reshape(prims.transpose(dv, (0, 2, 1, 3)), (2, 10, 48))\n"
+      "    g = prims.cat([a, b, c], 2)\n"
+      "    db = prims.sum(g, (0, 1))\n"
+      "    return y, prims.matmul(g, w), db\n";
+  const std::string moved =
+      "def f(x: bf16[2, 48, 10], y: bf16[2, 10, 48], big: f32[4096, 64]):\n"
+      "    g = prims.transpose(x, (0, 2, 1)) + y\n"
+      "    return g, prims.sum(g, (0, 1)), big * 2.0\n";
+  for (const std::string& src : {heads, moved}) {
+    auto ks = kernels_of(src, "f");
+    const codegen::Kernel* col = nullptr;
+    for (const auto& k : ks)
+      if (k.columns) col = &k;
+    INFO(src);
+    REQUIRE(col);
+    CHECK(col->vector_width == 8);
+    int marked = 0;
+    for (const auto& p : col->params) marked += p.vector;
+    if (src == heads) {
+      CHECK(marked == 3);
+      CHECK_THAT(col->source, Catch::Contains("tr_copy<8 * sizeof(tr_bf16)>(g_v, p_dq + ("));
+      CHECK_THAT(col->source, Catch::Contains("tr_copy<8 * sizeof(tr_bf16)>(g_v, p_dv + ("));
+    } else {
+      CHECK(marked == 0);
+      CHECK_THAT(col->source, !Catch::Contains("_v, p_x + ("));
     }
     auto r = nvrtc->compile(col->source, col->name, "sm_90", codegen::Emit::cubin);
     INFO(r.log);

@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -116,6 +117,65 @@ TEST_CASE("row kernels' index expressions over the row and the column equal the 
     std::string flat = view_offset_expr(v, S, "LL"), split = view_offset_expr(v, S, ix);
     for (long long i = 0; i < 72; ++i) CHECK(eval_index(split, i, i / 12, i % 12) == eval_index(flat, i, i / 12, i % 12));
   }
+}
+
+// view_runs (column kernels' vector path) against the kernel's own scalar expression: wherever it
+// says a view reads runs, the offsets of elements i .. i + V - 1 (V dividing i) are consecutive
+// and start at a multiple of V; random views with sub-dimensions, broadcasts, offsets and cat
+// pieces, and the transposed attention gradient a qkv bias gradient reads.
+TEST_CASE("view_runs holds only where the view's offsets run in steps of one", "[codegen]") {
+  using tracer::codegen::detail::view_offset_expr;
+  using tracer::codegen::detail::view_runs;
+  using tracer::ir::SubDim;
+  using tracer::ir::View;
+  std::mt19937 rng(12345);
+  auto pick = [&](std::vector<int64_t> xs) { return xs[rng() % xs.size()]; };
+  const tracer::ir::Shape S{2, 4, 16};
+  int said = 0, could = 0;
+  for (int n = 0; n < 3000; ++n) {
+    View v;
+    v.shape = S;
+    for (int64_t size : S) {
+      std::vector<SubDim> dims;
+      if (size == 16 && rng() % 2) {  // a merged dimension: two sub-dimensions
+        int64_t outer = pick({2, 4, 8});
+        dims.push_back({outer, pick({0, 1, 8, 16, 64, 96})});
+        dims.push_back({16 / outer, pick({1, 1, 2, 32})});
+      } else {
+        dims.push_back({size, pick({0, 1, 2, 3, 8, 16, 64, 128})});
+      }
+      v.dims.push_back(dims);
+    }
+    v.offset = pick({0, 0, 3, 8, 16, 24});
+    const int64_t V = pick({2, 4, 8});
+    const int64_t dim = pick({-1, -1, 1, 2});
+    const int64_t shift = dim == 2 ? pick({0, 8, 4, 6}) : dim == 1 ? pick({0, 1, 2}) : 0;
+    const std::string e = view_offset_expr(v, S, "LL", dim, shift);
+    bool runs = true;
+    for (long long i = 0; i + V <= 128 && runs; i += V) {
+      const long long coord = dim < 0 ? 0 : dim == 2 ? i % 16 : (i / 16) % 4;
+      if (coord < shift) continue;  // not in this piece
+      const long long base = eval_index(e, i, 0, 0);
+      runs = base % V == 0;
+      for (long long k = 1; k < V && runs; ++k) runs = eval_index(e, i + k, 0, 0) == base + k;
+    }
+    could += runs;
+    const bool says = view_runs(v, S, V, dim, shift);
+    said += says;
+    INFO("view " << n << " V " << V << " dim " << dim << " shift " << shift << ": " << e);
+    if (says) CHECK(runs);
+  }
+  INFO("said " << said << " could " << could);
+  CHECK(said > 100);  // the check above is not vacuous
+  CHECK(said <= could);
+  // The GPT's qkv bias gradient: dq [8, 12, 1024, 64] transposed and merged into [8, 1024, 768].
+  const tracer::ir::Shape G{8, 1024, 768};
+  View dq{nullptr, G, {{SubDim{8, 786432}}, {SubDim{1024, 64}}, {SubDim{12, 65536}, SubDim{64, 1}}}, 0};
+  CHECK(view_runs(dq, G, 8));
+  CHECK(view_runs(dq, G, 8, 2, 768));
+  CHECK_FALSE(view_runs(dq, G, 8, 2, 764));  // a piece starting inside a run
+  View heads_last{nullptr, G, {{SubDim{8, 786432}}, {SubDim{1024, 1}}, {SubDim{768, 1024}}}, 0};
+  CHECK_FALSE(view_runs(heads_last, G, 8));  // the columns are 1024 elements apart
 }
 
 }  // namespace tracer::test
