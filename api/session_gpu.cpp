@@ -268,6 +268,10 @@ bool Session::Impl::run_gpu(const interp::Traces& program_traces, std::vector<rt
       rep.kernel_disk_hits = st.disk_hits;
       rep.gemms = st.gemms;
       rep.gelu_epilogues = st.gelu_epilogues;
+      rep.matmul_tuned = dev.matmul_tuning().problems;
+      rep.matmul_tune_changed = dev.matmul_tuning().changed;
+      rep.matmul_tune_ms = dev.matmul_tuning().ms;
+      rep.matmul_tune_saved_ms = dev.matmul_tuning().saved_ms;
       rep.cpu_fallbacks = st.fallbacks;
       rep.compile_ms = st.compile_ms;
       rep.compile_wall_ms = st.compile_wall_ms;

@@ -125,6 +125,15 @@ class Device {
   // [m, n] of dt) receives that input, rounded to dt. Returns false, having done nothing, when
   // cuBLASLt has no algorithm for it (dtype, alignment: aux needs n % 8 == 0).
   bool gemm_gelu(DType dt, int64_t m, int64_t n, int64_t k, DevPtr a, DevPtr b, DevPtr c, DevPtr bias, DevPtr aux);
+  // Matmul tuning (TRACER_MATMUL_TUNE=1): the first call of each problem outside a capture times
+  // the heuristics' best candidates (up to 8) on its own operands and keeps the fastest; else the
+  // heuristics' first is used. What it did so far: problems timed, those where another candidate
+  // won, the host time spent, and the device time the choices save per call of each problem.
+  struct MatmulTuning {
+    int problems = 0, changed = 0;
+    double ms = 0, saved_ms = 0;
+  };
+  const MatmulTuning& matmul_tuning() const { return tuning_; }
 
  private:
   Device() = default;
@@ -156,6 +165,8 @@ class Device {
   };
   std::unordered_map<DevPtr, Pin> pinned_;       // blocks owned by graphs
   bool capturing_ = false;
+  int tune_ = -1;  // TRACER_MATMUL_TUNE, read on first use (-1: not yet)
+  MatmulTuning tuning_;
   std::unordered_map<DevPtr, size_t> captured_;  // blocks the running capture touched
   std::unordered_map<std::string, void*> modules_;
   std::unordered_map<std::string, void*> functions_;
