@@ -270,6 +270,7 @@ bool Session::Impl::run_gpu(const interp::Traces& program_traces, std::vector<rt
       rep.gelu_epilogues = st.gelu_epilogues;
       rep.matmul_tuned = dev.matmul_tuning().problems;
       rep.matmul_tune_changed = dev.matmul_tuning().changed;
+      rep.matmul_tune_loaded = dev.matmul_tuning().loaded;
       rep.matmul_tune_ms = dev.matmul_tuning().ms;
       rep.matmul_tune_saved_ms = dev.matmul_tuning().saved_ms;
       rep.cpu_fallbacks = st.fallbacks;

@@ -70,6 +70,7 @@ void KernelCache::store(const std::string& key, const std::string& cubin) const 
 
 GpuExecutor::GpuExecutor(rt::cuda::Device& dev, std::shared_ptr<Nvrtc> nvrtc, KernelCache cache)
     : dev_(dev), nvrtc_(std::move(nvrtc)), cache_(std::move(cache)) {
+  dev_.set_matmul_cache_dir(cache_.dir());  // tuned cuBLASLt choices are kept beside the kernels
   const char* p = std::getenv("TRACER_GPU_PROFILE");
   profile_ = p && *p && std::string(p) != "0";
   profile_each_ = profile_ && std::string(p) == "2";

@@ -8,7 +8,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <sstream>
 #include <map>
 #include <tuple>
 
@@ -129,6 +133,7 @@ struct LtApi {
   LtStatus (*heuristic)(LtHandle, LtDesc, LtLayout, LtLayout, LtLayout, LtLayout, LtPref, int, LtHeuristic*, int*) = nullptr;
   LtStatus (*matmul)(LtHandle, LtDesc, const void*, const void*, LtLayout, const void*, LtLayout, const void*,
                      const void*, LtLayout, void*, LtLayout, const LtAlgo*, void*, size_t, CUstream) = nullptr;
+  size_t (*get_version)() = nullptr;
 };
 
 // A cuBLASLt matmul set up once per problem (dtype, transposes, sizes, batch strides, epilogue,
@@ -139,12 +144,14 @@ struct LtPlan {
   LtApi* lt = nullptr;
   LtDesc desc = nullptr;
   LtLayout la = nullptr, lb = nullptr, lc = nullptr;
-  LtAlgo algo{};
+  LtAlgo algo{}, first{};  // the algorithm used; the heuristics' first
   bool usable = false;
   std::vector<LtAlgo> candidates;  // the heuristics' others, in their order, until tuned
+  std::string kept, kept_text;      // the file that keeps the tuned choice ("": none), its first line
   LtPlan() = default;
   LtPlan(LtPlan&& o) noexcept
-      : lt(o.lt), desc(o.desc), la(o.la), lb(o.lb), lc(o.lc), algo(o.algo), usable(o.usable), candidates(std::move(o.candidates)) {
+      : lt(o.lt), desc(o.desc), la(o.la), lb(o.lb), lc(o.lc), algo(o.algo), first(o.first), usable(o.usable),
+        candidates(std::move(o.candidates)), kept(std::move(o.kept)), kept_text(std::move(o.kept_text)) {
     o.desc = nullptr, o.la = o.lb = o.lc = nullptr;
   }
   LtPlan(const LtPlan&) = delete;
@@ -251,6 +258,7 @@ std::shared_ptr<LtApi> load_lt(std::string* why) {
   bind(h, a->pref_set, "cublasLtMatmulPreferenceSetAttribute", &missing);
   bind(h, a->heuristic, "cublasLtMatmulAlgoGetHeuristic", &missing);
   bind(h, a->matmul, "cublasLtMatmul", &missing);
+  bind(h, a->get_version, "cublasLtGetVersion", &missing);
   if (!missing.empty()) {
     *why = "cuBLASLt lacks:" + missing;
     return nullptr;
@@ -693,7 +701,7 @@ bool Device::lt_matmul(DType dt, bool ta, bool tb, int64_t m, int64_t n, int64_t
       lt_check(lt_->pref_set(pref, attr, &al, sizeof al), "cublasLtMatmulPreferenceSetAttribute (alignment)");
     if (tune_ < 0) {
       const char* t = std::getenv("TRACER_MATMUL_TUNE");
-      tune_ = t && std::string(t) == "1" ? 1 : 0;
+      tune_ = t && std::string(t) == "0" ? 0 : 1;
     }
     LtHeuristic h[8] = {};
     int found = 0;
@@ -703,9 +711,35 @@ bool Device::lt_matmul(DType dt, bool ta, bool tb, int64_t m, int64_t n, int64_t
       if (found == 0) throw CudaError("cuBLASLt has no algorithm for this matmul");
     }
     plan.usable = hs == 0 && found > 0;  // a GELU product without one runs apart, every time
-    plan.algo = h[0].algo;
+    plan.algo = plan.first = h[0].algo;
     for (int j = 1; j < found; ++j)
       if (h[j].state == 0) plan.candidates.push_back(h[j].algo);
+    // A choice tuned by an earlier run on this device and cuBLASLt (the same algorithm, so the
+    // same numbers, run to run): a line naming the problem, then the algorithm's bytes.
+    if (!plan.candidates.empty() && !matmul_cache_dir_.empty()) {
+      std::ostringstream name;
+      name << "cublaslt:" << arch() << ":" << lt_->get_version() << ":" << std::get<0>(key);
+      for (int64_t v : {static_cast<int64_t>(ta), static_cast<int64_t>(tb), m, n, k, batch, stride_a, stride_b, stride_c})
+        name << "," << v;
+      name << "," << (bias != 0) << gelu << (aux != 0) << "," << align_a << "," << align_b << "," << align_c << "," << align(bias) << ","
+           << align(aux);
+      const std::string text = name.str();
+      uint64_t hash = 1469598103934665603ULL;
+      for (unsigned char ch : text) hash = (hash ^ ch) * 1099511628211ULL;
+      char file[48];
+      std::snprintf(file, sizeof file, "/cublaslt-%016llx.algo", static_cast<unsigned long long>(hash));
+      plan.kept = matmul_cache_dir_ + file;
+      std::ifstream in(plan.kept, std::ios::binary);
+      std::string first;
+      LtAlgo kept{};
+      if (in && std::getline(in, first) && first == text && in.read(reinterpret_cast<char*>(&kept), sizeof kept) &&
+          in.peek() == std::char_traits<char>::eof()) {
+        plan.algo = kept;
+        plan.candidates.clear();
+        tuning_.loaded++;
+      }
+      plan.kept_text = text;
+    }
     it = lt_plans_->plans.emplace(key, std::move(plan)).first;
   }
   LtPlan& plan = it->second;
@@ -761,9 +795,25 @@ bool Device::lt_matmul(DType dt, bool ta, bool tb, int64_t m, int64_t n, int64_t
       tuning_.saved_ms += first - best;
     }
     plan.candidates.clear();
+    if (!plan.kept.empty()) {  // written whole, then renamed: a reader never sees half a file
+      std::error_code ec;
+      std::filesystem::create_directories(matmul_cache_dir_, ec);
+      const std::string tmp = plan.kept + ".tmp" + std::to_string(reinterpret_cast<uintptr_t>(this));
+      {
+        std::ofstream out(tmp, std::ios::binary);
+        out << plan.kept_text << "\n";
+        out.write(reinterpret_cast<const char*>(&plan.algo), sizeof plan.algo);
+      }
+      if (std::rename(tmp.c_str(), plan.kept.c_str()) != 0) std::remove(tmp.c_str());
+    }
     tuning_.ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   }
   LtStatus st = run(&plan.algo);
+  if (st != 0 && std::memcmp(&plan.algo, &plan.first, sizeof plan.algo) != 0) {
+    // A kept choice this cuBLASLt no longer runs: the heuristics' first from now on.
+    plan.algo = plan.first;
+    st = run(&plan.algo);
+  }
   if (gelu && st != 0) return false;
   lt_check(st, "cublasLtMatmul");
   return true;

@@ -125,15 +125,18 @@ class Device {
   // [m, n] of dt) receives that input, rounded to dt. Returns false, having done nothing, when
   // cuBLASLt has no algorithm for it (dtype, alignment: aux needs n % 8 == 0).
   bool gemm_gelu(DType dt, int64_t m, int64_t n, int64_t k, DevPtr a, DevPtr b, DevPtr c, DevPtr bias, DevPtr aux);
-  // Matmul tuning (TRACER_MATMUL_TUNE=1): the first call of each problem outside a capture times
-  // the heuristics' best candidates (up to 8) on its own operands and keeps the fastest; else the
-  // heuristics' first is used. What it did so far: problems timed, those where another candidate
-  // won, the host time spent, and the device time the choices save per call of each problem.
+  // Matmul tuning (on unless TRACER_MATMUL_TUNE=0): the first call of each problem outside a
+  // capture times the heuristics' best candidates (up to 8) on its own operands and keeps the
+  // fastest, in the directory set here (the kernel cache's) when there is one, so later runs use
+  // the same algorithm without timing (and give the same numbers). What it did so far: problems
+  // timed, those where another candidate won, choices read back, the host time spent, and the
+  // device time the choices save per call of each problem.
   struct MatmulTuning {
-    int problems = 0, changed = 0;
+    int problems = 0, changed = 0, loaded = 0;
     double ms = 0, saved_ms = 0;
   };
   const MatmulTuning& matmul_tuning() const { return tuning_; }
+  void set_matmul_cache_dir(const std::string& dir) { matmul_cache_dir_ = dir; }
 
  private:
   Device() = default;
@@ -166,6 +169,7 @@ class Device {
   std::unordered_map<DevPtr, Pin> pinned_;       // blocks owned by graphs
   bool capturing_ = false;
   int tune_ = -1;  // TRACER_MATMUL_TUNE, read on first use (-1: not yet)
+  std::string matmul_cache_dir_;
   MatmulTuning tuning_;
   std::unordered_map<DevPtr, size_t> captured_;  // blocks the running capture touched
   std::unordered_map<std::string, void*> modules_;

@@ -57,10 +57,11 @@ struct RunReport {
   size_t device_peak_bytes = 0;
   size_t kernels_launched = 0, kernels_compiled = 0, kernel_disk_hits = 0, gemms = 0, cpu_fallbacks = 0;
   size_t gelu_epilogues = 0;  // linears that ran the following gelu (tanh) in cuBLASLt's epilogue
-  // TRACER_MATMUL_TUNE=1: cuBLASLt problems timed on first use, those where another candidate
-  // than the heuristics' first won, the host time spent, and the device time the choices save
-  // (per call of each problem, summed over the problems).
-  int matmul_tuned = 0, matmul_tune_changed = 0;
+  // cuBLASLt tuning (docs/codegen.md; TRACER_MATMUL_TUNE=0 turns it off): problems timed on
+  // first use, those where another candidate than the heuristics' first won, choices read back
+  // from the cache, the host time spent, and the device time the choices save (per call of each
+  // problem, summed over the problems).
+  int matmul_tuned = 0, matmul_tune_changed = 0, matmul_tune_loaded = 0;
   double matmul_tune_ms = 0, matmul_tune_saved_ms = 0;
   double compile_ms = 0;       // NVRTC time summed over kernels
   double compile_wall_ms = 0;  // wall time of compiling them (in parallel, before the first run)

@@ -101,9 +101,9 @@ nlohmann::json report_json(const std::string& file, const std::string& entry, co
     j["kernel_disk_hits"] = r.kernel_disk_hits;
     j["gemms"] = r.gemms;
     j["gemm_gelu_epilogues"] = r.gelu_epilogues;
-    if (r.matmul_tuned > 0)
-      j["matmul_tuning"] = {{"problems", r.matmul_tuned}, {"changed", r.matmul_tune_changed}, {"ms", r.matmul_tune_ms},
-                            {"saved_ms_per_call", r.matmul_tune_saved_ms}};
+    if (r.matmul_tuned > 0 || r.matmul_tune_loaded > 0)
+      j["matmul_tuning"] = {{"problems", r.matmul_tuned}, {"changed", r.matmul_tune_changed}, {"loaded", r.matmul_tune_loaded},
+                            {"ms", r.matmul_tune_ms}, {"saved_ms_per_call", r.matmul_tune_saved_ms}};
     j["cpu_fallbacks"] = r.cpu_fallbacks;
     j["fallback_ops"] = r.fallback_ops;
     j["compile_ms"] = r.compile_ms;
