@@ -11,6 +11,7 @@
 // computes the values the group derives from the reduced ones, and writes them. The split depends
 // only on the shape, so results are the same run to run and device to device.
 #include <algorithm>
+#include <cstdlib>
 #include <sstream>
 #include <stdexcept>
 #include <unordered_set>
@@ -57,7 +58,11 @@ ColumnShape column_shape(const ir::GroupPlan& g, int64_t V) {
   auto blocks = [&](int64_t per_lane) {
     return ((slots + c.Ct - 1) / c.Ct) * ((c.R + c.Ly * per_lane - 1) / (c.Ly * per_lane));
   };
-  while (c.per_lane > 8 && blocks(c.per_lane) < 264) c.per_lane /= 2;
+  static const int64_t min_blocks = [] {
+    const char* e = std::getenv("TRACER_COLUMN_MIN_BLOCKS");  // docs/codegen.md, "Column groups"
+    return e && std::atoll(e) > 0 ? static_cast<int64_t>(std::atoll(e)) : int64_t{264};
+  }();
+  while (c.per_lane > 8 && blocks(c.per_lane) < min_blocks) c.per_lane /= 2;
   // At most 65535 chunks (the grid's second dimension): more rows per lane for very long columns.
   while ((c.R + c.Ly * c.per_lane - 1) / (c.Ly * c.per_lane) > 65535) c.per_lane *= 2;
   int64_t rows_per_block = c.Ly * c.per_lane;
@@ -294,11 +299,14 @@ Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool cano
       body << "        __align__(16) " << t << " " << name_of(q) << "_v[" << V << "];\n";
       body << "        { const long long tr_c = tr_s * " << V << ", i = tr_r * tr_C + tr_c; const long long tr_cc = "
            << index_coord(ostride[c.dim], c.dim > 0 ? S[c.dim] : 0, rows_ix) << ";\n";
+      // The piece's address chosen first, then one copy: one load whichever piece holds the run.
+      body << "          const " << t << "* tr_src = ";
       for (size_t j = 0; j < c.pieces.size(); ++j) {
-        body << "          " << (j == 0 ? "" : "else ") << (j + 1 < c.pieces.size() ? "if (tr_cc < " + std::to_string(c.bounds[j + 1]) + "LL) " : "")
-             << run_copy(c.pieces[j], name_of(q) + "_v", static_cast<int64_t>(c.dim), c.bounds[j], q->type.dtype) << ";\n";
+        const ir::View& v = c.pieces[j];
+        const std::string at = "p_" + name_of(input_ptr(v.base)) + " + (" + view_offset_expr(v, S, rows_ix, static_cast<int64_t>(c.dim), c.bounds[j]) + ")";
+        body << (j + 1 < c.pieces.size() ? "tr_cc < " + std::to_string(c.bounds[j + 1]) + "LL ? " + at + "\n            : " : at + ";\n");
       }
-      body << "        }\n";
+      body << "          tr_copy<" << V << " * sizeof(" << t << ")>(" << name_of(q) << "_v, tr_src);\n        }\n";
     }
     for (const auto& o : full_outs)
       body << "        __align__(16) " << storage_name(o->type.dtype) << " " << name_of(o) << "_o[" << V << "];\n";

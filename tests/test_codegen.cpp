@@ -776,8 +776,9 @@ TEST_CASE("column kernels read views and cats of views in runs of 16 bytes where
     for (const auto& p : col->params) marked += p.vector;
     if (src == heads) {
       CHECK(marked == 3);
-      CHECK_THAT(col->source, Catch::Contains("tr_copy<8 * sizeof(tr_bf16)>(g_v, p_dq + ("));
-      CHECK_THAT(col->source, Catch::Contains("tr_copy<8 * sizeof(tr_bf16)>(g_v, p_dv + ("));
+      CHECK_THAT(col->source, Catch::Contains("tr_src = tr_cc < 48LL ? p_dq + ("));
+      CHECK_THAT(col->source, Catch::Contains(": p_dv + ("));
+      CHECK_THAT(col->source, Catch::Contains("tr_copy<8 * sizeof(tr_bf16)>(g_v, tr_src);"));
     } else {
       CHECK(marked == 0);
       CHECK_THAT(col->source, !Catch::Contains("_v, p_x + ("));
