@@ -659,7 +659,7 @@ void GpuExecutor::run_stmts(const std::vector<ir::Stmt>& stmts, Values& env, ir:
       continue;
     }
     if (!profile_ || in_graph_ || stmts[i].kind == ir::StmtKind::Del) {
-      if (!run_linear_gelu(stmts, i, env, &skip)) run_stmt(stmts[i], env, ctx, dying, lazy);
+      if (!run_pair(stmts, i, env, ctx, lazy, &skip)) run_stmt(stmts[i], env, ctx, dying, lazy);
       continue;
     }
     // TRACER_GPU_PROFILE=1: device time of each statement (synchronizing), by kind.
@@ -677,7 +677,7 @@ void GpuExecutor::run_stmts(const std::vector<ir::Stmt>& stmts, Values& env, ir:
     // Gated: the statement's host-side set-up (cuBLASLt, cuDNN, argument packing) is not timed.
     bool synced = false;
     double ms = dev_.time_ms([&] {
-      if (!run_linear_gelu(stmts, i, env, &skip)) run_stmt(stmts[i], env, ctx, dying, lazy);
+      if (!run_pair(stmts, i, env, ctx, lazy, &skip)) run_stmt(stmts[i], env, ctx, dying, lazy);
     }, true, &synced);
     if (profile_each_)
       for (const ir::ProxyPtr& o : s.outputs) count(o);

@@ -7,6 +7,7 @@
 // statistics so that it is never silent). Values die at their `del`; an elementwise statement
 // writes over a dying argument's buffer as on the CPU.
 #pragma once
+#include <array>
 #include <functional>
 #include <memory>
 #include <ostream>
@@ -45,6 +46,7 @@ struct GpuStats {
   // cuDNN's plans built (or read from the plan cache) for this program, and the time it took.
   size_t attention_cudnn = 0, attention_tracer = 0;
   size_t fusions_viewed = 0;  // layout fusions not run: cuDNN read their outputs in place
+  size_t cats_in_place = 0;   // attention gradients cuDNN wrote straight into their concatenation
   size_t cudnn_plans_built = 0, cudnn_plans_loaded = 0;
   double cudnn_plan_ms = 0;
   std::string cudnn_version, cudnn_library, cudnn_missing;  // the version loaded, or why none
@@ -113,6 +115,7 @@ class GpuExecutor {
   // other than the ones run last (compiled kernels, keyed by structure, are kept).
   void new_program() {
     kernels_.clear();
+    without_cat_.clear();
     is_group_.clear();
     simple_.clear();
     uniform_fns_.clear();
@@ -141,6 +144,19 @@ class GpuExecutor {
   static bool apply_chain(const ViewChain& chain, const rt::cuda::DeviceTensor& src, OperandView* v);
   // The cuDNN problem of an attention over operand views ({q, k, v}, or the backward's {g, q, k,
   // v, o}; the outputs packed), or false when a view does not fold into [b, h, s, d].
+  // An attention backward's gradients written straight into the cat that the fusion after it
+  // makes of them (run_attention_into_cat): the fusion without the cat and the views feeding it
+  // (null when nothing else is left), the cat's value, and each gradient's [b, h, s, d] strides
+  // and first element's offset in it. cat is null when the fusion does anything else with the
+  // gradients, or a piece is not a whole gradient relabelled (plan_cat).
+  struct CatPlan {
+    std::unique_ptr<ir::Stmt> rest;
+    const ir::Proxy* cat = nullptr;
+    ir::ProxyPtr cat_value;
+    std::vector<std::array<int64_t, 4>> strides;  // dq, dk, dv
+    std::vector<int64_t> offsets;
+  };
+  static CatPlan plan_cat(const ir::Stmt& backward, const ir::Stmt& fusion);
   static bool view_problem(const std::vector<OperandView>& ops, bool backward, bool causal, double scale,
                            rt::cuda::AttentionProblem* p);
   const GpuStats& stats() const { return stats_; }
@@ -186,6 +202,16 @@ class GpuExecutor {
   // stmts[i] a linear whose output the next statement j only passes through gelu(tanh): both by
   // one cuBLASLt call with the GELU epilogue; *j gets the statement it ran (to skip), or false.
   bool run_linear_gelu(const std::vector<ir::Stmt>& stmts, size_t i, Values& env, size_t* j);
+  // stmts[i] an attention_backward on cuDNN whose gradients the next statement j (a fusion) only
+  // puts back out of heads and concatenates (the qkv gradient): cuDNN writes dq, dk and dv
+  // straight into the concatenation's buffer, and j runs without the cat (cuda_exec_attention.cpp).
+  bool run_attention_into_cat(const std::vector<ir::Stmt>& stmts, size_t i, Values& env, ir::ExecContext& ctx,
+                              const std::unordered_set<const ir::Proxy*>& lazy, size_t* j);
+  // Either pair above, or false.
+  bool run_pair(const std::vector<ir::Stmt>& stmts, size_t i, Values& env, ir::ExecContext& ctx,
+                const std::unordered_set<const ir::Proxy*>& lazy, size_t* j) {
+    return run_linear_gelu(stmts, i, env, j) || run_attention_into_cat(stmts, i, env, ctx, lazy, j);
+  }
   void run_on_cpu(const ir::Stmt& s, Values& env, ir::ExecContext& ctx);
   void* kernel_function(const Kernel& k);
   void* compiled(const std::string& source, const std::string& symbol, const std::string& label);
@@ -195,7 +221,9 @@ class GpuExecutor {
   bool run_attention(const ir::Stmt& s, Values& env, ir::ExecContext& ctx);
   bool run_attention_cudnn(const ir::Stmt& s, Values& env, const AttentionArgs& a);
   // Runs a prepared problem; in: the operands' addresses ({q, k, v}, or {g, q, k, v, o}).
-  void launch_cudnn(const ir::Stmt& s, Values& env, const rt::cuda::AttentionProblem& p, const std::vector<rt::cuda::DevPtr>& in);
+  // outs (the backward's): where dq, dk and dv go instead of new tensors (their strides in p).
+  void launch_cudnn(const ir::Stmt& s, Values& env, const rt::cuda::AttentionProblem& p, const std::vector<rt::cuda::DevPtr>& in,
+                    const std::vector<rt::cuda::DevPtr>* outs = nullptr);
   void plan_views(const ir::Trace& t);  // view_fusions_ for a trace's statements
   // The problem and operand addresses of attention statement s reading views (views_, and
   // `extra` not yet registered); false when no operand is a view or the views do not fit.
@@ -235,6 +263,7 @@ class GpuExecutor {
     void* fn2 = nullptr;  // a column group's second kernel
   };
   std::unordered_map<const ir::Stmt*, Prepared> kernels_;    // generated and loaded once per statement
+  std::unordered_map<const ir::Stmt*, CatPlan> without_cat_;  // plan_cat's, by fusion
   std::unordered_map<const ir::Stmt*, int> is_group_;  // 1: elementwise group, 2: row group, 0: neither; once per statement
   struct Simple {
     bool ok = false;

@@ -3,9 +3,13 @@
 // kernels or the rows kernels of codegen/cuda_attention.cpp, as attention_path_for chooses for
 // the device; see docs/codegen.md, "Attention". TRACER_ATTENTION=cudnn|tracer forces a path.
 #include <algorithm>
+#include <array>
+#include <cstdlib>
 
 #include "codegen/cuda_attention.h"
 #include "codegen/cuda_exec.h"
+#include "ir/fusion.h"
+#include "ir/group.h"
 
 namespace tracer::codegen {
 
@@ -195,7 +199,7 @@ bool GpuExecutor::run_attention_cudnn(const ir::Stmt& s, Values& env, const Atte
 }
 
 void GpuExecutor::launch_cudnn(const ir::Stmt& s, Values& env, const rt::cuda::AttentionProblem& p,
-                               const std::vector<rt::cuda::DevPtr>& in) {
+                               const std::vector<rt::cuda::DevPtr>& in, const std::vector<rt::cuda::DevPtr>* outs) {
   rt::cuda::Cudnn& dnn = *cudnn_;
   const bool backward = s.op->name == "attention_backward";
   rt::cuda::Buffer ws(&dev_, dnn.engine_workspace(p, backward));
@@ -211,11 +215,199 @@ void GpuExecutor::launch_cudnn(const ir::Stmt& s, Values& env, const rt::cuda::A
   // The f32 row sums and dq accumulator, as the flash kernels' (tracer mem counts them alike).
   const size_t rows = static_cast<size_t>(p.b * p.h * p.s_q);
   rt::cuda::Buffer row_sums(&dev_, rows * 4), dq_acc(&dev_, rows * static_cast<size_t>(p.d) * 4);
+  if (outs) {  // into the caller's buffer, at the problem's strides
+    dnn.backward(p, in[1], in[2], in[3], in[4], in[0], lse.ptr(), (*outs)[0], (*outs)[1], (*outs)[2], row_sums.ptr, dq_acc.ptr, ws.ptr);
+    return;
+  }
   DeviceTensor dq = alloc(s.outputs[0]->type), dk = alloc(s.outputs[1]->type), dv = alloc(s.outputs[2]->type);
   dnn.backward(p, in[1], in[2], in[3], in[4], in[0], lse.ptr(), dq.ptr(), dk.ptr(), dv.ptr(), row_sums.ptr, dq_acc.ptr, ws.ptr);
   env[s.outputs[0].get()] = std::move(dq);
   env[s.outputs[1].get()] = std::move(dk);
   env[s.outputs[2].get()] = std::move(dv);
+}
+
+namespace {
+
+// The [b, h, s, d] strides, in a contiguous tensor of shape S, of the elements that view v (a
+// piece of a cat over S) reads from a contiguous 4-D base of base_shape: each of the base's
+// dimensions is one sub-dimension of the view, with the base's contiguous stride, and its stride
+// in S is the view dimension's times the sizes of that dimension's finer sub-dimensions. False
+// where v is not such a relabelling of the whole base (a broadcast, a slice, an offset).
+bool piece_strides(const ir::View& v, const ir::Shape& S, const rt::Shape& base_shape, std::array<int64_t, 4>* out) {
+  if (base_shape.size() != 4 || v.offset != 0 || v.shape.size() != S.size()) return false;
+  std::vector<int64_t> dst(S.size(), 1);
+  for (size_t d = S.size(); d-- > 1;) dst[d - 1] = dst[d] * S[d];
+  std::array<int64_t, 4> base_stride{};
+  base_stride[3] = 1;
+  for (int d = 2; d >= 0; --d) base_stride[d] = base_stride[d + 1] * base_shape[d + 1];
+  std::array<bool, 4> found{};
+  int64_t covered = 1;
+  for (size_t e = 0; e < v.dims.size(); ++e) {
+    int64_t inner = 1;
+    for (size_t j = v.dims[e].size(); j-- > 0;) {
+      const ir::SubDim& x = v.dims[e][j];
+      if (x.size != 1) {
+        int hit = -1;
+        for (int d = 0; d < 4 && hit < 0; ++d)
+          if (!found[d] && base_shape[d] == x.size && base_stride[d] == x.stride) hit = d;
+        if (hit < 0) return false;
+        found[hit] = true;
+        (*out)[hit] = dst[e] * inner;
+        covered *= x.size;
+      }
+      inner *= x.size;
+    }
+  }
+  if (covered != rt::numel(base_shape)) return false;
+  for (int d = 3; d >= 0; --d)  // a dimension of size 1: any stride; the one a packed layout gives
+    if (!found[d]) (*out)[d] = d == 3 ? 1 : (*out)[d + 1] * base_shape[d + 1];
+  return (*out)[3] == 1;
+}
+
+}  // namespace
+
+GpuExecutor::CatPlan GpuExecutor::plan_cat(const ir::Stmt& s, const ir::Stmt& f) {
+  if (s.outputs.size() != 3 || f.kind != ir::StmtKind::Fusion) return CatPlan{};
+  CatPlan cp;
+  ir::GroupPlan g = ir::plan_group(f);
+  std::vector<const ir::Stmt*> prims;
+  ir::flat_prims(f, prims);
+  std::unordered_set<const ir::Proxy*> removed;  // the gradients and the views of them
+  for (const auto& o : s.outputs) removed.insert(o.get());
+  std::vector<ir::Stmt> rest;
+  bool ok = g.kind != ir::GroupKind::None;
+  for (const ir::Stmt* p : prims) {
+    if (!ok) break;
+    bool reads_removed = false, reads_only_removed = true;
+    for (const ir::Arg& a : p->args)
+      ir::for_each_proxy(a, [&](const ir::ProxyPtr& q) {
+        bool r = removed.count(q.get()) > 0;
+        reads_removed = reads_removed || r;
+        reads_only_removed = reads_only_removed && r;
+      });
+    if (!reads_removed) {
+      rest.push_back(*p);
+      continue;
+    }
+    if (ir::layout_prim(*p) && reads_only_removed && p->outputs.size() == 1) {
+      removed.insert(p->outputs[0].get());  // a view of a gradient: read through the cat only
+      continue;
+    }
+    auto c = g.cats.find(p->outputs.empty() ? nullptr : p->outputs[0].get());
+    if (p->op && p->op->name == "cat" && reads_only_removed && !cp.cat && c != g.cats.end() && c->second.pieces.size() == 3) {
+      // Each piece a view of one gradient, each gradient in one piece.
+      cp.strides.assign(3, {});
+      cp.offsets.assign(3, -1);
+      const ir::Shape& S = p->outputs[0]->type.shape;
+      int64_t dim_stride = 1;
+      for (size_t d = S.size(); d-- > c->second.dim + 1;) dim_stride *= S[d];
+      for (size_t q = 0; q < c->second.pieces.size() && ok; ++q) {
+        const ir::View& v = c->second.pieces[q];
+        int which = -1;
+        for (int o = 0; o < 3; ++o)
+          if (s.outputs[o].get() == v.base) which = o;
+        if (which < 0 || cp.offsets[which] >= 0) {
+          ok = false;
+          break;
+        }
+        ok = piece_strides(v, S, s.outputs[which]->type.shape, &cp.strides[which]);
+        cp.offsets[which] = c->second.bounds[q] * dim_stride;
+      }
+      if (ok && (p->outputs[0]->type.dtype != s.outputs[0]->type.dtype)) ok = false;
+      cp.cat = p->outputs[0].get();
+      cp.cat_value = p->outputs[0];
+      continue;
+    }
+    ok = false;  // something else reads a gradient
+  }
+  ok = ok && cp.cat != nullptr;
+  for (const auto& o : f.outputs) ok = ok && (o.get() == cp.cat || !removed.count(o.get()));
+  if (ok) {
+    std::vector<ir::ProxyPtr> outs;
+    for (const auto& o : f.outputs)
+      if (o.get() != cp.cat) outs.push_back(o);
+    if (!outs.empty()) {
+      auto r = std::make_unique<ir::Stmt>();
+      r->kind = ir::StmtKind::Fusion;
+      r->callee = f.callee;
+      r->outputs_as_list = true;
+      r->subsymbols = std::move(rest);
+      r->outputs = std::move(outs);
+      r->loc = f.loc;
+      if (ir::plan_group(*r).kind == ir::GroupKind::None) ok = false;
+      cp.rest = std::move(r);
+    }
+  }
+  if (!ok) cp = CatPlan{};
+  return cp;
+}
+
+bool GpuExecutor::run_attention_into_cat(const std::vector<ir::Stmt>& stmts, size_t i, Values& env, ir::ExecContext& ctx,
+                                         const std::unordered_set<const ir::Proxy*>& lazy, size_t* j) {
+  const ir::Stmt& s = stmts[i];
+  if (s.kind != ir::StmtKind::Prim || !s.op || s.op->name != "attention_backward" || s.outputs.size() != 3) return false;
+  if (check_ || attention_choice_ == AttentionChoice::Tracer || !attention_setting_error_.empty()) return false;
+  if (std::getenv("TRACER_ATTENTION_CAT") && std::string(std::getenv("TRACER_ATTENTION_CAT")) == "0") return false;
+  size_t k = i + 1;
+  while (k < stmts.size() && stmts[k].kind == ir::StmtKind::Del) ++k;
+  if (k == stmts.size() || stmts[k].kind != ir::StmtKind::Fusion) return false;
+  const ir::Stmt& f = stmts[k];
+  // The fusion without the cat, planned once.
+  auto pit = without_cat_.find(&f);
+  if (pit == without_cat_.end()) pit = without_cat_.emplace(&f, plan_cat(s, f)).first;
+  CatPlan& cp = pit->second;
+  if (!cp.cat) return false;
+  // The gradients die at the fusion: nothing after it reads them.
+  std::unordered_set<const ir::Proxy*> dying;
+  ir::dying_after(stmts, k, dying);
+  for (const auto& o : s.outputs)
+    if (!dying.count(o.get())) return false;
+  // The problem as run_attention would pose it, with the gradients' strides into the cat.
+  rt::cuda::AttentionProblem p;
+  std::vector<rt::cuda::DevPtr> in;
+  bool viewed = false;
+  for (const ir::Arg& x : s.args) viewed = viewed || (x.kind == K::Proxy && views_.count(x.proxy.get()));
+  if (viewed) {
+    if (!operand_views(s, env, {}, &p, &in)) return false;
+  } else {
+    std::vector<const DeviceTensor*> t;
+    for (size_t a = 0; a < 6; ++a) {
+      const ir::Arg& x = s.args[a];
+      if (x.kind != K::Proxy || transposed_.count(x.proxy.get())) return false;
+      auto it = env.find(x.proxy.get());
+      if (it == env.end()) return false;
+      t.push_back(&it->second);
+    }
+    if (t[5]->dtype != DType::f32 || t[0]->dtype != t[1]->dtype || t[4]->dtype != t[1]->dtype) return false;
+    const rt::Shape& qs = t[1]->shape;
+    if (qs.size() != 4) return false;
+    p = problem_for(t[1]->dtype, qs, t[2]->shape[2], t[3]->shape[3], s.args[6].kind == K::Bool && s.args[6].b, s.args[7].number());
+    in = {t[0]->ptr(), t[1]->ptr(), t[2]->ptr(), t[3]->ptr(), t[4]->ptr()};
+  }
+  if (s.outputs[0]->type.shape.size() != 4) return false;
+  p.dq = cp.strides[0];
+  p.dk = cp.strides[1];
+  p.dv = cp.strides[2];
+  DeviceTensor X = alloc(cp.cat_value->type);
+  const size_t es = rt::dtype_size(X.dtype);
+  std::vector<rt::cuda::DevPtr> outs;
+  for (int o = 0; o < 3; ++o) {
+    rt::cuda::DevPtr at = X.ptr() + static_cast<rt::cuda::DevPtr>(cp.offsets[o]) * es;
+    while (p.align > 1 && at % static_cast<rt::cuda::DevPtr>(p.align)) p.align /= 2;
+    outs.push_back(at);
+  }
+  bool warn_unused = false;
+  if (!cudnn_ready(p, true, &warn_unused).empty()) return false;  // X goes back to the allocator
+  launch_cudnn(s, env, p, in, &outs);
+  stats_.attention_cudnn++;
+  stats_.cats_in_place++;
+  env[cp.cat] = std::move(X);
+  if (cp.rest) run_stmt(*cp.rest, env, ctx, dying, lazy);
+  bool handed_on = false;
+  for (const auto& o : f.outputs) handed_on = handed_on || o.get() == cp.cat;
+  if (!handed_on) env.erase(cp.cat);
+  *j = k;
+  return true;
 }
 
 void GpuExecutor::run_attention_flash(const ir::Stmt& s, Values& env, const AttentionArgs& a) {

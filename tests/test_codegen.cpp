@@ -789,4 +789,62 @@ TEST_CASE("column kernels read views and cats of views in runs of 16 bytes where
   }
 }
 
+// The qkv gradient written in place: the fusion after an attention backward that only puts dq, dk
+// and dv back out of heads and concatenates them (then sums the bias gradient) gives cuDNN each
+// gradient's strides into the cat, and leaves a fusion that reads the cat; one that reads a
+// gradient otherwise (here a sum of dq's view as well) is left as it is.
+TEST_CASE("attention gradients written into their cat: the strides and offsets cuDNN gets, and the fusion left", "[codegen][cudnn]") {
+  for (bool extra : {false, true}) {
+    SourceManager sm;
+    interp::Interpreter in{sm};
+    DiagnosticList diags;
+    std::string src = R"(
+def f(big: f32[4096, 1024], qkv: bf16[2, 10, 144], w: bf16[144, 48]):
+    y = big * 2.0
+    q, k, v = split(qkv, 48, dim=2)
+    q = transpose(reshape(q, (2, 10, 4, 12)), 1, 2)
+    k = transpose(reshape(k, (2, 10, 4, 12)), 1, 2)
+    v = transpose(reshape(v, (2, 10, 4, 12)), 1, 2)
+    o, lse = prims.attention(q, k, v, True, 0.25)
+    dq, dk, dv = prims.attention_backward(o, q, k, v, o, lse, True, 0.25)
+    a = reshape(transpose(dq, 1, 2), (2, 10, 48))
+    b = reshape(transpose(dk, 1, 2), (2, 10, 48))
+    c = reshape(transpose(dv, 1, 2), (2, 10, 48))
+    g = prims.cat([a, b, c], 2)
+    db = prims.sum(g, (0, 1))
+)";
+    // extra: the fusion also sums a view of dq itself, not through the cat.
+    src += extra ? "    da = prims.sum(a, (0, 1))\n    return y, matmul(g, w), db, da\n" : "    return y, matmul(g, w), db\n";
+    auto m = in.load("m.trace", src, diags);
+    REQUIRE(m);
+    auto t = in.trace(*m->globals.at("f").as<interp::FunctionObj>(), {});
+    interp::Traces fused = interp::run_passes(in, {t}, {"fuse"}, {}, nullptr);
+    const ir::Trace& tr = *fused[0];
+    const ir::Stmt* bw = nullptr;
+    const ir::Stmt* next = nullptr;
+    for (const ir::Stmt& s : tr.stmts) {
+      if (bw && !next && s.kind != ir::StmtKind::Del) next = &s;
+      if (s.kind == ir::StmtKind::Prim && s.op->name == "attention_backward") bw = &s;
+    }
+    REQUIRE(bw);
+    REQUIRE(next);
+    INFO(ir::print_stmt_line(*next));
+    codegen::GpuExecutor::CatPlan cp = codegen::GpuExecutor::plan_cat(*bw, *next);
+    if (extra) {
+      CHECK(cp.cat == nullptr);
+      continue;
+    }
+    REQUIRE(cp.cat != nullptr);
+    CHECK(cp.cat_value->type.shape == rt::Shape{2, 10, 144});
+    // dq [b, h, s, d] inside g [2, 10, 144]: batch 1440, head 12, position 144, element 1.
+    for (int o = 0; o < 3; ++o) CHECK(cp.strides[o] == std::array<int64_t, 4>{1440, 12, 144, 1});
+    CHECK(cp.offsets == std::vector<int64_t>{0, 48, 96});
+    REQUIRE(cp.rest);  // the bias gradient, read from the cat
+    REQUIRE(cp.rest->outputs.size() == 1);
+    CHECK(cp.rest->outputs[0]->type.shape == rt::Shape{144});
+    CHECK(ir::plan_group(*cp.rest).kind == ir::GroupKind::Columns);
+    for (const ir::Stmt& p : cp.rest->subsymbols) CHECK(p.op->name != "cat");
+  }
+}
+
 }  // namespace tracer::test
