@@ -261,7 +261,8 @@ bool GpuExecutor::run_simple(const ir::Stmt& s, Values& env) {
     dev_.launch(f[1], grid(k.threads2), 256, args);
     dev_.launch(f[2], 1, 1024, args);
     dev_.launch(f[3], grid(k.threads2), 256, args);
-    dev_.launch(f[4], static_cast<unsigned>(std::min<long long>(k.threads, 1LL << 30)), 256, args);
+    // Rows in turn over 16 blocks a multiprocessor (one block a row was 50304 tiny blocks).
+    dev_.launch(f[4], static_cast<unsigned>(std::max<long long>(1, std::min<long long>(k.threads, 16LL * dev_.sm_count()))), 256, args);
     stats_.launches += 5;
   } else if (k.checks_index && !k.symbol2.empty()) {
     // take_backward into a narrower dtype: accumulate in the math type, then convert.

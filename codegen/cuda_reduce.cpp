@@ -509,12 +509,23 @@ bool generate_take_backward(const ir::Stmt& s, SimpleKernel* k, std::string* why
   std::string add = rt::is_float(g.dtype) ? "acc + " + load_expr(g.dtype, "grad[(long long)p * TR_C + c]")
                                            : "(long long)((unsigned long long)acc + (unsigned long long)" +
                                                  load_expr(g.dtype, "grad[(long long)p * TR_C + c]") + ")";
+  // A row no index names (most of an embedding table's, for one batch) is zeros: written 16 bytes
+  // a thread where the row's bytes allow, with no barrier (n is the block's own, so every thread
+  // takes the same branch). Before, every row paid two barriers and 2-byte stores, and the GPT's
+  // [50304, 768] gradient from 8192 tokens took 0.14 ms (640 GB/s) on the H200.
+  const long long row_bytes = cols * static_cast<long long>(rt::dtype_size(out.dtype));
+  const bool vec_zero = row_bytes % 16 == 0;
   src << "extern \"C\" __global__ void __launch_bounds__(256) tr_kernel_5(" << params << ") {\n"
       << "  __shared__ int seg[TR_SORTED], sorted[TR_SORTED];\n"
       << "  for (long long r = blockIdx.x; r < TR_ROWS; r += gridDim.x) {\n"
       << "    const int start = work[TR_ROWS + r], n = work[r];\n"
-      << "    const int* list = work + 3 * TR_ROWS + 1 + start;\n"
-      << "    if (n <= TR_SORTED) {\n"
+      << "    const int* list = work + 3 * TR_ROWS + 1 + start;\n";
+  if (vec_zero)
+    src << "    if (n == 0) {\n"
+        << "      uint4* row = (uint4*)(y + r * TR_C);\n"
+        << "      for (long long c = threadIdx.x; c < " << row_bytes / 16 << "LL; c += blockDim.x) row[c] = make_uint4(0, 0, 0, 0);\n"
+        << "      continue;\n    }\n";
+  src << "    if (n <= TR_SORTED) {\n"
       << "      for (int j = threadIdx.x; j < n; j += blockDim.x) seg[j] = list[j];\n      __syncthreads();\n"
       << "      for (int j = threadIdx.x; j < n; j += blockDim.x) {\n"
       << "        const int v = seg[j];\n        int rank = 0;\n"
