@@ -524,6 +524,15 @@ static void run_cpu(const interp::Traces& prog, std::vector<rt::Tensor> inputs, 
     if (bw.output.items[i].kind == ir::Arg::Kind::Proxy) results.emplace_back(k < names.size() ? names[k++] : bw.output.items[i].proxy->name, grads.items[i]);
 }
 
+Diagnostic detail::exec_diagnostic(const ir::ExecError& e) {
+  const std::string text = e.message + (e.stmt.empty() ? "" : " (in: " + e.stmt + ")");
+  if (e.within.empty() || !e.within.back().first.valid()) return Diagnostic{Severity::error, e.loc, text, {}};
+  Diagnostic d{Severity::error, e.within.back().first, text, {}};
+  std::string name = e.within.front().second;
+  d.notes.push_back(Diagnostic{Severity::note, e.loc, "raised inside '" + name + "' here", {}});
+  return d;
+}
+
 bool Session::Impl::execute(const interp::Traces& prog, std::vector<rt::Tensor> inputs,
                             std::vector<std::pair<std::string, ir::Arg>>& results) {
   if (gexec) {
@@ -535,7 +544,7 @@ bool Session::Impl::execute(const interp::Traces& prog, std::vector<rt::Tensor> 
     run_cpu(prog, std::move(inputs), in->exec_context(), results);
     return true;
   } catch (const ir::ExecError& e) {
-    add(Diagnostic{Severity::error, e.loc, e.message + (e.stmt.empty() ? "" : " (in: " + e.stmt + ")"), {}});
+    add(detail::exec_diagnostic(e));
     return false;
   }
 }
@@ -579,7 +588,7 @@ std::optional<RunReport> Session::run(const std::string& entry, const std::strin
         set_bench_times(rep, ms);
       }
     } catch (const ir::ExecError& e) {
-      impl_->add(Diagnostic{Severity::error, e.loc, e.message + (e.stmt.empty() ? "" : " (in: " + e.stmt + ")"), {}});
+      impl_->add(detail::exec_diagnostic(e));
       return std::nullopt;
     }
     rep.run_ms = first_run_ms >= 0 ? first_run_ms : std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();

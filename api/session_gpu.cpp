@@ -344,7 +344,7 @@ bool Session::Impl::run_gpu(const interp::Traces& program_traces, std::vector<rt
         return false;
       }
     } catch (const ir::ExecError& e) {
-      add(Diagnostic{Severity::error, e.loc, e.message + (e.stmt.empty() ? "" : " (in: " + e.stmt + ")"), {}});
+      add(detail::exec_diagnostic(e));
       return false;
     } catch (const std::exception& e) {
       error(std::string("on ") + rep.device + ": " + e.what());

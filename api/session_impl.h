@@ -235,6 +235,9 @@ std::vector<const ir::Trace*> raw(const interp::Traces& ts);
 double median(std::vector<double> v);
 // The timed runs (in order) and their median, min and max.
 void set_bench_times(RunReport& rep, const std::vector<double>& ms);
+// A run's error as a diagnostic: at the outermost composite's call (the user's line) when the
+// failing statement ran inside composites, with the library's line as a note; else where it is.
+Diagnostic exec_diagnostic(const ir::ExecError& e);
 }  // namespace detail
 
 }  // namespace tracer

@@ -636,7 +636,8 @@ void GpuExecutor::run_stmt(const ir::Stmt& s, Values& env, ir::ExecContext& ctx,
   } catch (const ir::ExecError&) {
     throw;
   } catch (const std::exception& e) {
-    throw ir::ExecError{std::string(s.op ? s.op->name + ": " : "") + e.what(), s.loc, ir::print_stmt_line(s)};
+    const std::string what = e.what(), prefix = s.op ? s.op->name + ": " : "";
+    throw ir::ExecError{(what.rfind(prefix, 0) == 0 ? "" : prefix) + what, s.loc, ir::print_stmt_line(s), s.inlined_at};
   }
 }
 

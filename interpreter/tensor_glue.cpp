@@ -181,6 +181,15 @@ Value Interpreter::call_composite(const FunctionObj& f, CallArgs& args, SourceLo
     throw;
   }
   rec_.scopes.pop_back();
+  // Every statement recorded inside knows this call (passes that flatten composites keep it).
+  std::vector<ir::Stmt*> todo;
+  for (auto& s : body) todo.push_back(&s);
+  while (!todo.empty()) {
+    ir::Stmt* s = todo.back();
+    todo.pop_back();
+    s->inlined_at.emplace_back(loc, f.qualname);
+    for (auto& sub : s->subsymbols) todo.push_back(&sub);
+  }
   std::vector<const ir::Proxy*> defined;
   collect_defined(body, defined);
   auto produced = [&](const Value& v) {

@@ -360,7 +360,10 @@ void run_stmt(const Stmt& s, Env& env, ExecContext& ctx, const Dying& dying, con
   } catch (const ExecError&) {
     throw;
   } catch (const std::exception& e) {
-    throw ExecError{std::string(s.op ? s.op->name + ": " : "") + e.what(), s.loc, print_stmt_line(s)};
+    // A kernel's message that already names its op ("take: index 5 out of range") is not
+    // prefixed again.
+    const std::string what = e.what(), prefix = s.op ? s.op->name + ": " : "";
+    throw ExecError{(what.rfind(prefix, 0) == 0 ? "" : prefix) + what, s.loc, print_stmt_line(s), s.inlined_at};
   }
 }
 

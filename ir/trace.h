@@ -66,6 +66,10 @@ struct Stmt {
   std::string region;            // non-empty inside "with <region>():" (e.g. "checkpoint")
   int region_id = 0;             // distinguishes consecutive regions of one kind
   SourceLoc loc;
+  // The composites it was recorded inside, innermost first: each one's call site and name
+  // ("ltorch.cross_entropy"). Copies keep it, so a statement that a pass took out of its
+  // composite still knows the user's line that made it (run-time errors name that line first).
+  std::vector<std::pair<SourceLoc, std::string>> inlined_at;
 };
 
 struct Trace {

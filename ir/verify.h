@@ -23,6 +23,9 @@ struct ExecError {
   std::string message;
   SourceLoc loc;
   std::string stmt;
+  // The composites the failing statement was recorded inside (Stmt::inlined_at), innermost
+  // first. A report names the user's call first and the library's line as a note.
+  std::vector<std::pair<SourceLoc, std::string>> within;
 };
 
 // Runs t on the CPU backend. inputs are moved in so that "del x" frees them.
