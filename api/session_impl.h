@@ -69,6 +69,7 @@ struct Session::Impl {
     interp::Options io;
     io.seed = opts.seed;
     io.step_limit = opts.step_limit;
+    io.memory_limit = opts.memory_limit;
     in = std::make_unique<Interpreter>(sm, io);
     in->on_print = opts.print ? opts.print : [](const std::string& s) { std::cout << s << std::flush; };
     pass_opts.on_print_after = [this](const std::string& pass, const interp::Traces& ts) {

@@ -221,6 +221,7 @@ Value Interpreter::eval_list_comp(const Expr& e, Frame& fr) {
   Value result(out);
   std::function<void(size_t)> level = [&](size_t k) {
     if (k == e.comps.size()) {
+      check_size(out->items.size() + 1, sizeof(Value), "a list", e.loc);
       out->items.push_back(eval(*e.items[0], fr));
       return;
     }

@@ -1,6 +1,8 @@
 // The evaluator: statements and expressions over resolved ASTs, function calls and closures.
 #include "interpreter/interp.h"
 
+#include <cstdio>
+
 #include <algorithm>
 #include <cmath>
 
@@ -69,6 +71,15 @@ void Interpreter::fail(SourceLoc loc, const std::string& msg) { throw ScriptErro
 
 void Interpreter::step_limit_exceeded(SourceLoc loc) {
   fail(loc, "step limit of " + std::to_string(opts_.step_limit) + " exceeded (a runaway loop or recursion?)");
+}
+
+void Interpreter::check_size(uint64_t elements, size_t item_bytes, const char* what, SourceLoc loc) {
+  const uint64_t limit = allocator_.limit();
+  if (item_bytes == 0 || elements <= limit / item_bytes) return;
+  const double bytes = static_cast<double>(elements) * static_cast<double>(item_bytes);
+  const std::string size = bytes >= 1.8e19 ? "more than 16 EiB" : rt::Allocator::bytes_text(static_cast<uint64_t>(bytes));
+  fail(loc, std::string(what) + " of " + std::to_string(elements) + " items (" + size + ") is more than the memory limit (" +
+                rt::Allocator::bytes_text(limit) + "; --memory-limit sets it)");
 }
 
 Interpreter::Interpreter(SourceManager& sm, Options opts) : sm_(sm), opts_(opts) {

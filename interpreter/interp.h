@@ -37,7 +37,9 @@ struct Options {
   int64_t step_limit = 500'000'000;  // statements and calls; 0 means no limit
   int max_depth = 200;              // nested calls
   uint64_t seed = 0;
-  size_t memory_limit = 0;  // bytes of tensor storage; 0: 90% of physical memory
+  // Bytes of tensor storage, and the most one list, tuple or string may take (check_size);
+  // 0: 90% of physical memory.
+  size_t memory_limit = 0;
 };
 
 struct Frame {
@@ -111,6 +113,10 @@ class Interpreter {
   const ir::OpDecl& register_op(ir::OpDecl op);
   const Options& options() const { return opts_; }
   rt::Allocator& allocator() { return allocator_; }
+  // Fails at loc when a value of `elements` items of `item_bytes` each (a list's slots, a
+  // string's characters) would take more than the memory limit: `[0] * 10**10` and
+  // `"a" * 10**11` are located errors, not an allocation that takes the machine's memory.
+  void check_size(uint64_t elements, size_t item_bytes, const char* what, SourceLoc loc);
   ir::ExecContext& exec_context() { return exec_; }
   std::function<void(const std::string&)> on_print;  // print(); defaults to stdout
   const NamespaceObj& builtins() const { return *builtins_.as<NamespaceObj>(); }

@@ -31,6 +31,7 @@ Value s_join(Interpreter& in, CallArgs& a, SourceLoc loc) {
   bool first = true;
   for (const Value& x : in.iterate(a.pos[1], loc)) {
     out += (first ? "" : a.pos[0].as<StrObj>()->s) + want_str(in, x, "join", loc);
+    in.check_size(out.size(), 1, "a string", loc);
     first = false;
   }
   return str_value(out);
@@ -197,6 +198,7 @@ std::vector<Value>& items(const Value& v) { return v.as<ListObj>()->items; }
 
 Value l_append(Interpreter& in, CallArgs& a, SourceLoc loc) {
   nargs(in, a, "append", 1, 1, loc);
+  in.check_size(items(a.pos[0]).size() + 1, sizeof(Value), "a list", loc);
   items(a.pos[0]).push_back(a.pos[1]);
   return Value();
 }
@@ -204,6 +206,7 @@ Value l_append(Interpreter& in, CallArgs& a, SourceLoc loc) {
 Value l_extend(Interpreter& in, CallArgs& a, SourceLoc loc) {
   nargs(in, a, "extend", 1, 1, loc);
   std::vector<Value> more = in.iterate(a.pos[1], loc);
+  in.check_size(items(a.pos[0]).size() + more.size(), sizeof(Value), "a list", loc);
   items(a.pos[0]).insert(items(a.pos[0]).end(), more.begin(), more.end());
   return Value();
 }
@@ -229,6 +232,7 @@ Value l_pop(Interpreter& in, CallArgs& a, SourceLoc loc) {
 Value l_insert(Interpreter& in, CallArgs& a, SourceLoc loc) {
   nargs(in, a, "insert", 2, 2, loc);
   int64_t k = list_index(in, a.pos[0], a.pos[1], loc, true);
+  in.check_size(items(a.pos[0]).size() + 1, sizeof(Value), "a list", loc);
   items(a.pos[0]).insert(items(a.pos[0]).begin() + k, a.pos[2]);
   return Value();
 }

@@ -197,9 +197,13 @@ Value Interpreter::binary(Op op, const Value& a, const Value& b, SourceLoc loc) 
     return Value::boolean(r);
   }
   if (op == Op::Add && a.type() == b.type()) {
-    if (a.is(VT::Str)) return str_value(a.as<StrObj>()->s + b.as<StrObj>()->s);
+    if (a.is(VT::Str)) {
+      check_size(a.as<StrObj>()->s.size() + b.as<StrObj>()->s.size(), 1, "a string", loc);
+      return str_value(a.as<StrObj>()->s + b.as<StrObj>()->s);
+    }
     if (a.is(VT::List) || a.is(VT::Tuple)) {
       std::vector<Value> xs = iterate(a, loc), ys = iterate(b, loc);
+      check_size(xs.size() + ys.size(), sizeof(Value), a.is(VT::List) ? "a list" : "a tuple", loc);
       xs.insert(xs.end(), ys.begin(), ys.end());
       return a.is(VT::List) ? make<ListObj>(std::move(xs)) : make<TupleObj>(std::move(xs));
     }
@@ -207,6 +211,13 @@ Value Interpreter::binary(Op op, const Value& a, const Value& b, SourceLoc loc) 
   if (op == Op::Mul && (a.is(VT::Int) || b.is(VT::Int))) {
     const Value& seq = a.is(VT::Int) ? b : a;
     int64_t n = a.is(VT::Int) ? a.as_int() : b.as_int();
+    if (n > 0 && (seq.is(VT::Str) || seq.is(VT::List) || seq.is(VT::Tuple))) {
+      const uint64_t len = seq.is(VT::Str) ? seq.as<StrObj>()->s.size()
+                           : seq.is(VT::List) ? seq.as<ListObj>()->items.size() : seq.as<TupleObj>()->items.size();
+      // len * n without overflow: more than the limit either way when it would overflow.
+      const uint64_t total = len == 0 ? 0 : static_cast<uint64_t>(n) > UINT64_MAX / len ? UINT64_MAX : len * static_cast<uint64_t>(n);
+      check_size(total, seq.is(VT::Str) ? 1 : sizeof(Value), seq.is(VT::Str) ? "a string" : seq.is(VT::List) ? "a list" : "a tuple", loc);
+    }
     if (seq.is(VT::Str)) {
       std::string out;
       for (int64_t k = 0; k < n; ++k) out += seq.as<StrObj>()->s;
@@ -294,6 +305,7 @@ std::vector<Value> Interpreter::iterate(const Value& v, SourceLoc loc) {
       auto* r = v.as<RangeObj>();
       std::vector<Value> out;
       int64_t n = r->size();
+      check_size(static_cast<uint64_t>(n), sizeof(Value), "a list", loc);
       out.reserve(static_cast<size_t>(n));
       for (int64_t i = 0; i < n; ++i) out.push_back(Value::integer(r->start + i * r->step));
       return out;

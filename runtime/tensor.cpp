@@ -9,9 +9,21 @@
 
 #include "runtime/kernel_util.h"
 
+#include <cstdio>
+
 namespace tracer::rt {
 
-static std::string mib(size_t b) { return std::to_string(b / 1048576) + " MiB"; }
+std::string Allocator::bytes_text(uint64_t b) {
+  const double v = static_cast<double>(b);
+  char buf[48];
+  if (b < 1024) std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(b));
+  else if (v < 1024.0 * 1024) std::snprintf(buf, sizeof buf, "%.1f KiB", v / 1024);
+  else if (v < 1024.0 * 1024 * 1024) std::snprintf(buf, sizeof buf, "%.2f MiB", v / (1024.0 * 1024));
+  else std::snprintf(buf, sizeof buf, "%.1f GiB", v / (1024.0 * 1024 * 1024));
+  return buf;
+}
+
+static std::string mib(size_t b) { return Allocator::bytes_text(b); }
 
 size_t Allocator::default_limit() {
   long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);

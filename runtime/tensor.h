@@ -50,6 +50,8 @@ class Allocator {
   size_t limit() const { return core_->limit; }
   // 90% of the machine's physical memory.
   static size_t default_limit();
+  // Bytes in the unit that suits them ("512 B", "3.2 KiB", "95.37 MiB", "21.2 GiB"), for messages.
+  static std::string bytes_text(uint64_t b);
   void deallocate(void* p, size_t bytes) { core_->deallocate(p, bytes); }
   size_t current_bytes() const { return core_->current; }
   size_t peak_bytes() const { return core_->peak; }

@@ -14,6 +14,9 @@ namespace tracer {
 struct SessionOptions {
   uint64_t seed = 0;                 // random inputs and the stateful RNG
   int64_t step_limit = 500'000'000;  // statements and calls a script may run; 0: unlimited
+  // Bytes the CPU may hold in tensors, and the most one of the script's values (a list, a
+  // string) may take; 0: 90% of physical memory.
+  size_t memory_limit = 0;
   std::function<void(const std::string&)> print;  // script output; default: stdout
   // Loading fails when a value given by set() names nothing the module mentions (a typo:
   // `tracer run --set NOPE=3`); off by default, so that a host may set sizes for several files.

@@ -21,6 +21,7 @@ struct Common {
   bool verify = false, time_passes = false;
   uint64_t seed = 0;
   int64_t step_limit = 500'000'000;
+  uint64_t memory_limit = 0;
   bool json = false;
 };
 
@@ -28,6 +29,7 @@ tracer::SessionOptions session_options(const Common& c) {
   tracer::SessionOptions so;
   so.seed = c.seed;
   so.step_limit = c.step_limit;
+  so.memory_limit = static_cast<size_t>(c.memory_limit);
   so.strict_settings = true;  // --set NAME=... for a name the file never mentions is an error
   return so;
 }
@@ -351,6 +353,9 @@ void add_common(CLI::App* app, Common& c, bool with_inputs) {
   app->add_option("--entry", c.entry, "The function to use (default: main, else the last function)");
   app->add_option("--set", c.sets, "Override a module-level value, e.g. --set T=64 (repeatable)");
   app->add_option("--step-limit", c.step_limit, "Stop scripts after this many statements and calls (0: no limit)");
+  app->add_option("--memory-limit", c.memory_limit,
+                  "Bytes the CPU may hold in tensors, and one list or string in the script (e.g. 8G, 512M; default 90% of RAM)")
+      ->transform(CLI::AsSizeValue(false));
   if (with_inputs) {
     app->add_option("--passes", c.passes, "Comma-separated passes to apply after tracing, e.g. grad,del_last_used");
     app->add_option("--pass-file", c.pass_files, "A .trace file whose public functions become passes (repeatable)");
