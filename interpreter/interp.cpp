@@ -2,6 +2,7 @@
 #include "interpreter/interp.h"
 
 #include <cstdio>
+#include <cstdlib>
 
 #include <algorithm>
 #include <cmath>
@@ -82,9 +83,28 @@ void Interpreter::check_size(uint64_t elements, size_t item_bytes, const char* w
                 rt::Allocator::bytes_text(limit) + "; --memory-limit sets it)");
 }
 
+// TRACER_MEMORY_LIMIT: bytes, or a number with K, M, G or T (binary units); 0 when unset or bad.
+static size_t env_memory_limit() {
+  const char* e = std::getenv("TRACER_MEMORY_LIMIT");
+  if (!e || !*e) return 0;
+  char* end = nullptr;
+  double v = std::strtod(e, &end);
+  if (end == e || v <= 0) return 0;
+  switch (*end) {
+    case 'k': case 'K': v *= 1024.0; break;
+    case 'm': case 'M': v *= 1024.0 * 1024; break;
+    case 'g': case 'G': v *= 1024.0 * 1024 * 1024; break;
+    case 't': case 'T': v *= 1024.0 * 1024 * 1024 * 1024; break;
+    default: break;
+  }
+  return v >= 1.8e19 ? 0 : static_cast<size_t>(v);
+}
+
 Interpreter::Interpreter(SourceManager& sm, Options opts) : sm_(sm), opts_(opts) {
   exec_.allocator = &allocator_;
-  allocator_.set_limit(opts.memory_limit ? opts.memory_limit : rt::Allocator::default_limit());
+  // The limit given, else $TRACER_MEMORY_LIMIT (hosts on the C API, the fuzzers), else 90% of RAM.
+  const size_t from_env = opts.memory_limit ? 0 : env_memory_limit();
+  allocator_.set_limit(opts.memory_limit ? opts.memory_limit : from_env ? from_env : rt::Allocator::default_limit());
   exec_.seed = opts.seed;
   install_builtins();
   load_stdlib();

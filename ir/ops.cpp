@@ -373,7 +373,9 @@ std::vector<Arg> bind_args(const OpDecl& op, std::vector<Arg> positional,
     bound[i] = std::move(positional[i]);
     given[i] = true;
   }
-  for (auto& [name, value] : keywords) {
+  for (auto& kv : keywords) {
+    const std::string& name = kv.first;  // (a structured binding cannot be captured before C++20)
+    Arg& value = kv.second;
     auto it = std::find_if(op.params.begin(), op.params.end(), [&](const ParamSpec& p) { return p.name == name; });
     if (it == op.params.end()) throw OpError(op.name + "() got an unexpected keyword argument '" + name + "'");
     size_t i = static_cast<size_t>(it - op.params.begin());

@@ -10,4 +10,5 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   antlr4 libantlr4-runtime-dev \
   catch2 libopenblas-openmp-dev libcli11-dev nlohmann-json3-dev libfmt-dev libboost-graph-dev \
   libdlpack-dev libedit-dev \
+  clang libclang-rt-dev \
   >/dev/null

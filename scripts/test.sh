@@ -16,3 +16,5 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTRACER_SANITIZE=ON
 cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan -j"$jobs" --output-on-failure -LE gpu
+# The libFuzzer harnesses (clang): the regression inputs, then a bounded deterministic run each.
+./scripts/fuzz.sh --ci
