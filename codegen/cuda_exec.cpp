@@ -76,6 +76,7 @@ GpuExecutor::GpuExecutor(rt::cuda::Device& dev, std::shared_ptr<Nvrtc> nvrtc, Ke
   profile_each_ = profile_ && std::string(p) == "2";
   if (const char* c = std::getenv("TRACER_GPU_CHECK")) check_ = std::atoi(c);
   if (const char* v = std::getenv("TRACER_ATTENTION_VIEWS")) views_enabled_ = std::string(v) != "0";
+  if (const char* c = std::getenv("TRACER_ATTENTION_CAT")) attention_cat_ = std::string(c) != "0";
   if (const char* a = std::getenv("TRACER_ATTENTION"); a && *a) {
     std::string v = a;
     if (v == "cudnn") {
@@ -636,8 +637,7 @@ void GpuExecutor::run_stmt(const ir::Stmt& s, Values& env, ir::ExecContext& ctx,
   } catch (const ir::ExecError&) {
     throw;
   } catch (const std::exception& e) {
-    const std::string what = e.what(), prefix = s.op ? s.op->name + ": " : "";
-    throw ir::ExecError{(what.rfind(prefix, 0) == 0 ? "" : prefix) + what, s.loc, ir::print_stmt_line(s), s.inlined_at};
+    throw ir::exec_error(s, e.what());
   }
 }
 

@@ -295,6 +295,7 @@ class GpuExecutor {
   enum class AttentionChoice { Auto, Cudnn, Tracer };  // TRACER_ATTENTION
   AttentionChoice attention_choice_ = AttentionChoice::Auto;
   std::string attention_setting_error_;
+  bool attention_cat_ = true;  // TRACER_ATTENTION_CAT=0: run_attention_into_cat off
   std::unordered_map<const ir::Stmt*, ViewFusion> view_fusions_;  // this trace's fusions that may become views
   std::unordered_map<const ir::Proxy*, OperandView> views_;        // live views
   std::unordered_map<const ir::Stmt*, std::vector<rt::cuda::DeviceTensor>> viewed_inputs_;  // a skipped fusion's inputs

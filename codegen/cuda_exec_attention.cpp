@@ -346,8 +346,7 @@ bool GpuExecutor::run_attention_into_cat(const std::vector<ir::Stmt>& stmts, siz
                                          const std::unordered_set<const ir::Proxy*>& lazy, size_t* j) {
   const ir::Stmt& s = stmts[i];
   if (s.kind != ir::StmtKind::Prim || !s.op || s.op->name != "attention_backward" || s.outputs.size() != 3) return false;
-  if (check_ || attention_choice_ == AttentionChoice::Tracer || !attention_setting_error_.empty()) return false;
-  if (std::getenv("TRACER_ATTENTION_CAT") && std::string(std::getenv("TRACER_ATTENTION_CAT")) == "0") return false;
+  if (check_ || !attention_cat_ || attention_choice_ == AttentionChoice::Tracer || !attention_setting_error_.empty()) return false;
   size_t k = i + 1;
   while (k < stmts.size() && stmts[k].kind == ir::StmtKind::Del) ++k;
   if (k == stmts.size() || stmts[k].kind != ir::StmtKind::Fusion) return false;

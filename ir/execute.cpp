@@ -360,12 +360,10 @@ void run_stmt(const Stmt& s, Env& env, ExecContext& ctx, const Dying& dying, con
   } catch (const ExecError&) {
     throw;
   } catch (const std::exception& e) {
-    // A kernel's message that already names its op ("take: index 5 out of range") is not
-    // prefixed again.
-    const std::string what = e.what(), prefix = s.op ? s.op->name + ": " : "";
-    throw ExecError{(what.rfind(prefix, 0) == 0 ? "" : prefix) + what, s.loc, print_stmt_line(s), s.inlined_at};
+    throw exec_error(s, e.what());
   }
 }
+
 
 void run_stmts(const std::vector<Stmt>& stmts, Env& env, ExecContext& ctx, const Lazy& lazy) {
   Dying dying;
@@ -376,6 +374,11 @@ void run_stmts(const std::vector<Stmt>& stmts, Env& env, ExecContext& ctx, const
 }
 
 }  // namespace
+
+ExecError exec_error(const Stmt& s, const std::string& what) {
+  const std::string prefix = s.op ? s.op->name + ": " : "";
+  return ExecError{(what.rfind(prefix, 0) == 0 ? "" : prefix) + what, s.loc, print_stmt_line(s), s.inlined_at};
+}
 
 Arg execute(const Trace& t, std::vector<rt::Tensor> inputs, ExecContext& ctx) {
   if (inputs.size() != t.inputs.size())

@@ -25,8 +25,13 @@ struct ExecError {
   std::string stmt;
   // The composites the failing statement was recorded inside (Stmt::inlined_at), innermost
   // first. A report names the user's call first and the library's line as a note.
-  std::vector<std::pair<SourceLoc, std::string>> within;
+  std::vector<std::pair<SourceLoc, std::string>> within = {};
 };
+
+// The ExecError for statement s failing with `what`: the op's name prefixed unless the message
+// names it already ("take: index 5 out of range"), the statement printed, the composites it
+// was recorded in kept (both executors use it).
+ExecError exec_error(const Stmt& s, const std::string& what);
 
 // Runs t on the CPU backend. inputs are moved in so that "del x" frees them.
 Arg execute(const Trace& t, std::vector<rt::Tensor> inputs, ExecContext& ctx);

@@ -23,7 +23,6 @@ std::string Allocator::bytes_text(uint64_t b) {
   return buf;
 }
 
-static std::string mib(size_t b) { return Allocator::bytes_text(b); }
 
 size_t Allocator::default_limit() {
   long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
@@ -34,13 +33,13 @@ size_t Allocator::default_limit() {
 void* Allocator::allocate(size_t bytes) {
   Core& c = *core_;
   if (c.limit && (bytes > c.limit || c.current.load() > c.limit - bytes))
-    throw OutOfMemory("out of memory: allocating " + mib(bytes) + " with " + mib(c.current.load()) +
-                      " in use would pass the limit of " + mib(c.limit));
+    throw OutOfMemory("out of memory: allocating " + bytes_text(bytes) + " with " + bytes_text(c.current.load()) +
+                      " in use would pass the limit of " + bytes_text(c.limit));
   // aligned_alloc requires the size to be a multiple of the alignment.
   size_t rounded = (bytes + 63) / 64 * 64;
   if (rounded == 0 || rounded < bytes) rounded = 64;
   void* p = rounded < bytes ? nullptr : c.hooks.alloc ? c.hooks.alloc(c.hooks.user, rounded, 64) : std::aligned_alloc(64, rounded);
-  if (!p) throw OutOfMemory("out of memory: cannot allocate " + mib(bytes));
+  if (!p) throw OutOfMemory("out of memory: cannot allocate " + bytes_text(bytes));
   size_t now = c.current.fetch_add(bytes) + bytes;
   size_t peak = c.peak.load();
   while (now > peak && !c.peak.compare_exchange_weak(peak, now)) {
