@@ -47,6 +47,7 @@ struct GpuStats {
   size_t attention_cudnn = 0, attention_tracer = 0;
   size_t fusions_viewed = 0;  // layout fusions not run: cuDNN read their outputs in place
   size_t cats_in_place = 0;   // attention gradients cuDNN wrote straight into their concatenation
+  size_t take_adds_in_place = 0;  // take_backwards added straight into their addend (run_take_backward_add)
   size_t cudnn_plans_built = 0, cudnn_plans_loaded = 0;
   double cudnn_plan_ms = 0;
   std::string cudnn_version, cudnn_library, cudnn_missing;  // the version loaded, or why none
@@ -118,6 +119,7 @@ class GpuExecutor {
     without_cat_.clear();
     is_group_.clear();
     simple_.clear();
+    take_add_.clear();
     uniform_fns_.clear();
   }
 
@@ -207,11 +209,19 @@ class GpuExecutor {
   // straight into the concatenation's buffer, and j runs without the cat (cuda_exec_attention.cpp).
   bool run_attention_into_cat(const std::vector<ir::Stmt>& stmts, size_t i, Values& env, ir::ExecContext& ctx,
                               const std::unordered_set<const ir::Proxy*>& lazy, size_t* j);
-  // Either pair above, or false.
+  // stmts[i] a take_backward whose output the next statement j only adds to a tensor of its type
+  // and shape that dies there (tied embeddings: the LM head's weight gradient): the rows are
+  // added into that tensor's buffer in place, and the rows no index names are not touched, where
+  // take_backward would write the whole table and add read it back.
+  bool run_take_backward_add(const std::vector<ir::Stmt>& stmts, size_t i, Values& env, size_t* j);
+  // Any pair above, or false.
   bool run_pair(const std::vector<ir::Stmt>& stmts, size_t i, Values& env, ir::ExecContext& ctx,
                 const std::unordered_set<const ir::Proxy*>& lazy, size_t* j) {
-    return run_linear_gelu(stmts, i, env, j) || run_attention_into_cat(stmts, i, env, ctx, lazy, j);
+    return run_linear_gelu(stmts, i, env, j) || run_attention_into_cat(stmts, i, env, ctx, lazy, j) ||
+           run_take_backward_add(stmts, i, env, j);
   }
+  // The five take_backward kernels of k over (grad, index) into y (cuda_exec.cpp).
+  void launch_take_backward(const SimpleKernel& k, void* first, rt::cuda::DevPtr grad, rt::cuda::DevPtr index, rt::cuda::DevPtr y);
   void run_on_cpu(const ir::Stmt& s, Values& env, ir::ExecContext& ctx);
   void* kernel_function(const Kernel& k);
   void* compiled(const std::string& source, const std::string& symbol, const std::string& label);
@@ -272,6 +282,7 @@ class GpuExecutor {
     void* fn2 = nullptr;
   };
   std::unordered_map<const ir::Stmt*, Simple> simple_;       // generate_simple, once per statement
+  std::unordered_map<const ir::Stmt*, Simple> take_add_;     // run_take_backward_add's kernels, by take_backward
   std::unordered_map<std::string, Compiled> by_symbol_;      // compiled once per structure
   std::unordered_map<const ir::Proxy*, bool> transposed_;    // lazy transposes in env
   GpuStats stats_;

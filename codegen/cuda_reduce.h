@@ -59,7 +59,10 @@ bool generate_take(const ir::Stmt& s, SimpleKernel* k, std::string* why);
 // take_backward as the CPU computes it, in five kernels: the positions sorted by index (a stable
 // counting sort), then one block per row of the output adds its rows of the gradient in index
 // order in the math type and converts once: the CPU's numbers, at memory speed.
-bool generate_take_backward(const ir::Stmt& s, SimpleKernel* k, std::string* why);
+// accumulate: y holds an addend of the output's type and shape (the next statement's add, run in
+// place): each row named by an index becomes y's row plus its sum rounded to the output type, the
+// rest are left alone (nothing written), which is take_backward followed by add, bit for bit.
+bool generate_take_backward(const ir::Stmt& s, SimpleKernel* k, std::string* why, bool accumulate = false);
 
 // A tensor of type out filled with v (converted as the CPU converts it).
 bool generate_fill(const ir::TensorType& out, const rt::Scalar& v, SimpleKernel* k, std::string* why);

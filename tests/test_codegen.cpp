@@ -414,6 +414,45 @@ def g(e: f32[0, 5], z: f32[3, 0]):
   CHECK_THAT(reasons[2], Catch::Contains("empty max or min"));
 }
 
+TEST_CASE("take_backward's kernels compile, plain and added into an addend in place", "[codegen][nvrtc]") {
+  SourceManager sm;
+  interp::Interpreter in{sm};
+  DiagnosticList diags;
+  // Widths whose rows are and are not a multiple of 16 bytes; index types i64 and i32.
+  auto m = in.load("m.trace", R"(
+def f(g: bf16[6, 768], i: i64[6], h: f32[5, 3, 7], j: i32[5, 3], n: i64[9, 2], k: i64[9], d: f64[4, 5], l: i64[4]):
+    return (prims.take_backward(g, i, 50304), prims.take_backward(h, j, 11), prims.take_backward(n, k, 3),
+            prims.take_backward(d, l, 2))
+)", diags);
+  REQUIRE(m);
+  auto t = in.trace(*m->globals.at("f").as<interp::FunctionObj>(), {});
+  std::string why;
+  auto nvrtc = codegen::Nvrtc::load(&why);
+  REQUIRE(nvrtc);
+  int made = 0;
+  for (const ir::Stmt& s : t->stmts) {
+    if (!s.op || s.op->name != "take_backward") continue;
+    for (bool acc : {false, true}) {
+      codegen::SimpleKernel k;
+      std::string no;
+      INFO(ir::print_stmt_line(s) << (acc ? " into an addend" : "") << ": " << no);
+      REQUIRE(codegen::generate_take_backward(s, &k, &no, acc));
+      CHECK(k.stages == 5);
+      INFO(k.source);
+      // Into an addend: untouched rows are skipped (no zero fill) and each sum is rounded to the
+      // output type before it is added, as the CPU's two statements round.
+      CHECK((k.source.find("(and into the addend already there)") != std::string::npos) == acc);
+      CHECK((k.source.find("if (n == 0) continue;") != std::string::npos) == acc);
+      if (acc) CHECK_THAT(k.source, Catch::Contains("sum_ = "));
+      auto r = nvrtc->compile(k.source, k.symbol, "sm_90", codegen::Emit::cubin);
+      INFO(r.log);
+      CHECK(r.ok);
+      ++made;
+    }
+  }
+  CHECK(made == 8);
+}
+
 TEST_CASE("the disk kernel cache detects corrupt and truncated entries", "[codegen][cache]") {
   fs::path dir = temp_dir("cache");
   codegen::KernelCache cache(dir.string());

@@ -48,6 +48,16 @@ for e in ops_f32 ops_bf16 ops_f16 ops_f64 ops_i32 ops_i64 ops_i8 ops_u8 ops_b8 o
     python3 tests/gpu/compare.py $([ "$e" = ops_round ] && echo --exact) "$tmp/cpu" "$tmp/gpu" "$label" || fail=1
   done
 done
+# take_backward added in place into a dying addend (needs the dels of del_last_used); the stats
+# must show the in-place path ran.
+for passes in "del_last_used" "fuse,del_last_used"; do
+  label="ops.trace ops_gather_add $passes"
+  rm -rf "$tmp/cpu" "$tmp/gpu"
+  "$TRACER" run tests/gpu/ops.trace --entry ops_gather_add --passes "$passes" --output "$tmp/cpu" >"$tmp/cpu.log" 2>&1 || { echo "FAIL $label: CPU"; cat "$tmp/cpu.log"; fail=1; continue; }
+  "$TRACER" run tests/gpu/ops.trace --entry ops_gather_add --passes "$passes" --device cuda --json --output "$tmp/gpu" >"$tmp/gpu.json" 2>"$tmp/gpu.log" || { echo "FAIL $label: GPU"; cat "$tmp/gpu.log"; fail=1; continue; }
+  python3 -c "import json,sys; n=json.load(open(sys.argv[1]))['take_backward_adds_in_place']; print('   $label: adds in place', n); sys.exit(0 if n == 4 else 1)" "$tmp/gpu.json" || { echo "FAIL $label: not every take_backward ran into its addend"; fail=1; }
+  python3 tests/gpu/compare.py --exact "$tmp/cpu" "$tmp/gpu" "$label" || fail=1
+done
 # Attention (the fused flash kernels; with a mask, cuBLASLt and generated kernels), forward and
 # backward; and whole programs captured as CUDA graphs (--cuda-graph): the outputs of the first
 # replay against the CPU, random numbers included.

@@ -106,6 +106,7 @@ nlohmann::json report_json(const std::string& file, const std::string& entry, co
     if (r.matmul_tuned > 0 || r.matmul_tune_loaded > 0)
       j["matmul_tuning"] = {{"problems", r.matmul_tuned}, {"changed", r.matmul_tune_changed}, {"loaded", r.matmul_tune_loaded},
                             {"ms", r.matmul_tune_ms}, {"saved_ms_per_call", r.matmul_tune_saved_ms}};
+    j["take_backward_adds_in_place"] = r.take_adds_in_place;
     j["cpu_fallbacks"] = r.cpu_fallbacks;
     j["fallback_ops"] = r.fallback_ops;
     j["compile_ms"] = r.compile_ms;
