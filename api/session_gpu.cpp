@@ -281,6 +281,7 @@ bool Session::Impl::run_gpu(const interp::Traces& program_traces, std::vector<rt
       rep.attention_tracer = st.attention_tracer;
       rep.attention_fusions_viewed = st.fusions_viewed;
       rep.attention_cats_in_place = st.cats_in_place;
+      rep.attention_outputs_in_layout = st.outputs_in_layout;
       rep.take_adds_in_place = st.take_adds_in_place;
       rep.cudnn_version = st.cudnn_version;
       rep.cudnn_library = st.cudnn_library;

@@ -77,6 +77,7 @@ GpuExecutor::GpuExecutor(rt::cuda::Device& dev, std::shared_ptr<Nvrtc> nvrtc, Ke
   if (const char* c = std::getenv("TRACER_GPU_CHECK")) check_ = std::atoi(c);
   if (const char* v = std::getenv("TRACER_ATTENTION_VIEWS")) views_enabled_ = std::string(v) != "0";
   if (const char* c = std::getenv("TRACER_ATTENTION_CAT")) attention_cat_ = std::string(c) != "0";
+  if (const char* c = std::getenv("TRACER_ATTENTION_OUT_LAYOUT")) out_layout_ = std::string(c) != "0";
   if (const char* a = std::getenv("TRACER_ATTENTION"); a && *a) {
     std::string v = a;
     if (v == "cudnn") {
@@ -622,6 +623,7 @@ void GpuExecutor::run_stmt(const ir::Stmt& s, Values& env, ir::ExecContext& ctx,
         if (auto v = views_.find(p.get()); v != views_.end()) {
           const ir::Stmt* f = v->second.fusion;
           views_.erase(v);
+          if (!f) continue;  // an attention output written transposed: its buffer goes with it
           bool live = false;
           for (const auto& o : f->outputs) live = live || views_.count(o.get());
           if (!live) viewed_inputs_.erase(f);
@@ -667,6 +669,14 @@ void GpuExecutor::run_stmt(const ir::Stmt& s, Values& env, ir::ExecContext& ctx,
       return;
     }
     const std::string& op = s.op->name;
+    if (!views_.empty() && op == "transpose" && s.args[0].kind == K::Proxy) {
+      // A transpose of a view (an attention output written transposed): a relabelling where the
+      // result is packed, else the view made a tensor first.
+      if (auto v = views_.find(s.args[0].proxy.get()); v != views_.end()) {
+        if (alias_transposed_view(s, v->second, env)) return;
+        materialize_views(s, env, ctx);
+      }
+    }
     if (op == "reshape" && s.args[0].kind == K::Proxy && !transposed_.count(s.args[0].proxy.get())) {
       DeviceTensor v = env.at(s.args[0].proxy.get());
       v.shape = s.outputs[0]->type.shape;

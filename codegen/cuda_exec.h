@@ -47,6 +47,7 @@ struct GpuStats {
   size_t attention_cudnn = 0, attention_tracer = 0;
   size_t fusions_viewed = 0;  // layout fusions not run: cuDNN read their outputs in place
   size_t cats_in_place = 0;   // attention gradients cuDNN wrote straight into their concatenation
+  size_t outputs_in_layout = 0;  // attention outputs cuDNN wrote transposed, as their readers want
   size_t take_adds_in_place = 0;  // take_backwards added straight into their addend (run_take_backward_add)
   size_t cudnn_plans_built = 0, cudnn_plans_loaded = 0;
   double cudnn_plan_ms = 0;
@@ -117,6 +118,8 @@ class GpuExecutor {
   void new_program() {
     kernels_.clear();
     without_cat_.clear();
+    out_layouts_.clear();
+    out_layouts_planned_.clear();
     is_group_.clear();
     simple_.clear();
     take_add_.clear();
@@ -135,12 +138,24 @@ class GpuExecutor {
     std::vector<ViewChain> chains;            // per output
     std::vector<const ir::Stmt*> readers;     // the attention statements reading the outputs
   };
+  // An attention's output written in the layout its readers want (plan_out_layouts): when every
+  // reader of a forward's output is a transpose by one permutation that keeps the head dimension
+  // innermost (the heads put back beside each other for the output projection) or a backward
+  // reading it as its saved output, cuDNN writes the output straight in the transposed layout,
+  // the transposes become relabellings of that buffer, and the backward reads it strided.
+  struct OutLayout {
+    const ir::Proxy* out = nullptr;  // the attention's output
+    std::vector<int64_t> perm;       // the transposes' permutation
+    ir::ProxyPtr z;                  // the first transpose's output: the layout's shape and type
+    std::unique_ptr<ir::Stmt> back;  // transpose(z, inverse perm) -> out: the packed output, when needed
+  };
   struct OperandView {
     rt::cuda::DeviceTensor base;  // the buffer the view reads
     int64_t offset = 0;           // elements
     rt::Shape shape;
     std::vector<int64_t> strides;
-    const ir::Stmt* fusion = nullptr;
+    const ir::Stmt* fusion = nullptr;     // the fusion not run, or
+    const OutLayout* layout = nullptr;    // the attention output written transposed
   };
   static bool layout_chain(const ir::Stmt& fusion, const ir::Proxy* out, ViewChain* chain);
   static bool apply_chain(const ViewChain& chain, const rt::cuda::DeviceTensor& src, OperandView* v);
@@ -234,7 +249,14 @@ class GpuExecutor {
   // outs (the backward's): where dq, dk and dv go instead of new tensors (their strides in p).
   void launch_cudnn(const ir::Stmt& s, Values& env, const rt::cuda::AttentionProblem& p, const std::vector<rt::cuda::DevPtr>& in,
                     const std::vector<rt::cuda::DevPtr>* outs = nullptr);
-  void plan_views(const ir::Trace& t);  // view_fusions_ for a trace's statements
+  void plan_views(const ir::Trace& t);  // view_fusions_ (and out_layouts_) for a trace's statements
+  void plan_out_layouts(const ir::Trace& t);
+  // A forward attention with an OutLayout: cuDNN writes its output transposed (true), or false
+  // when cuDNN has no plan for that layout (the caller writes it packed).
+  bool launch_cudnn_out_layout(const ir::Stmt& s, Values& env, const rt::cuda::AttentionProblem& p,
+                               const std::vector<rt::cuda::DevPtr>& in);
+  // transpose(x) of a live view whose result is packed memory: the view's buffer relabelled.
+  bool alias_transposed_view(const ir::Stmt& s, const OperandView& v, Values& env);
   // The problem and operand addresses of attention statement s reading views (views_, and
   // `extra` not yet registered); false when no operand is a view or the views do not fit.
   bool operand_views(const ir::Stmt& s, const Values& env, const std::unordered_map<const ir::Proxy*, OperandView>& extra,
@@ -307,8 +329,11 @@ class GpuExecutor {
   AttentionChoice attention_choice_ = AttentionChoice::Auto;
   std::string attention_setting_error_;
   bool attention_cat_ = true;  // TRACER_ATTENTION_CAT=0: run_attention_into_cat off
+  bool out_layout_ = true;     // TRACER_ATTENTION_OUT_LAYOUT=0: attention outputs written packed
   std::unordered_map<const ir::Stmt*, ViewFusion> view_fusions_;  // this trace's fusions that may become views
   std::unordered_map<const ir::Proxy*, OperandView> views_;        // live views
+  std::unordered_map<const ir::Stmt*, OutLayout> out_layouts_;     // by attention statement (until new_program)
+  std::unordered_set<const ir::Trace*> out_layouts_planned_;
   std::unordered_map<const ir::Stmt*, std::vector<rt::cuda::DeviceTensor>> viewed_inputs_;  // a skipped fusion's inputs
   bool materializing_ = false;
   bool views_enabled_ = true;  // operands read in place; TRACER_ATTENTION_VIEWS=0 turns it off

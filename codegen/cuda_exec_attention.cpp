@@ -202,6 +202,7 @@ void GpuExecutor::launch_cudnn(const ir::Stmt& s, Values& env, const rt::cuda::A
                                const std::vector<rt::cuda::DevPtr>& in, const std::vector<rt::cuda::DevPtr>* outs) {
   rt::cuda::Cudnn& dnn = *cudnn_;
   const bool backward = s.op->name == "attention_backward";
+  if (!backward && !out_layouts_.empty() && launch_cudnn_out_layout(s, env, p, in)) return;
   rt::cuda::Buffer ws(&dev_, dnn.engine_workspace(p, backward));
   if (!backward) {
     DeviceTensor out = alloc(s.outputs[0]->type), lse = alloc(s.outputs[1]->type);

@@ -59,6 +59,21 @@ bool reshape_strides(const rt::Shape& old_shape, const std::vector<int64_t>& old
   return view_d == -1;
 }
 
+// A view [..., s, d] as cuDNN's [b, h, s, d] strides: d innermost, the dimensions before h folding
+// into b; false where they do not fold.
+bool fold_bhsd(const GpuExecutor::OperandView& v, rt::cuda::AttentionProblem::Strides* st) {
+  const size_t r = v.shape.size();
+  if (r < 2 || v.strides.size() != r || v.strides[r - 1] != 1) return false;
+  int64_t hs = r >= 3 ? v.strides[r - 3] : 0, bs = 0;
+  if (r >= 4) {
+    bs = v.strides[r - 4];
+    for (size_t d = 0; d + 4 < r; ++d)
+      if (v.strides[d] != v.strides[d + 1] * v.shape[d + 1]) return false;
+  }
+  *st = {bs, hs, v.strides[r - 2], 1};
+  return true;
+}
+
 bool int_list(const ir::Arg& a, std::vector<int64_t>* out) {
   if (!a.is_seq()) return false;
   out->clear();
@@ -155,6 +170,7 @@ void GpuExecutor::plan_views(const ir::Trace& t) {
   // TRACER_ATTENTION_VIEWS=0 runs the fusions (for comparison); so do the forced tracer path and
   // TRACER_GPU_CHECK (which compares each statement's outputs, views included, with the CPU).
   if (!views_enabled_ || attention_choice_ == AttentionChoice::Tracer || check_) return;
+  if (out_layout_) plan_out_layouts(t);
   std::unordered_set<const ir::Proxy*> returned;
   ir::for_each_proxy(t.output, [&](const ir::ProxyPtr& p) { returned.insert(p.get()); });
   for (size_t i = 0; i < t.stmts.size(); ++i) {
@@ -202,18 +218,7 @@ void GpuExecutor::plan_views(const ir::Trace& t) {
 
 bool GpuExecutor::view_problem(const std::vector<OperandView>& ops, bool bw, bool causal, double scale, rt::cuda::AttentionProblem* p) {
   // [..., s, d] with the batch dimensions folded into b and h (the leading ones must fold).
-  auto four = [](const OperandView& v, rt::cuda::AttentionProblem::Strides* st) {
-    const size_t r = v.shape.size();
-    if (r < 2 || v.strides.size() != r || v.strides[r - 1] != 1) return false;
-    int64_t hs = r >= 3 ? v.strides[r - 3] : 0, bs = 0;
-    if (r >= 4) {
-      bs = v.strides[r - 4];
-      for (size_t d = 0; d + 4 < r; ++d)
-        if (v.strides[d] != v.strides[d + 1] * v.shape[d + 1]) return false;
-    }
-    *st = {bs, hs, v.strides[r - 2], 1};
-    return true;
-  };
+  auto four = fold_bhsd;
   const size_t f = bw ? 1 : 0;
   if (ops.size() != (bw ? 5u : 3u)) return false;
   const rt::Shape& qs = ops[f].shape;
@@ -306,12 +311,150 @@ bool GpuExecutor::skip_view_fusion(const ir::Stmt& s, const Values& env) {
   return true;
 }
 
+void GpuExecutor::plan_out_layouts(const ir::Trace& t) {
+  // Planned once per trace (the plans hold statements whose kernels are cached by address).
+  if (!out_layouts_planned_.insert(&t).second) return;
+  std::unordered_set<const ir::Proxy*> returned;
+  ir::for_each_proxy(t.output, [&](const ir::ProxyPtr& p) { returned.insert(p.get()); });
+  // Every reader of every value, with the argument position; composites' statements read what
+  // they read (the composite itself only passes its arguments on), a fusion reads its arguments.
+  std::unordered_map<const ir::Proxy*, std::vector<std::pair<const ir::Stmt*, size_t>>> readers;
+  std::vector<const ir::Stmt*> attentions;
+  std::function<void(const std::vector<ir::Stmt>&)> note = [&](const std::vector<ir::Stmt>& stmts) {
+    for (const ir::Stmt& s : stmts) {
+      if (s.kind == ir::StmtKind::Del) continue;
+      if (s.kind == ir::StmtKind::Composite) {
+        note(s.subsymbols);
+        continue;
+      }
+      for (size_t a = 0; a < s.args.size(); ++a)
+        ir::for_each_proxy(s.args[a], [&](const ir::ProxyPtr& p) { readers[p.get()].emplace_back(&s, a); });
+      if (s.kind == ir::StmtKind::Prim && s.op && s.op->name == "attention" && s.outputs.size() == 2) attentions.push_back(&s);
+    }
+  };
+  note(t.stmts);
+  for (const ir::Stmt* s : attentions) {
+    const ir::ProxyPtr& y = s->outputs[0];
+    auto r = readers.find(y.get());
+    if (returned.count(y.get()) || r == readers.end()) continue;
+    OutLayout L;
+    L.out = y.get();
+    const size_t rank = y->type.shape.size();
+    bool ok = rank >= 2;
+    const ir::OpDecl* transpose = nullptr;
+    for (const auto& [st, a] : r->second) {
+      if (!ok) break;
+      if (st->kind == ir::StmtKind::Prim && st->op && st->op->name == "transpose" && a == 0 && st->outputs.size() == 1) {
+        std::vector<int64_t> perm;
+        if (!int_list(st->args[1], &perm) || perm.size() != rank) {
+          ok = false;
+          break;
+        }
+        for (int64_t& x : perm) x = x < 0 ? x + static_cast<int64_t>(rank) : x;
+        if (L.perm.empty()) {
+          L.perm = perm;
+          L.z = st->outputs[0];
+          transpose = st->op;
+        } else if (perm != L.perm) {
+          ok = false;
+        }
+      } else if (!(st->kind == ir::StmtKind::Prim && st->op && st->op->name == "attention_backward" && a == 4)) {
+        ok = false;  // any other reader wants the output packed
+      }
+    }
+    if (!ok || !L.z || L.perm.back() != static_cast<int64_t>(rank) - 1) continue;
+    std::vector<int64_t> inverse(rank, -1);
+    bool identity = true;
+    for (size_t k = 0; k < rank; ++k) {
+      const int64_t p = L.perm[k];
+      if (p < 0 || p >= static_cast<int64_t>(rank) || inverse[static_cast<size_t>(p)] >= 0) ok = false;
+      if (!ok) break;
+      inverse[static_cast<size_t>(p)] = static_cast<int64_t>(k);
+      identity = identity && p == static_cast<int64_t>(k);
+    }
+    if (!ok || identity) continue;
+    auto back = std::make_unique<ir::Stmt>();
+    back->kind = ir::StmtKind::Prim;
+    back->op = transpose;
+    back->loc = s->loc;
+    std::vector<ir::Arg> items;
+    for (int64_t x : inverse) items.push_back(ir::Arg::of_int(x));
+    back->args = {ir::Arg::of_proxy(L.z), ir::Arg::of_seq(K::Tuple, std::move(items))};
+    back->outputs = {y};
+    L.back = std::move(back);
+    out_layouts_.emplace(s, std::move(L));
+  }
+}
+
+bool GpuExecutor::launch_cudnn_out_layout(const ir::Stmt& s, Values& env, const rt::cuda::AttentionProblem& p,
+                                          const std::vector<rt::cuda::DevPtr>& in) {
+  auto it = out_layouts_.find(&s);
+  if (it == out_layouts_.end() || materializing_ || !views_enabled_ || check_) return false;
+  const OutLayout& L = it->second;
+  const ir::TensorType& zt = L.z->type;
+  const rt::Shape& ys = s.outputs[0]->type.shape;
+  if (zt.dtype != s.outputs[0]->type.dtype || zt.shape.size() != ys.size()) return false;
+  // The output as a view of z packed: output dimension perm[k] is z's dimension k.
+  OperandView v;
+  v.shape = ys;
+  v.strides.assign(ys.size(), 0);
+  int64_t st = 1;
+  for (size_t k = zt.shape.size(); k-- > 0;) {
+    if (zt.shape[k] != ys[static_cast<size_t>(L.perm[k])]) return false;
+    v.strides[static_cast<size_t>(L.perm[k])] = st;
+    st *= zt.shape[k];
+  }
+  v.layout = &L;
+  rt::cuda::AttentionProblem q = p;
+  if (!fold_bhsd(v, &q.o)) return false;
+  if (q.h == 1) q.o[1] = q.o[2] * q.s_q;
+  if (q.b == 1) q.o[0] = q.o[1] * q.h;
+  bool warn_unused = false;
+  if (!cudnn_ready(q, false, &warn_unused).empty()) return false;
+  rt::cuda::Cudnn& dnn = *cudnn_;
+  rt::cuda::Buffer ws(&dev_, dnn.engine_workspace(q, false));
+  DeviceTensor z = alloc(zt), lse = alloc(s.outputs[1]->type);
+  dnn.forward(q, in[0], in[1], in[2], z.ptr(), lse.ptr(), ws.ptr);
+  v.base = std::move(z);
+  views_[s.outputs[0].get()] = std::move(v);
+  env[s.outputs[1].get()] = std::move(lse);
+  stats_.outputs_in_layout++;
+  return true;
+}
+
+bool GpuExecutor::alias_transposed_view(const ir::Stmt& s, const OperandView& v, Values& env) {
+  std::vector<int64_t> perm;
+  const rt::Shape& to = s.outputs[0]->type.shape;
+  if (!int_list(s.args[1], &perm) || perm.size() != v.shape.size() || v.offset != 0 || v.base.shape != to) return false;
+  int64_t st = 1;
+  for (size_t d = perm.size(); d-- > 0;) {
+    const int64_t p = perm[d] < 0 ? perm[d] + static_cast<int64_t>(perm.size()) : perm[d];
+    if (p < 0 || p >= static_cast<int64_t>(perm.size()) || v.strides[static_cast<size_t>(p)] != st) return false;
+    st *= to[d];
+  }
+  env[s.outputs[0].get()] = v.base;  // packed: the view's buffer, relabelled
+  return true;
+}
+
 void GpuExecutor::materialize_views(const ir::Stmt& s, Values& env, ir::ExecContext& ctx) {
+  // An attention output written transposed: transposed back into a packed tensor.
+  for (const ir::Arg& a : s.args) {
+    if (a.kind != K::Proxy) continue;
+    auto v = views_.find(a.proxy.get());
+    if (v == views_.end() || !v->second.layout) continue;
+    const OutLayout& L = *v->second.layout;
+    Values local;
+    local[L.z.get()] = v->second.base;
+    views_.erase(v);
+    if (!run_simple(*L.back, local)) throw std::runtime_error("the attention output written transposed could not be put back");
+    env[a.proxy.get()] = local.at(L.out);
+  }
   // Run each fusion the statement's views came from, over the tensors the views hold.
   std::vector<const ir::Stmt*> fusions;
   for (const ir::Arg& a : s.args)
     if (a.kind == K::Proxy)
-      if (auto v = views_.find(a.proxy.get()); v != views_.end() && std::find(fusions.begin(), fusions.end(), v->second.fusion) == fusions.end())
+      if (auto v = views_.find(a.proxy.get()); v != views_.end() && v->second.fusion &&
+                                               std::find(fusions.begin(), fusions.end(), v->second.fusion) == fusions.end())
         fusions.push_back(v->second.fusion);
   for (const ir::Stmt* f : fusions) {
     Values local;

@@ -75,6 +75,7 @@ struct RunReport {
   size_t attention_cudnn = 0, attention_tracer = 0;
   size_t attention_fusions_viewed = 0;  // layout fusions not run: cuDNN read q, k, v in place
   size_t attention_cats_in_place = 0;   // backwards whose dq, dk, dv cuDNN wrote into their cat
+  size_t attention_outputs_in_layout = 0;  // forwards whose output cuDNN wrote transposed, as its readers want
   size_t take_adds_in_place = 0;  // take_backwards added into the tensor they are added to (tied embeddings)
   std::string cudnn_version, cudnn_library, cudnn_missing;
   size_t cudnn_plans_built = 0, cudnn_plans_loaded = 0;

@@ -229,6 +229,21 @@ for args in "tests/gpu/attention.trace --entry attention_causal" "examples/gpt.t
   n=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['attention']['fusions_read_in_place'])" "$tmp/v.json" 2>/dev/null || echo 0)
   if [ "${n:-0}" -gt 0 ]; then echo "ok   views: $n fusions read in place ($args)"; else echo "FAIL views: none read in place ($args)"; fail=1; fi
 done
+# Attention outputs written transposed (as the output projection reads them; on by default,
+# TRACER_ATTENTION_OUT_LAYOUT=0 writes them packed): at T=64 cuDNN 9.14 runs no backward, so
+# tracer's kernels take the output put back packed; at T=128 cuDNN's backward reads it strided.
+python3 -c "import sys; sys.path.insert(0, 'bench'); import gpt_torch as g; g.save_safetensors(sys.argv[1], g.make_inputs(2, 128, 512, 128, 4, 2, device='cpu'))" "$tmp/gpt128.safetensors"
+GPT128="--set B=2 --set T=128 --set V=512 --set D=128 --set NH=4 --set L=2 --input $tmp/gpt128.safetensors"
+for passes in grad,remat,fuse_reorder,del_last_used grad,checkpoint,remat,fuse_reorder,del_last_used; do
+  ck=$([ "${passes#grad,checkpoint}" != "$passes" ] && echo "--set CHECKPOINT=1")
+  check "gpt.trace T=128 $passes" examples/gpt.trace $GPT128 $ck --passes $passes --
+  TRACER_ATTENTION_OUT_LAYOUT=0 check "gpt.trace T=128 $passes packed outputs" examples/gpt.trace $GPT128 $ck --passes $passes --
+done
+for args in "$GPT" "$GPT128"; do
+  "$TRACER" run examples/gpt.trace $args --passes grad,remat,fuse_reorder,del_last_used --device cuda --json > "$tmp/v.json" 2>/dev/null
+  n=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['attention']['outputs_written_transposed'])" "$tmp/v.json" 2>/dev/null || echo 0)
+  if [ "${n:-0}" -gt 0 ]; then echo "ok   attention outputs written transposed: $n ($args)"; else echo "FAIL no attention output written transposed ($args)"; fail=1; fi
+done
 for passes in grad,remat,fuse,del_last_used grad,checkpoint,remat,fuse_reorder,del_last_used; do
   if TRACER_GPU_CHECK=2 "$TRACER" run examples/gpt.trace $GPT --set CHECKPOINT=1 --passes $passes --device cuda >"$tmp/chk.log" 2>&1; then
     echo "ok   gpt.trace TRACER_GPU_CHECK=2 $passes: $(grep -c 'outputs compared' "$tmp/chk.log") traces, $(grep -o '[0-9]* outputs compared' "$tmp/chk.log" | tr '\n' ' ')"

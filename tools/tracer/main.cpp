@@ -112,7 +112,7 @@ nlohmann::json report_json(const std::string& file, const std::string& entry, co
     j["compile_ms"] = r.compile_ms;
     j["compile_wall_ms"] = r.compile_wall_ms;
     j["attention"] = {{"cudnn", r.attention_cudnn}, {"tracer", r.attention_tracer}, {"fusions_read_in_place", r.attention_fusions_viewed},
-                      {"cats_written_in_place", r.attention_cats_in_place}};
+                      {"cats_written_in_place", r.attention_cats_in_place}, {"outputs_written_transposed", r.attention_outputs_in_layout}};
     if (!r.cudnn_version.empty()) {
       j["cudnn"] = {{"version", r.cudnn_version}, {"library", r.cudnn_library}, {"plans_built", r.cudnn_plans_built},
                     {"plans_loaded", r.cudnn_plans_loaded}, {"plan_ms", r.cudnn_plan_ms}};
