@@ -105,6 +105,18 @@ DeviceTensor GpuExecutor::upload(const rt::Tensor& t) {
 }
 
 rt::Tensor GpuExecutor::download(const DeviceTensor& t, rt::Allocator* al) {
+  if (!t.layout.empty()) {  // held as transpose(t, layout): copied as that, then put back
+    rt::Shape held(t.shape.size());
+    std::vector<int64_t> inverse(t.shape.size());
+    for (size_t k = 0; k < t.layout.size(); ++k) {
+      held[k] = t.shape[static_cast<size_t>(t.layout[k])];
+      inverse[static_cast<size_t>(t.layout[k])] = static_cast<int64_t>(k);
+    }
+    DeviceTensor packed = t;
+    packed.layout.clear();
+    packed.shape = held;
+    return rt::permute(download(packed, al), inverse, al);
+  }
   rt::Tensor h = rt::Tensor::empty(t.dtype, t.shape, al);
   dev_.synchronize();
   dev_.copy_to_host(h.data(), t.ptr(), h.nbytes());
@@ -800,22 +812,34 @@ GpuExecutor::Values GpuExecutor::run(const ir::Trace& t, std::vector<DeviceTenso
       throw ir::ExecError{"input '" + t.inputs[i]->name + "' should be " + rt::dtype_name(want.dtype) + rt::shape_str(want.shape) +
                               " but is " + rt::dtype_name(inputs[i].dtype) + rt::shape_str(inputs[i].shape),
                           {}, ""};
+    if (!inputs[i].layout.empty()) continue;  // held transposed: after plan_views
     env[t.inputs[i].get()] = std::move(inputs[i]);
   }
+  plan_views(t);
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!inputs[i].layout.empty()) take_layout_input(t, t.inputs[i], std::move(inputs[i]), env);
   inputs.clear();
   if (check_ && !in_graph_) check_begin(t, env, ctx);
-  plan_views(t);
   run_stmts(t.stmts, env, ctx, ir::lazy_transposes(t.stmts, &t.output));
+  Values out;
+  ir::for_each_proxy(t.output, [&](const ir::ProxyPtr& p) {
+    auto it = env.find(p.get());
+    if (it != env.end()) {
+      out[p.get()] = it->second;
+      return;
+    }
+    // An attention output written transposed leaves as it is, its layout said.
+    auto v = views_.find(p.get());
+    if (v == views_.end() || !v->second.layout) throw ir::ExecError{"'" + p->name + "' has no value at return", {}, "return"};
+    DeviceTensor d = v->second.base;
+    d.shape = p->type.shape;
+    d.layout = v->second.layout->perm;
+    out[p.get()] = std::move(d);
+  });
   views_.clear();
   viewed_inputs_.clear();
   if (check_ && !in_graph_) check_end(t);
   check_index_errors();  // a gather or scatter with a bad index fails the run here
-  Values out;
-  ir::for_each_proxy(t.output, [&](const ir::ProxyPtr& p) {
-    auto it = env.find(p.get());
-    if (it == env.end()) throw ir::ExecError{"'" + p->name + "' has no value at return", {}, "return"};
-    out[p.get()] = it->second;
-  });
   return out;
 }
 

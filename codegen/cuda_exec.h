@@ -9,6 +9,7 @@
 #pragma once
 #include <array>
 #include <functional>
+#include <map>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -120,6 +121,8 @@ class GpuExecutor {
     without_cat_.clear();
     out_layouts_.clear();
     out_layouts_planned_.clear();
+    trace_readers_.clear();
+    input_layouts_.clear();
     is_group_.clear();
     simple_.clear();
     take_add_.clear();
@@ -148,7 +151,10 @@ class GpuExecutor {
     std::vector<int64_t> perm;       // the transposes' permutation
     ir::ProxyPtr z;                  // the first transpose's output: the layout's shape and type
     std::unique_ptr<ir::Stmt> back;  // transpose(z, inverse perm) -> out: the packed output, when needed
+    bool fits = false;               // every reader here takes the layout
+    bool returned = false;           // the trace returns it (with its layout: DeviceTensor::layout)
   };
+  using ReaderMap = std::unordered_map<const ir::Proxy*, std::vector<std::pair<const ir::Stmt*, size_t>>>;
   struct OperandView {
     rt::cuda::DeviceTensor base;  // the buffer the view reads
     int64_t offset = 0;           // elements
@@ -251,6 +257,10 @@ class GpuExecutor {
                     const std::vector<rt::cuda::DevPtr>* outs = nullptr);
   void plan_views(const ir::Trace& t);  // view_fusions_ (and out_layouts_) for a trace's statements
   void plan_out_layouts(const ir::Trace& t);
+  const ReaderMap& readers_of(const ir::Trace& t);  // each value's readers (statement, argument), once per trace
+  // An input that arrives held transposed (DeviceTensor::layout, an attention output the trace
+  // before wrote so): a view where this trace's readers take it in place, else put back packed.
+  void take_layout_input(const ir::Trace& t, const ir::ProxyPtr& p, rt::cuda::DeviceTensor d, Values& env);
   // A forward attention with an OutLayout: cuDNN writes its output transposed (true), or false
   // when cuDNN has no plan for that layout (the caller writes it packed).
   bool launch_cudnn_out_layout(const ir::Stmt& s, Values& env, const rt::cuda::AttentionProblem& p,
@@ -334,6 +344,8 @@ class GpuExecutor {
   std::unordered_map<const ir::Proxy*, OperandView> views_;        // live views
   std::unordered_map<const ir::Stmt*, OutLayout> out_layouts_;     // by attention statement (until new_program)
   std::unordered_set<const ir::Trace*> out_layouts_planned_;
+  std::unordered_map<const ir::Trace*, ReaderMap> trace_readers_;
+  std::map<std::pair<const ir::Proxy*, std::vector<int64_t>>, OutLayout> input_layouts_;  // take_layout_input's
   std::unordered_map<const ir::Stmt*, std::vector<rt::cuda::DeviceTensor>> viewed_inputs_;  // a skipped fusion's inputs
   bool materializing_ = false;
   bool views_enabled_ = true;  // operands read in place; TRACER_ATTENTION_VIEWS=0 turns it off

@@ -311,79 +311,171 @@ bool GpuExecutor::skip_view_fusion(const ir::Stmt& s, const Values& env) {
   return true;
 }
 
-void GpuExecutor::plan_out_layouts(const ir::Trace& t) {
-  // Planned once per trace (the plans hold statements whose kernels are cached by address).
-  if (!out_layouts_planned_.insert(&t).second) return;
-  std::unordered_set<const ir::Proxy*> returned;
-  ir::for_each_proxy(t.output, [&](const ir::ProxyPtr& p) { returned.insert(p.get()); });
+namespace {
+
+// Whether every reader takes a value in a transposed layout: transposes by one permutation (the
+// first one met sets *perm when it is empty, else each must equal it) that keeps the last
+// dimension last, and attention backwards reading it as their saved output. *z and *op get the
+// first transpose's output and op (left alone when there is none).
+bool readers_take_layout(const std::vector<std::pair<const ir::Stmt*, size_t>>& rs, size_t rank, std::vector<int64_t>* perm,
+                         ir::ProxyPtr* z, const ir::OpDecl** op) {
+  if (rank < 2) return false;
+  for (const auto& [st, a] : rs) {
+    if (st->kind == ir::StmtKind::Prim && st->op && st->op->name == "transpose" && a == 0 && st->outputs.size() == 1) {
+      std::vector<int64_t> p;
+      if (!int_list(st->args[1], &p) || p.size() != rank) return false;
+      for (int64_t& x : p) x = x < 0 ? x + static_cast<int64_t>(rank) : x;
+      if (perm->empty()) *perm = p;
+      if (p != *perm) return false;
+      if (!*z) {
+        *z = st->outputs[0];
+        *op = st->op;
+      }
+    } else if (!(st->kind == ir::StmtKind::Prim && st->op && st->op->name == "attention_backward" && a == 4)) {
+      return false;  // any other reader wants the value packed
+    }
+  }
+  return !perm->empty() && perm->back() == static_cast<int64_t>(rank) - 1;
+}
+
+// perm's inverse, or empty when perm is no permutation or the identity.
+std::vector<int64_t> inverse_perm(const std::vector<int64_t>& perm) {
+  const size_t r = perm.size();
+  std::vector<int64_t> inv(r, -1);
+  bool identity = true;
+  for (size_t k = 0; k < r; ++k) {
+    const int64_t p = perm[k];
+    if (p < 0 || p >= static_cast<int64_t>(r) || inv[static_cast<size_t>(p)] >= 0) return {};
+    inv[static_cast<size_t>(p)] = static_cast<int64_t>(k);
+    identity = identity && p == static_cast<int64_t>(k);
+  }
+  if (identity) return {};
+  return inv;
+}
+
+// The statement `out = transpose(z, inverse)`: a value held transposed, put back packed.
+std::unique_ptr<ir::Stmt> transpose_back(const ir::ProxyPtr& z, const std::vector<int64_t>& inverse, const ir::ProxyPtr& out,
+                                         const ir::OpDecl* op) {
+  auto back = std::make_unique<ir::Stmt>();
+  back->kind = ir::StmtKind::Prim;
+  back->op = op;
+  std::vector<ir::Arg> items;
+  for (int64_t x : inverse) items.push_back(ir::Arg::of_int(x));
+  back->args = {ir::Arg::of_proxy(z), ir::Arg::of_seq(K::Tuple, std::move(items))};
+  back->outputs = {out};
+  return back;
+}
+
+// The strides of a value of `shape` held as transpose(value, perm) packed: its dimension perm[k]
+// is the packed tensor's dimension k. Empty when the shapes do not agree.
+std::vector<int64_t> layout_strides(const rt::Shape& shape, const std::vector<int64_t>& perm) {
+  std::vector<int64_t> st(shape.size(), 0);
+  if (perm.size() != shape.size()) return {};
+  int64_t n = 1;
+  for (size_t k = perm.size(); k-- > 0;) {
+    st[static_cast<size_t>(perm[k])] = n;
+    n *= shape[static_cast<size_t>(perm[k])];
+  }
+  return st;
+}
+
+}  // namespace
+
+const GpuExecutor::ReaderMap& GpuExecutor::readers_of(const ir::Trace& t) {
+  auto it = trace_readers_.find(&t);
+  if (it != trace_readers_.end()) return it->second;
   // Every reader of every value, with the argument position; composites' statements read what
-  // they read (the composite itself only passes its arguments on), a fusion reads its arguments.
-  std::unordered_map<const ir::Proxy*, std::vector<std::pair<const ir::Stmt*, size_t>>> readers;
-  std::vector<const ir::Stmt*> attentions;
+  // they read, except a composite the executor runs as one kernel (a group), which reads its
+  // arguments; a fusion reads its arguments.
+  ReaderMap& readers = trace_readers_[&t];
   std::function<void(const std::vector<ir::Stmt>&)> note = [&](const std::vector<ir::Stmt>& stmts) {
     for (const ir::Stmt& s : stmts) {
       if (s.kind == ir::StmtKind::Del) continue;
-      if (s.kind == ir::StmtKind::Composite) {
+      if (s.kind == ir::StmtKind::Composite && !is_elementwise_group(s) && !is_row_group(s) && !is_column_group(s)) {
         note(s.subsymbols);
         continue;
       }
       for (size_t a = 0; a < s.args.size(); ++a)
         ir::for_each_proxy(s.args[a], [&](const ir::ProxyPtr& p) { readers[p.get()].emplace_back(&s, a); });
-      if (s.kind == ir::StmtKind::Prim && s.op && s.op->name == "attention" && s.outputs.size() == 2) attentions.push_back(&s);
     }
   };
   note(t.stmts);
+  return readers;
+}
+
+void GpuExecutor::plan_out_layouts(const ir::Trace& t) {
+  // Planned once per trace (the plans hold statements whose kernels are cached by address).
+  if (!out_layouts_planned_.insert(&t).second) return;
+  std::vector<const ir::Stmt*> attentions;
+  std::function<void(const std::vector<ir::Stmt>&)> find = [&](const std::vector<ir::Stmt>& stmts) {
+    for (const ir::Stmt& s : stmts) {
+      if (s.kind == ir::StmtKind::Composite) find(s.subsymbols);
+      if (s.kind == ir::StmtKind::Prim && s.op && s.op->name == "attention" && s.outputs.size() == 2) attentions.push_back(&s);
+    }
+  };
+  find(t.stmts);
+  if (attentions.empty()) return;
+  const ReaderMap& readers = readers_of(t);
+  std::unordered_set<const ir::Proxy*> returned;
+  ir::for_each_proxy(t.output, [&](const ir::ProxyPtr& p) { returned.insert(p.get()); });
   for (const ir::Stmt* s : attentions) {
+    // Read by transposes and backwards here; returned (saved for the backward trace), it leaves
+    // with its layout, and the next trace reads it in place or puts it back (take_layout_input).
     const ir::ProxyPtr& y = s->outputs[0];
     auto r = readers.find(y.get());
-    if (returned.count(y.get()) || r == readers.end()) continue;
     OutLayout L;
+    const ir::OpDecl* op = nullptr;
+    if (r == readers.end() || !readers_take_layout(r->second, y->type.shape.size(), &L.perm, &L.z, &op) || !L.z) continue;
+    std::vector<int64_t> inverse = inverse_perm(L.perm);
+    if (inverse.empty()) continue;
     L.out = y.get();
-    const size_t rank = y->type.shape.size();
-    bool ok = rank >= 2;
-    const ir::OpDecl* transpose = nullptr;
-    for (const auto& [st, a] : r->second) {
-      if (!ok) break;
-      if (st->kind == ir::StmtKind::Prim && st->op && st->op->name == "transpose" && a == 0 && st->outputs.size() == 1) {
-        std::vector<int64_t> perm;
-        if (!int_list(st->args[1], &perm) || perm.size() != rank) {
-          ok = false;
-          break;
-        }
-        for (int64_t& x : perm) x = x < 0 ? x + static_cast<int64_t>(rank) : x;
-        if (L.perm.empty()) {
-          L.perm = perm;
-          L.z = st->outputs[0];
-          transpose = st->op;
-        } else if (perm != L.perm) {
-          ok = false;
-        }
-      } else if (!(st->kind == ir::StmtKind::Prim && st->op && st->op->name == "attention_backward" && a == 4)) {
-        ok = false;  // any other reader wants the output packed
-      }
-    }
-    if (!ok || !L.z || L.perm.back() != static_cast<int64_t>(rank) - 1) continue;
-    std::vector<int64_t> inverse(rank, -1);
-    bool identity = true;
-    for (size_t k = 0; k < rank; ++k) {
-      const int64_t p = L.perm[k];
-      if (p < 0 || p >= static_cast<int64_t>(rank) || inverse[static_cast<size_t>(p)] >= 0) ok = false;
-      if (!ok) break;
-      inverse[static_cast<size_t>(p)] = static_cast<int64_t>(k);
-      identity = identity && p == static_cast<int64_t>(k);
-    }
-    if (!ok || identity) continue;
-    auto back = std::make_unique<ir::Stmt>();
-    back->kind = ir::StmtKind::Prim;
-    back->op = transpose;
-    back->loc = s->loc;
-    std::vector<ir::Arg> items;
-    for (int64_t x : inverse) items.push_back(ir::Arg::of_int(x));
-    back->args = {ir::Arg::of_proxy(L.z), ir::Arg::of_seq(K::Tuple, std::move(items))};
-    back->outputs = {y};
-    L.back = std::move(back);
+    L.fits = true;
+    L.returned = returned.count(y.get()) > 0;
+    L.back = transpose_back(L.z, inverse, y, op);
+    L.back->loc = s->loc;
     out_layouts_.emplace(s, std::move(L));
   }
+}
+
+void GpuExecutor::take_layout_input(const ir::Trace& t, const ir::ProxyPtr& p, DeviceTensor d, Values& env) {
+  auto key = std::make_pair(p.get(), d.layout);
+  auto it = input_layouts_.find(key);
+  if (it == input_layouts_.end()) {
+    OutLayout L;
+    L.out = p.get();
+    L.perm = d.layout;
+    std::vector<int64_t> inverse = inverse_perm(L.perm);
+    if (inverse.empty() || L.perm.size() != p->type.shape.size()) throw std::runtime_error("'" + p->name + "' arrives in a layout that is no transpose");
+    auto z = std::make_shared<ir::Proxy>();
+    z->name = p->name + "_transposed";
+    z->type = p->type;
+    for (size_t k = 0; k < L.perm.size(); ++k) z->type.shape[k] = p->type.shape[static_cast<size_t>(L.perm[k])];
+    L.z = z;
+    L.back = transpose_back(z, inverse, p, ir::find_op("transpose"));
+    auto r = readers_of(t).find(p.get());
+    ir::ProxyPtr first;
+    const ir::OpDecl* op = nullptr;
+    std::vector<int64_t> perm = L.perm;
+    L.fits = r != readers_of(t).end() && readers_take_layout(r->second, perm.size(), &perm, &first, &op);
+    it = input_layouts_.emplace(key, std::move(L)).first;
+  }
+  const OutLayout& L = it->second;
+  DeviceTensor z = std::move(d);
+  z.layout.clear();
+  z.shape = L.z->type.shape;
+  if (L.fits && views_enabled_ && out_layout_ && !check_ && attention_choice_ != AttentionChoice::Tracer) {
+    OperandView v;
+    v.base = std::move(z);
+    v.shape = p->type.shape;
+    v.strides = layout_strides(p->type.shape, L.perm);
+    v.layout = &L;
+    views_[p.get()] = std::move(v);
+    return;
+  }
+  Values local;
+  local[L.z.get()] = std::move(z);
+  if (!run_simple(*L.back, local)) throw std::runtime_error("'" + p->name + "', held transposed, could not be put back");
+  env[p.get()] = local.at(p.get());
 }
 
 bool GpuExecutor::launch_cudnn_out_layout(const ir::Stmt& s, Values& env, const rt::cuda::AttentionProblem& p,
@@ -395,15 +487,11 @@ bool GpuExecutor::launch_cudnn_out_layout(const ir::Stmt& s, Values& env, const 
   const rt::Shape& ys = s.outputs[0]->type.shape;
   if (zt.dtype != s.outputs[0]->type.dtype || zt.shape.size() != ys.size()) return false;
   // The output as a view of z packed: output dimension perm[k] is z's dimension k.
+  for (size_t k = 0; k < zt.shape.size(); ++k)
+    if (zt.shape[k] != ys[static_cast<size_t>(L.perm[k])]) return false;
   OperandView v;
   v.shape = ys;
-  v.strides.assign(ys.size(), 0);
-  int64_t st = 1;
-  for (size_t k = zt.shape.size(); k-- > 0;) {
-    if (zt.shape[k] != ys[static_cast<size_t>(L.perm[k])]) return false;
-    v.strides[static_cast<size_t>(L.perm[k])] = st;
-    st *= zt.shape[k];
-  }
+  v.strides = layout_strides(ys, L.perm);
   v.layout = &L;
   rt::cuda::AttentionProblem q = p;
   if (!fold_bhsd(v, &q.o)) return false;

@@ -197,6 +197,10 @@ struct DeviceTensor {
   std::shared_ptr<Buffer> buffer;
   DType dtype = DType::f32;
   Shape shape;
+  // Empty: packed in shape's order. Else the buffer holds transpose(this, layout) packed: an
+  // attention output the GPU executor wrote as its readers want it, handed from one trace to the
+  // next (codegen/cuda_exec_views.cpp); downloads put it back.
+  std::vector<int64_t> layout;
   size_t nbytes() const { return static_cast<size_t>(numel(shape)) * dtype_size(dtype); }
   DevPtr ptr() const { return buffer ? buffer->ptr : 0; }
 };
