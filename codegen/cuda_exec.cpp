@@ -649,6 +649,14 @@ void GpuExecutor::run_stmt(const ir::Stmt& s, Values& env, ir::ExecContext& ctx,
       transposed_[s.outputs[0].get()] = true;
       return;
     }
+    if (!views_.empty() && s.kind == ir::StmtKind::Prim && s.op->name == "transpose" && s.args[0].kind == K::Proxy) {
+      // A transpose of a view (an attention output written transposed): a relabelling where the
+      // result is packed, else the view made a tensor first (a transpose alone runs as a kernel).
+      if (auto v = views_.find(s.args[0].proxy.get()); v != views_.end()) {
+        if (alias_transposed_view(s, v->second, env)) return;
+        materialize_views(s, env, ctx);
+      }
+    }
     // Whether s is an elementwise group is decided once per statement (the launch path is hot:
     // bench/launch.trace measures it).
     auto pk = is_group_.find(&s);
@@ -681,14 +689,6 @@ void GpuExecutor::run_stmt(const ir::Stmt& s, Values& env, ir::ExecContext& ctx,
       return;
     }
     const std::string& op = s.op->name;
-    if (!views_.empty() && op == "transpose" && s.args[0].kind == K::Proxy) {
-      // A transpose of a view (an attention output written transposed): a relabelling where the
-      // result is packed, else the view made a tensor first.
-      if (auto v = views_.find(s.args[0].proxy.get()); v != views_.end()) {
-        if (alias_transposed_view(s, v->second, env)) return;
-        materialize_views(s, env, ctx);
-      }
-    }
     if (op == "reshape" && s.args[0].kind == K::Proxy && !transposed_.count(s.args[0].proxy.get())) {
       DeviceTensor v = env.at(s.args[0].proxy.get());
       v.shape = s.outputs[0]->type.shape;
