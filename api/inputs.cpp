@@ -52,6 +52,13 @@ std::unordered_map<const ir::Proxy*, int64_t> index_bounds(const ir::Trace& t) {
           s.args[0].kind == ir::Arg::Kind::Proxy && s.outputs.size() == 1) {
         auto r = root.find(s.args[0].proxy.get());
         if (r != root.end()) root[s.outputs[0].get()] = r->second;
+      } else if (op == "where" && s.kind == ir::StmtKind::Prim && s.args.size() == 3 && s.outputs.size() == 1) {
+        // where(c, target, 0): the targets where they count (cross_entropy's check once grad has
+        // taken the composite apart): the values pass through, the other branch a number.
+        const ir::Arg &a = s.args[1], &b = s.args[2];
+        const ir::Arg* x = a.kind == ir::Arg::Kind::Proxy && b.is_number() ? &a : b.kind == ir::Arg::Kind::Proxy && a.is_number() ? &b : nullptr;
+        if (x)
+          if (auto r = root.find(x->proxy.get()); r != root.end()) root[s.outputs[0].get()] = r->second;
       } else if ((op == "cross_entropy" || op == "nll_loss") && s.args.size() >= 2) {
         if (const ir::Shape* x = shape_of(s.args[0])) bound(s.args[1], x->size() >= 2 ? (*x)[1] : x->empty() ? 0 : (*x)[0]);
       } else if (op == "embedding" && s.args.size() >= 2) {

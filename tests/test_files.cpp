@@ -119,7 +119,7 @@ TEST_CASE("pass tests (tests/pass_checks): # RUN: passes, # CHECK: lines in orde
   for (const std::string& f : files) {
     DYNAMIC_SECTION(f) {
       std::string text = read_file(f);
-      std::vector<std::string> passes, checks, nots;
+      std::vector<std::string> passes, checks, nots, top_nots;
       for (const std::string& l : lines(text)) {
         if (l.rfind("# RUN: --passes ", 0) == 0) {
           std::string list = l.substr(16);
@@ -133,6 +133,7 @@ TEST_CASE("pass tests (tests/pass_checks): # RUN: passes, # CHECK: lines in orde
         }
         if (l.rfind("# CHECK: ", 0) == 0) checks.push_back(l.substr(9));
         if (l.rfind("# CHECK-NOT: ", 0) == 0) nots.push_back(l.substr(13));
+        if (l.rfind("# CHECK-NOT-TOP: ", 0) == 0) top_nots.push_back(l.substr(17));  // in statements, not comments
       }
       REQUIRE_FALSE(passes.empty());
       Session s;
@@ -152,6 +153,15 @@ TEST_CASE("pass tests (tests/pass_checks): # RUN: passes, # CHECK: lines in orde
       for (const std::string& n : nots) {
         INFO("CHECK-NOT: " << n);
         CHECK(printed->find(n) == std::string::npos);
+      }
+      std::string statements;  // the printed lines that are not comments (fusions' bodies are)
+      for (const std::string& l : lines(*printed)) {
+        size_t first = l.find_first_not_of(' ');
+        if (first != std::string::npos && l[first] != '#') statements += l + "\n";
+      }
+      for (const std::string& n : top_nots) {
+        INFO("CHECK-NOT-TOP: " << n);
+        CHECK(statements.find(n) == std::string::npos);
       }
       // The printed program reads back to the same text.
       Session b;
