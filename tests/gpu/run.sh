@@ -175,7 +175,8 @@ check "examples/chain.trace 2^22 elements cuda-graph" examples/chain.trace --ent
 check "bench/launch.trace cuda-graph" bench/launch.trace -- --cuda-graph --bench 3
 # A gather with indices out of range fails the run with a clear message (random indices lie
 # in [0, 16), the table has 8 rows), eagerly and under --cuda-graph.
-printf 'def f(t: f32[8, 4], i: i64[64]):\n    return prims.take(t, i, 0)\n' >"$tmp/bad_index.trace"
+# (Random indices are drawn below what they index, so the bad ones are made: i + 8.)
+printf 'def f(t: f32[8, 4], i: i64[64]):\n    return prims.take(t, i + 8, 0)\n' >"$tmp/bad_index.trace"
 for extra in "" "--cuda-graph"; do
   if "$TRACER" run "$tmp/bad_index.trace" --device cuda $extra >"$tmp/bad.log" 2>&1; then
     echo "FAIL bad index $extra: the run succeeded"; fail=1
