@@ -221,7 +221,10 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
         break;
       }
     }
-    if (at > std::min<long long>(112 * 1024, max_shared - 8 * 1024) || shared.empty() || loops <= 1) {
+    // TRACER_ROWS_SHARED=0: every pass reads the rows from memory (the later ones mostly from L2).
+    const char* shared_env = std::getenv("TRACER_ROWS_SHARED");
+    const bool shared_on = !(shared_env && std::string(shared_env) == "0");
+    if (!shared_on || at > std::min<long long>(112 * 1024, max_shared - 8 * 1024) || shared.empty() || loops <= 1) {
       shared.clear();
       shared_at.clear();
     } else {
