@@ -222,8 +222,14 @@ def f(x: f32[64, 32], w: f32[32], big: f32[4096, 64]):
   CHECK(w->row_lanes == 256);
   CHECK_THAT(w->source, Catch::Contains("for (long long tr_r = blockIdx.x; tr_r < tr_rows; tr_r += gridDim.x)"));
   CHECK_THAT(w->source, Catch::Contains("__syncthreads()"));
-  // Two passes (the online maximum and sum, then the output): the rows are kept in shared memory.
-  CHECK(w->shared_bytes > 0);
+  // Two passes (the maximum, then the sum and the output): each reads the rows from memory (the
+  // second mostly from L2) unless TRACER_ROWS_SHARED=1 keeps them in shared memory.
+  CHECK(w->shared_bytes == 0);
+  setenv("TRACER_ROWS_SHARED", "1", 1);
+  auto kept = kernels_of("def f(x: f32[8, 5000], big: f32[4096, 4096]):\n    return ltorch.softmax(x, -1), big * 2.0\n", "f");
+  unsetenv("TRACER_ROWS_SHARED");
+  for (const auto& x : kept)
+    if (x.rows > 0) CHECK(x.shared_bytes > 0);
   // With TRACER_ROWS_ONLINE=1 a logsumexp reads each row once (the maximum and the sum online,
   // nothing of the rows' shape written): straight from memory, no shared copy.
   setenv("TRACER_ROWS_ONLINE", "1", 1);
@@ -241,10 +247,17 @@ def f(x: f32[64, 32], w: f32[32], big: f32[4096, 64]):
   bool online = false;
   for (const auto& x : soft) online = online || x.source.find("(online: with its own running maximum)") != std::string::npos;
   CHECK(online);
-  // Off again: two passes, the row kept in shared memory.
+  // Off again: two passes; with TRACER_ROWS_SHARED=1 the row kept in shared memory.
+  setenv("TRACER_ROWS_SHARED", "1", 1);
   auto lse2 = kernels_of("def f(x: bf16[8, 50304], big: f32[4096, 4096]):\n    return ltorch.logsumexp(x, 1, keepdim=True), big * 2.0\n", "f");
+  unsetenv("TRACER_ROWS_SHARED");
+  int wide_rows = 0;
   for (const auto& x : lse2)
-    if (x.rows > 0) CHECK(x.shared_bytes > 0);
+    if (x.rows > 0) {
+      CHECK(x.shared_bytes > 0);
+      ++wide_rows;
+    }
+  CHECK(wide_rows == 1);
 }
 
 TEST_CASE("the training pipeline's norms become row kernels (llama_mlp_checkpoint)", "[codegen]") {
