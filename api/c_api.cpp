@@ -363,9 +363,15 @@ tracer_status tracer_open(const tracer_config* cfg, tracer_state** out) {
   *out = nullptr;
   tracer_config c;
   tracer_config_init(&c);
-  if (cfg) c = *cfg;
-  if (c.api_version / 10000 != TRACER_VERSION_MAJOR || c.api_version % 10000 / 100 > TRACER_VERSION_MINOR)
-    return TRACER_ERROR_VERSION;
+  if (cfg) {
+    // A host built against an older minor version passed a shorter config: only its fields.
+    if (cfg->api_version / 10000 != TRACER_VERSION_MAJOR || cfg->api_version % 10000 / 100 > TRACER_VERSION_MINOR)
+      return TRACER_ERROR_VERSION;
+    if (cfg->api_version % 10000 / 100 < 2)
+      std::memcpy(&c, cfg, offsetof(tracer_config, memory_limit));
+    else
+      c = *cfg;
+  }
   if ((c.alloc == nullptr) != (c.free == nullptr)) return TRACER_ERROR_ARGUMENT;
   try {
     auto S = std::make_unique<tracer_state>();
@@ -373,6 +379,7 @@ tracer_status tracer_open(const tracer_config* cfg, tracer_state** out) {
     tracer::SessionOptions o;
     o.seed = c.seed;
     o.step_limit = c.step_limit;
+    o.memory_limit = static_cast<size_t>(c.memory_limit);
     tracer_state* raw = S.get();
     if (c.output) o.print = [raw](const std::string& s) { raw->cfg.output(raw->cfg.user, s.data(), s.size()); };
     S->session = std::make_unique<Session>(o);

@@ -249,15 +249,19 @@ Value b_reversed(Interpreter& in, CallArgs& a, SourceLoc loc) {
 
 Value b_any(Interpreter& in, CallArgs& a, SourceLoc loc) {
   want_args(in, a, "any", 1, 1, loc);
-  for (const Value& x : in.iterate(a.pos[0], loc))
+  for (const Value& x : in.iterate(a.pos[0], loc)) {
+    in.poll(loc);
     if (in.truth(x, loc)) return Value::boolean(true);
+  }
   return Value::boolean(false);
 }
 
 Value b_all(Interpreter& in, CallArgs& a, SourceLoc loc) {
   want_args(in, a, "all", 1, 1, loc);
-  for (const Value& x : in.iterate(a.pos[0], loc))
+  for (const Value& x : in.iterate(a.pos[0], loc)) {
+    in.poll(loc);
     if (!in.truth(x, loc)) return Value::boolean(false);
+  }
   return Value::boolean(true);
 }
 

@@ -117,6 +117,12 @@ class Interpreter {
   // string's characters) would take more than the memory limit: `[0] * 10**10` and
   // `"a" * 10**11` are located errors, not an allocation that takes the machine's memory.
   void check_size(uint64_t elements, size_t item_bytes, const char* what, SourceLoc loc);
+  // Long loops inside builtins (iterating a range, sum, sorting, repeating a sequence, joining)
+  // call this per item: every 4096 calls it looks at the interrupt flag, so Ctrl-C and
+  // tracer_interrupt stop them too, not only the script's own steps.
+  void poll(SourceLoc loc) {
+    if ((++polls_ & 0xfff) == 0 && interrupted_.load(std::memory_order_relaxed)) raise_interrupt(loc);
+  }
   ir::ExecContext& exec_context() { return exec_; }
   std::function<void(const std::string&)> on_print;  // print(); defaults to stdout
   const NamespaceObj& builtins() const { return *builtins_.as<NamespaceObj>(); }
@@ -187,6 +193,7 @@ class Interpreter {
   }
   [[noreturn]] void raise_interrupt(SourceLoc loc);
   std::atomic<bool> interrupted_{false};
+  uint32_t polls_ = 0;
   [[noreturn]] void step_limit_exceeded(SourceLoc loc);
   friend struct InterpAccess;
 };

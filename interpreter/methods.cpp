@@ -30,6 +30,7 @@ Value s_join(Interpreter& in, CallArgs& a, SourceLoc loc) {
   std::string out;
   bool first = true;
   for (const Value& x : in.iterate(a.pos[1], loc)) {
+    in.poll(loc);
     out += (first ? "" : a.pos[0].as<StrObj>()->s) + want_str(in, x, "join", loc);
     in.check_size(out.size(), 1, "a string", loc);
     first = false;

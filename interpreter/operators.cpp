@@ -87,9 +87,12 @@ bool int_pow(int64_t base, int64_t exp, Value* out) {
   return true;
 }
 
-std::vector<Value> repeat(const std::vector<Value>& xs, int64_t n) {
+std::vector<Value> repeat(Interpreter& in, const std::vector<Value>& xs, int64_t n, SourceLoc loc) {
   std::vector<Value> out;
-  for (int64_t i = 0; i < n; ++i) out.insert(out.end(), xs.begin(), xs.end());
+  for (int64_t i = 0; i < n; ++i) {
+    in.poll(loc);
+    out.insert(out.end(), xs.begin(), xs.end());
+  }
   return out;
 }
 
@@ -102,6 +105,7 @@ bool identical(const Value& a, const Value& b) {
 }  // namespace
 
 Value Interpreter::binary(Op op, const Value& a, const Value& b, SourceLoc loc) {
+  poll(loc);  // sum() over a long sequence
   if (a.is(VT::Int) && b.is(VT::Int)) {
     // The common case first, exactly: comparisons as integers (not through double, which
     // rounds above 2^53), and overflow past 64 bits reported instead of wrapping.
@@ -220,11 +224,14 @@ Value Interpreter::binary(Op op, const Value& a, const Value& b, SourceLoc loc) 
     }
     if (seq.is(VT::Str)) {
       std::string out;
-      for (int64_t k = 0; k < n; ++k) out += seq.as<StrObj>()->s;
+      for (int64_t k = 0; k < n; ++k) {
+        poll(loc);
+        out += seq.as<StrObj>()->s;
+      }
       return str_value(out);
     }
-    if (seq.is(VT::List)) return make<ListObj>(repeat(seq.as<ListObj>()->items, n));
-    if (seq.is(VT::Tuple)) return make<TupleObj>(repeat(seq.as<TupleObj>()->items, n));
+    if (seq.is(VT::List)) return make<ListObj>(repeat(*this, seq.as<ListObj>()->items, n, loc));
+    if (seq.is(VT::Tuple)) return make<TupleObj>(repeat(*this, seq.as<TupleObj>()->items, n, loc));
   }
   if (op == Op::Mod && a.is(VT::Str)) {  // printf-style formatting, as Python's (interpreter/format.h)
     try {
@@ -238,6 +245,7 @@ Value Interpreter::binary(Op op, const Value& a, const Value& b, SourceLoc loc) 
 }
 
 int Interpreter::compare(const Value& a, const Value& b, SourceLoc loc) {
+  poll(loc);  // sorted(), min() and max() over a long sequence
   if (a.is_number() && b.is_number()) {
     double x = a.to_double(), y = b.to_double();
     return x < y ? -1 : x > y ? 1 : 0;
@@ -293,7 +301,10 @@ std::vector<Value> Interpreter::iterate(const Value& v, SourceLoc loc) {
     case VT::Tuple: return v.as<TupleObj>()->items;
     case VT::Str: {
       std::vector<Value> out;
-      for (char c : v.as<StrObj>()->s) out.push_back(str_value(std::string(1, c)));
+      for (char c : v.as<StrObj>()->s) {
+        poll(loc);
+        out.push_back(str_value(std::string(1, c)));
+      }
       return out;
     }
     case VT::Dict: {
@@ -307,7 +318,10 @@ std::vector<Value> Interpreter::iterate(const Value& v, SourceLoc loc) {
       int64_t n = r->size();
       check_size(static_cast<uint64_t>(n), sizeof(Value), "a list", loc);
       out.reserve(static_cast<size_t>(n));
-      for (int64_t i = 0; i < n; ++i) out.push_back(Value::integer(r->start + i * r->step));
+      for (int64_t i = 0; i < n; ++i) {
+        poll(loc);
+        out.push_back(Value::integer(r->start + i * r->step));
+      }
       return out;
     }
     default: fail(loc, std::string("'") + type_name(v.type()) + "' object is not iterable");

@@ -2,7 +2,10 @@
 // trace and run (meant to run under AddressSanitizer and UBSan too), and malformed tensor files.
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <random>
+#include <thread>
 
 #include "runtime/io.h"
 #include "tests/support.h"
@@ -105,6 +108,35 @@ TEST_CASE("malformed tensor files are rejected with a message naming the file", 
       for (auto& kv : m) CHECK(kv.second.nbytes() <= bad.size());
     } catch (const std::runtime_error& e) {
       CHECK_THAT(std::string(e.what()), Catch::Contains("tracer_bad.safetensors"));
+    }
+  }
+}
+
+TEST_CASE("long loops inside builtins stop at an interrupt", "[robustness][interrupt]") {
+  // Each takes seconds without the polls in the builtins' own loops (a range iterated, a sum, a
+  // sort, a repeat, a join); with them, an interrupt from another thread ends it with
+  // "interrupted". The other thread keeps interrupting until the call returns, so the flag is
+  // set whenever the call starts (each call clears a stale one first).
+  const char* jobs[] = {"sum(range(30000000))", "sorted(list(range(6000000)), reverse=True)[0]",
+                        "len([0, 1] * 40000000)", "len(''.join(['ab'] * 8000000))", "max(range(30000000))",
+                        "any([False] * 50000000)", "len('abc' * 400000000)"};
+  for (const char* job : jobs) {
+    DYNAMIC_SECTION(job) {
+      Session s;
+      std::atomic<bool> done{false};
+      std::thread stopper([&] {
+        while (!done.load()) {
+          s.interrupt();
+          std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        }
+      });
+      std::string shown;
+      bool ok = s.eval("job", job, &shown);
+      done.store(true);
+      stopper.join();
+      INFO(shown << s.rendered_diagnostics());
+      CHECK_FALSE(ok);
+      CHECK_THAT(s.rendered_diagnostics(), Catch::Contains("interrupted"));
     }
   }
 }

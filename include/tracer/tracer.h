@@ -32,7 +32,7 @@ extern "C" {
  * opens only when the library's major version equals the host's and its minor is at least the
  * host's (tracer_open checks; TRACER_ERROR_VERSION otherwise). */
 #define TRACER_VERSION_MAJOR 0
-#define TRACER_VERSION_MINOR 1
+#define TRACER_VERSION_MINOR 2
 #define TRACER_VERSION_PATCH 0
 #define TRACER_API_VERSION (TRACER_VERSION_MAJOR * 10000 + TRACER_VERSION_MINOR * 100 + TRACER_VERSION_PATCH)
 
@@ -96,6 +96,12 @@ typedef struct tracer_config {
   void* (*alloc)(void* user, size_t size, size_t align);
   void (*free)(void* user, void* ptr, size_t size);
   void* user; /* passed to the callbacks above */
+  /* Since 0.2. The most bytes tensor storage may hold, also the most one list or string of a
+   * script may take: past it an allocation is a located error (TRACER_ERROR_MEMORY or a script
+   * error), never the machine's memory. 0: $TRACER_MEMORY_LIMIT (e.g. "512M"), else 90% of
+   * the machine's memory. A host built against 0.1's header, whose config ends at user, gets
+   * the default. */
+  uint64_t memory_limit;
 } tracer_config;
 
 /* Defaults, and the api_version of this header. */

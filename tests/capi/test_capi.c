@@ -687,8 +687,54 @@ static void test_release_after_close(void) {
   tracer_function_release(f);
 }
 
+/* The memory limit from the config: a tensor or a list past it is a clear error, not the
+ * machine's memory; a config from 0.1's header (ending at user) gets the default limit. */
+static void test_memory_limit(void) {
+  tracer_state* S = NULL;
+  tracer_config cfg;
+  tracer_config_init(&cfg);
+  CHECK(cfg.memory_limit == 0);
+  cfg.memory_limit = 1u << 20; /* 1 MiB */
+  CHECK_OK(S, tracer_open(&cfg, &S));
+  CHECK_OK(S, tracer_load_string(S, "m.trace",
+                                 "def big():\n    return full((1024, 1024), 1.0)\n"
+                                 "def small():\n    return full((16, 16), 1.0)\n"
+                                 "def items():\n    return len([0] * 1000000)\n"));
+  tracer_function *big = NULL, *small = NULL, *items = NULL;
+  CHECK_OK(S, tracer_function_get(S, "big", &big));
+  CHECK_OK(S, tracer_function_get(S, "small", &small));
+  CHECK_OK(S, tracer_function_get(S, "items", &items));
+  tracer_value out[1];
+  size_t n = 0;
+  tracer_status st = tracer_call(S, big, NULL, 0, out, 1, &n);
+  CHECK(st == TRACER_ERROR_MEMORY || st == TRACER_ERROR_SCRIPT);
+  CHECK(strstr(tracer_diagnostics_rendered(S), "the limit of 1.00 MiB") != NULL);
+  tracer_clear_diagnostics(S);
+  CHECK_OK(S, tracer_call(S, small, NULL, 0, out, 1, &n));
+  tracer_values_release(out, n);
+  CHECK(tracer_call(S, items, NULL, 0, out, 1, &n) == TRACER_ERROR_SCRIPT);
+  CHECK(strstr(tracer_diagnostics_rendered(S), "is more than the memory limit (1.00 MiB") != NULL);
+  tracer_function_release(big);
+  tracer_function_release(small);
+  tracer_function_release(items);
+  tracer_close(S);
+  /* 0.1's config: the field after user is not read (here it holds garbage) */
+  tracer_config old;
+  tracer_config_init(&old);
+  old.api_version = 100;
+  old.memory_limit = 1; /* one byte: would refuse everything if it were read */
+  CHECK_OK(S, tracer_open(&old, &S));
+  CHECK_OK(S, tracer_load_string(S, "m.trace", "def small():\n    return full((16, 16), 1.0)\n"));
+  CHECK_OK(S, tracer_function_get(S, "small", &small));
+  CHECK_OK(S, tracer_call(S, small, NULL, 0, out, 1, &n));
+  tracer_values_release(out, n);
+  tracer_function_release(small);
+  tracer_close(S);
+}
+
 int main(void) {
   test_open_and_version();
+  test_memory_limit();
   test_null_handles();
   test_errors_as_diagnostics();
   test_eager_calls_and_natives();
