@@ -155,6 +155,13 @@ class GpuExecutor {
     bool returned = false;           // the trace returns it (with its layout: DeviceTensor::layout)
   };
   using ReaderMap = std::unordered_map<const ir::Proxy*, std::vector<std::pair<const ir::Stmt*, size_t>>>;
+  // Each value's readers in t (statement, argument position): composites looked into unless the
+  // executor runs them as one kernel, fusions by their arguments.
+  static ReaderMap reader_map(const ir::Trace& t);
+  // Whether every reader of v takes it held as transpose(v, *perm) (transposes by that
+  // permutation, attention backwards reading it as their saved output); an empty *perm is set
+  // from the first transpose. The permutation keeps the last dimension last.
+  static bool readers_take(const ReaderMap& readers, const ir::Proxy* v, std::vector<int64_t>* perm);
   struct OperandView {
     rt::cuda::DeviceTensor base;  // the buffer the view reads
     int64_t offset = 0;           // elements

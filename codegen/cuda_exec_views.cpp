@@ -384,10 +384,21 @@ std::vector<int64_t> layout_strides(const rt::Shape& shape, const std::vector<in
 const GpuExecutor::ReaderMap& GpuExecutor::readers_of(const ir::Trace& t) {
   auto it = trace_readers_.find(&t);
   if (it != trace_readers_.end()) return it->second;
+  return trace_readers_.emplace(&t, reader_map(t)).first->second;
+}
+
+bool GpuExecutor::readers_take(const ReaderMap& readers, const ir::Proxy* v, std::vector<int64_t>* perm) {
+  auto r = readers.find(v);
+  ir::ProxyPtr z;
+  const ir::OpDecl* op = nullptr;
+  return r != readers.end() && !r->second.empty() && readers_take_layout(r->second, v->type.shape.size(), perm, &z, &op);
+}
+
+GpuExecutor::ReaderMap GpuExecutor::reader_map(const ir::Trace& t) {
   // Every reader of every value, with the argument position; composites' statements read what
   // they read, except a composite the executor runs as one kernel (a group), which reads its
   // arguments; a fusion reads its arguments.
-  ReaderMap& readers = trace_readers_[&t];
+  ReaderMap readers;
   std::function<void(const std::vector<ir::Stmt>&)> note = [&](const std::vector<ir::Stmt>& stmts) {
     for (const ir::Stmt& s : stmts) {
       if (s.kind == ir::StmtKind::Del) continue;

@@ -900,3 +900,67 @@ def f(big: f32[4096, 1024], qkv: bf16[2, 10, 144], w: bf16[144, 48]):
 }
 
 }  // namespace tracer::test
+
+namespace tracer::test {
+TEST_CASE("attention outputs held transposed: which readers take the layout (the GPT's forward and backward)", "[codegen][cudnn]") {
+  // The small GPT under the recommended pipeline: a forward and a backward trace. Each
+  // attention's output is read in the forward by the transpose that puts the heads back (perm
+  // (0, 2, 1, 3)) and saved; in the backward by the same transpose (remat's) and the backward
+  // attention as its saved output. Both traces' readers take the layout.
+  SourceManager gsm;
+  interp::Interpreter gin{gsm};
+  DiagnosticList gdiags;
+  std::map<std::string, interp::Value> sizes;
+  for (const auto& [k, v] : std::vector<std::pair<std::string, int64_t>>{{"B", 2}, {"T", 16}, {"V", 64}, {"D", 32}, {"NH", 2}, {"L", 2}})
+    sizes[k] = interp::Value::integer(v);
+  auto gm = gin.load("gpt.trace", read_file(source_dir() + "/examples/gpt.trace"), gdiags, sizes);
+  REQUIRE(gm);
+  auto gt = gin.trace(*gm->globals.at("main").as<interp::FunctionObj>(), {});
+  interp::Traces traces = interp::run_passes(gin, {gt}, {"grad", "remat", "fuse_reorder", "del_last_used"}, {}, nullptr);
+  REQUIRE(traces.size() == 2);
+  const ir::Trace& fw = *traces[0];
+  const ir::Trace& bw = *traces[1];
+  auto fr = codegen::GpuExecutor::reader_map(fw);
+  auto br = codegen::GpuExecutor::reader_map(bw);
+  int outputs = 0;
+  for (const ir::Stmt& st : fw.stmts) {
+    if (st.kind != ir::StmtKind::Prim || st.op->name != "attention") continue;
+    const ir::Proxy* y = st.outputs[0].get();
+    std::vector<int64_t> perm;
+    INFO(y->name);
+    CHECK(codegen::GpuExecutor::readers_take(fr, y, &perm));
+    CHECK(perm == std::vector<int64_t>{0, 2, 1, 3});
+    bool saved = false;
+    for (const auto& p : bw.inputs) saved = saved || p.get() == y;
+    CHECK(saved);
+    std::vector<int64_t> same = perm;
+    CHECK(codegen::GpuExecutor::readers_take(br, y, &same));
+    std::vector<int64_t> other = {0, 1, 2, 3};
+    CHECK_FALSE(codegen::GpuExecutor::readers_take(br, y, &other));  // another layout: put back packed
+    ++outputs;
+  }
+  CHECK(outputs == 2);
+  // A reader that wants the value packed (an elementwise statement) refuses the layout, and so
+  // does a permutation that moves the head dimension.
+  SourceManager sm;
+  interp::Interpreter in{sm};
+  DiagnosticList diags;
+  auto m = in.load("m.trace", R"(
+def f(q: bf16[2, 4, 16, 8], k: bf16[2, 4, 16, 8], v: bf16[2, 4, 16, 8]):
+    o, lse = prims.attention(q, k, v, True, 0.25)
+    o2, lse2 = prims.attention(q, k, v, False, 0.25)
+    return prims.transpose(o, (0, 2, 1, 3)), o * 2.0, prims.transpose(o2, (0, 1, 3, 2))
+)", diags);
+  REQUIRE(m);
+  auto t = in.trace(*m->globals.at("f").as<interp::FunctionObj>(), {});
+  auto rm = codegen::GpuExecutor::reader_map(*t);
+  int refused = 0;
+  for (const ir::Stmt& st : t->stmts)
+    if (st.kind == ir::StmtKind::Prim && st.op->name == "attention") {
+      std::vector<int64_t> perm;
+      CHECK_FALSE(codegen::GpuExecutor::readers_take(rm, st.outputs[0].get(), &perm));
+      ++refused;
+    }
+  CHECK(refused == 2);
+}
+}  // namespace tracer::test
