@@ -80,7 +80,7 @@ void Interpreter::check_size(uint64_t elements, size_t item_bytes, const char* w
   const double bytes = static_cast<double>(elements) * static_cast<double>(item_bytes);
   const std::string size = bytes >= 1.8e19 ? "more than 16 EiB" : rt::Allocator::bytes_text(static_cast<uint64_t>(bytes));
   fail(loc, std::string(what) + " of " + std::to_string(elements) + " items (" + size + ") is more than the memory limit (" +
-                rt::Allocator::bytes_text(limit) + "; --memory-limit sets it)");
+                rt::Allocator::bytes_text(limit) + "; --memory-limit, $TRACER_MEMORY_LIMIT or a host's memory_limit sets it)");
 }
 
 // TRACER_MEMORY_LIMIT: bytes, or a number with K, M, G or T (binary units); 0 when unset or bad.
