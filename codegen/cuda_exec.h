@@ -152,7 +152,6 @@ class GpuExecutor {
     ir::ProxyPtr z;                  // the first transpose's output: the layout's shape and type
     std::unique_ptr<ir::Stmt> back;  // transpose(z, inverse perm) -> out: the packed output, when needed
     bool fits = false;               // every reader here takes the layout
-    bool returned = false;           // the trace returns it (with its layout: DeviceTensor::layout)
   };
   using ReaderMap = std::unordered_map<const ir::Proxy*, std::vector<std::pair<const ir::Stmt*, size_t>>>;
   // Each value's readers in t (statement, argument position): composites looked into unless the
@@ -248,7 +247,7 @@ class GpuExecutor {
     return run_linear_gelu(stmts, i, env, j) || run_attention_into_cat(stmts, i, env, ctx, lazy, j) ||
            run_take_backward_add(stmts, i, env, j);
   }
-  // The five take_backward kernels of k over (grad, index) into y (cuda_exec.cpp).
+  // The five take_backward kernels of k over (grad, index) into y (cuda_exec_gathers.cpp).
   void launch_take_backward(const SimpleKernel& k, void* first, rt::cuda::DevPtr grad, rt::cuda::DevPtr index, rt::cuda::DevPtr y);
   void run_on_cpu(const ir::Stmt& s, Values& env, ir::ExecContext& ctx);
   void* kernel_function(const Kernel& k);

@@ -427,8 +427,6 @@ void GpuExecutor::plan_out_layouts(const ir::Trace& t) {
   find(t.stmts);
   if (attentions.empty()) return;
   const ReaderMap& readers = readers_of(t);
-  std::unordered_set<const ir::Proxy*> returned;
-  ir::for_each_proxy(t.output, [&](const ir::ProxyPtr& p) { returned.insert(p.get()); });
   for (const ir::Stmt* s : attentions) {
     // Read by transposes and backwards here; returned (saved for the backward trace), it leaves
     // with its layout, and the next trace reads it in place or puts it back (take_layout_input).
@@ -441,7 +439,6 @@ void GpuExecutor::plan_out_layouts(const ir::Trace& t) {
     if (inverse.empty()) continue;
     L.out = y.get();
     L.fits = true;
-    L.returned = returned.count(y.get()) > 0;
     L.back = transpose_back(L.z, inverse, y, op);
     L.back->loc = s->loc;
     out_layouts_.emplace(s, std::move(L));
@@ -463,11 +460,8 @@ void GpuExecutor::take_layout_input(const ir::Trace& t, const ir::ProxyPtr& p, D
     for (size_t k = 0; k < L.perm.size(); ++k) z->type.shape[k] = p->type.shape[static_cast<size_t>(L.perm[k])];
     L.z = z;
     L.back = transpose_back(z, inverse, p, ir::find_op("transpose"));
-    auto r = readers_of(t).find(p.get());
-    ir::ProxyPtr first;
-    const ir::OpDecl* op = nullptr;
     std::vector<int64_t> perm = L.perm;
-    L.fits = r != readers_of(t).end() && readers_take_layout(r->second, perm.size(), &perm, &first, &op);
+    L.fits = readers_take(readers_of(t), p.get(), &perm);
     it = input_layouts_.emplace(key, std::move(L)).first;
   }
   const OutLayout& L = it->second;

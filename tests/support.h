@@ -8,7 +8,11 @@
 #include <string>
 #include <vector>
 
+#include <map>
+#include <stdexcept>
+
 #include "interpreter/interp.h"
+#include "interpreter/passes.h"
 
 namespace tracer::test {
 
@@ -70,6 +74,19 @@ inline std::vector<std::string> lines(const std::string& s) {
   std::string l;
   while (std::getline(is, l)) out.push_back(l);
   return out;
+}
+
+// The traces of examples/gpt.trace at a small size (B=2, T=32, V=256, D=64, 4 heads, 2 blocks)
+// after `passes`.
+inline interp::Traces gpt_program(interp::Interpreter& in, const std::vector<std::string>& passes) {
+  DiagnosticList diags;
+  std::map<std::string, interp::Value> small = {{"B", interp::Value::integer(2)},  {"T", interp::Value::integer(32)},
+                                                {"V", interp::Value::integer(256)}, {"D", interp::Value::integer(64)},
+                                                {"NH", interp::Value::integer(4)},  {"L", interp::Value::integer(2)}};
+  auto m = in.load("gpt.trace", read_file(source_dir() + "/examples/gpt.trace"), diags, small);
+  if (!m) throw std::runtime_error("examples/gpt.trace did not load");
+  auto t = in.trace(*m->globals.at("main").as<interp::FunctionObj>(), {});
+  return interp::run_passes(in, {t}, passes, {}, nullptr);
 }
 
 }  // namespace tracer::test
