@@ -8,6 +8,10 @@ of torch.compile, for several rounds. Each round gives a ratio of medians; the s
 ratio and the range. Both programs hold their memory at the same time (the H200 has room).
 
   python3 bench/ab_gpt.py TRACER [--rounds 4] [--runs 15] [--checkpoint] [--profile DIR]
+                          [--variant NAME:VAR=VALUE,VAR=VALUE ...]
+
+--variant adds a tracer run with those environment settings to every round (tracer's default
+settings always run first), so settings are compared in the same rounds against the same steps.
 
 --profile DIR writes torch.compile's kernels of one step, by total device time, to
 DIR/torch_kernels.txt (torch.profiler), for comparison with TRACER_GPU_PROFILE=2.
@@ -27,11 +31,11 @@ import gpt_torch  # noqa: E402
 from torch_twins import timed  # noqa: E402
 
 
-def tracer_step(tracer, inputs_path, checkpoint, runs):
+def tracer_step(tracer, inputs_path, checkpoint, runs, env=None):
     passes = "grad,checkpoint,remat,fuse_reorder,del_last_used" if checkpoint else "grad,remat,fuse_reorder,del_last_used"
     cmd = [tracer, "run", "examples/gpt.trace", "--input", inputs_path, "--device", "cuda", "--bench", str(runs),
            "--json", "--passes", passes, "--cuda-graph"] + (["--set", "CHECKPOINT=1"] if checkpoint else [])
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=dict(os.environ, **(env or {})))
     if r.returncode != 0:
         raise SystemExit("tracer failed:\n" + r.stderr[-2000:])
     j = json.loads(r.stdout)
@@ -65,6 +69,7 @@ def main():
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--checkpoint", action="store_true")
     ap.add_argument("--profile")
+    ap.add_argument("--variant", action="append", default=[])
     a = ap.parse_args()
 
     dims = gpt_torch.FULL
@@ -83,18 +88,24 @@ def main():
     if a.profile:
         os.makedirs(a.profile, exist_ok=True)
         torch_profile(step, os.path.join(a.profile, "torch_kernels.txt"))
-    ratios = []
+    variants = [("default", {})]
+    for v in a.variant:
+        name, _, settings = v.partition(":")
+        variants.append((name, dict(kv.split("=", 1) for kv in settings.split(",") if kv)))
+    ratios = {name: [] for name, _ in variants}
     for i in range(a.rounds):
-        t_ms, peak, launches = tracer_step(a.tracer, path, a.checkpoint, a.runs)
+        runs = [(name, tracer_step(a.tracer, path, a.checkpoint, a.runs, env)) for name, env in variants]
         c_ms, lo, hi = timed(step, runs=a.runs, warmup=2)
-        ratios.append(t_ms / c_ms)
-        print(json.dumps({"round": i, "tracer_ms": round(t_ms, 3), "compile_ms": round(c_ms, 3), "compile_min_ms": round(lo, 3),
-                          "compile_max_ms": round(hi, 3), "ratio": round(t_ms / c_ms, 4), "tracer_peak": peak,
-                          "tracer_launches": launches}), flush=True)
-    print(json.dumps({"workload": "gpt_checkpoint" if a.checkpoint else "gpt", "rounds": a.rounds,
-                      "median_ratio": round(statistics.median(ratios), 4), "min_ratio": round(min(ratios), 4),
-                      "max_ratio": round(max(ratios), 4), "torch": torch.__version__, "gpu": torch.cuda.get_device_name()}))
-
+        for name, (t_ms, peak, launches) in runs:
+            ratios[name].append(t_ms / c_ms)
+            print(json.dumps({"round": i, "variant": name, "tracer_ms": round(t_ms, 3), "compile_ms": round(c_ms, 3),
+                              "compile_min_ms": round(lo, 3), "compile_max_ms": round(hi, 3), "ratio": round(t_ms / c_ms, 4),
+                              "tracer_peak": peak, "tracer_launches": launches}), flush=True)
+    for name, _ in variants:
+        r = ratios[name]
+        print(json.dumps({"workload": "gpt_checkpoint" if a.checkpoint else "gpt", "variant": name, "rounds": a.rounds,
+                          "median_ratio": round(statistics.median(r), 4), "min_ratio": round(min(r), 4), "max_ratio": round(max(r), 4),
+                          "torch": torch.__version__, "gpu": torch.cuda.get_device_name()}))
 
 if __name__ == "__main__":
     main()

@@ -340,22 +340,35 @@ Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool cano
     body << "    }\n    __syncthreads();\n  }\n";
   }
   body << "}\n\n";
-  // The combination of the chunks, then the values per column.
+  // The combination of the chunks, then the values per column. A block takes 32 columns and 8
+  // lanes of chunks (lane l adds chunks l, l + 8, ... in order); lane 0 adds the 8 lane sums in
+  // lane order: a fixed order, so the same numbers on every run. (One thread per column adding
+  // every chunk in turn put a [8192, 768] group's second kernel on 3 blocks of the whole GPU.)
   body << "extern \"C\" __global__ void __launch_bounds__(256) " << name << "_2(" << params.str() << ") {\n";
   body << "  const long long tr_C = " << cs.C << "LL;\n";
-  body << "  for (long long tr_c = (long long)blockIdx.x * blockDim.x + threadIdx.x; tr_c < tr_C; tr_c += (long long)gridDim.x * blockDim.x) {\n";
+  body << "  const int tr_tx = threadIdx.x % 32, tr_ty = threadIdx.x / 32;\n";
+  body << "  const long long tr_c = (long long)blockIdx.x * 32 + tr_tx;\n";
+  if (nr > 0) body << "  __shared__ double tr_lane[" << nr << "][256];\n";
+  for (size_t j = 0; j < nr; ++j) {
+    const std::string& op = reductions[j]->op->name;
+    const std::string a = "tr_a" + std::to_string(j);
+    body << "  double " << a << " = " << acc_init(op) << ";\n";
+    body << "  if (tr_c < tr_C)\n    for (long long q = tr_ty; q < " << cs.chunks << "LL; q += 8) { const double v = tr_partial[(q * " << nr << " + "
+         << j << ") * tr_C + tr_c]; " << a << " = " << acc_step(op, a, "v") << "; }\n";
+    body << "  tr_lane[" << j << "][threadIdx.x] = " << a << ";\n";
+  }
+  body << "  __syncthreads();\n";
+  body << "  if (tr_ty == 0 && tr_c < tr_C) {\n";
   body << "    const long long i = tr_c;\n";
   for (size_t j = 0; j < nr; ++j) {
     const Stmt* r = reductions[j];
     const std::string& op = r->op->name;
     const ir::ProxyPtr& y = r->outputs[0];
-    body << "    double tr_a" << j << " = " << acc_init(op) << ";\n";
-    body << "    for (long long q = 0; q < " << cs.chunks << "LL; ++q) { const double v = tr_partial[(q * " << nr << " + " << j
-         << ") * tr_C + tr_c]; tr_a" << j << " = " << acc_step(op, "tr_a" + std::to_string(j), "v") << "; }\n";
+    const std::string a = "tr_a" + std::to_string(j);
+    body << "    for (int l = 1; l < 8; ++l) { const double v = tr_lane[" << j << "][l * 32 + tr_tx]; " << a << " = " << acc_step(op, a, "v") << "; }\n";
     DType od = y->type.dtype;
-    std::string acc = "tr_a" + std::to_string(j);
-    std::string val = od == DType::f64 ? acc : od == DType::bf16 ? "tr_round_bf16((float)" + acc + ")"
-                      : od == DType::f16 ? "tr_round_f16((float)" + acc + ")" : "(float)" + acc;
+    std::string val = od == DType::f64 ? a : od == DType::bf16 ? "tr_round_bf16((float)" + a + ")"
+                      : od == DType::f16 ? "tr_round_f16((float)" + a + ")" : "(float)" + a;
     body << "    const " << reg_name(reg_of(od)) << " " << name_of(y) << " = " << val << ";\n";
   }
   std::vector<ir::ProxyPtr> post_outs;

@@ -286,8 +286,14 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
   // A loop over the row's columns computing `targets`, then `tail` per element: with vector
   // accesses when the launcher says the pointers allow (vec_ok), else one element at a time.
   // full_outs are stored from the element's variables (vectors of V in the vector loop).
+  // vec_tail, when it has post lines, replaces tail_lines in the vector steps: decl before the
+  // loop over the V elements, elem in it, post once after it (an online sum's rescale, once per
+  // vector).
+  struct VecTail {
+    std::vector<std::string> decl, elem, post;
+  };
   auto column_loop = [&](const std::vector<ir::ProxyPtr>& targets, const std::vector<ir::ProxyPtr>& full_outs,
-                         const std::vector<std::string>& tail_lines, const std::string& indent) {
+                         const std::vector<std::string>& tail_lines, const std::string& indent, const VecTail& vec_tail = {}) {
     auto tail = [&](const std::string& ind) {
       std::string t;
       for (const auto& l : tail_lines) t += ind + l + "\n";
@@ -301,10 +307,18 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
       std::ostringstream v;
       for (const auto& p : full_outs)
         v << outer << "__align__(16) " << storage_name(p->type.dtype) << " " << name_of(p) << "_o[" << V << "];\n";
+      if (!vec_tail.post.empty())
+        for (const auto& l : vec_tail.decl) v << outer << l << "\n";
       v << outer << "#pragma unroll\n" << outer << "for (int k = 0; k < " << V << "; ++k) {\n";
       v << inner << "const long long tr_c = tr_c0 + k, i = tr_base + tr_c;\n" << lines;
       for (const auto& p : full_outs) v << inner << name_of(p) << "_o[k] = " << store_expr(p->type.dtype, name_of(p), true) << ";\n";
-      v << tail(inner) << outer << "}\n";
+      if (vec_tail.post.empty()) {
+        v << tail(inner) << outer << "}\n";
+      } else {
+        for (const auto& l : vec_tail.elem) v << inner << l << "\n";
+        v << outer << "}\n";
+        for (const auto& l : vec_tail.post) v << outer << l << "\n";
+      }
       for (const auto& p : full_outs)
         v << outer << "tr_copy<" << V << " * sizeof(" << storage_name(p->type.dtype) << ")>(p_" << name_of(p) << " + tr_base + tr_c0, "
           << name_of(p) << "_o);\n";
@@ -391,6 +405,7 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
   for (const auto& pass : passes) {
     std::vector<ir::ProxyPtr> targets;
     std::vector<std::string> tail;
+    VecTail vtail;
     for (size_t j : pass) {
       const Stmt* red = reductions[j];
       const ir::ProxyPtr& y = red->outputs[0];
@@ -403,20 +418,30 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
         targets.push_back(red->args[0].proxy);
         tail.push_back("{ const double v = (double)" + name_of(red->args[0].proxy) + "; tr_acc" + J + " = " +
                        red_step(red->op->name, "tr_acc" + J) + "; }");
+        vtail.elem.push_back(tail.back());
         continue;
       }
-      // The thread's running maximum tr_om of a and its sum of exp(a - tr_om), in f32 as the
-      // two-pass form computes exp(a - m). -inf elements add nothing; a NaN or an infinite
-      // maximum makes the result NaN at the end, as exp(a - m) does in the two-pass form.
-      body << "    double tr_om" << j << " = -__longlong_as_double(0x7ff0000000000000LL);\n";
+      // The thread's running maximum tr_fm of a and its sum tr_fs of exp(a - tr_fm), in f32 as
+      // the two-pass form computes exp(a - m): in the vector loop the V elements' maximum first,
+      // then one rescale of the sum and V exponentials (no branch per element); one element at a
+      // time otherwise. -inf elements add nothing; a NaN (tr_fn) or an infinite maximum makes
+      // the result NaN at the end, as exp(a - m) does in the two-pass form.
+      const std::string a = name_of(on->second.a), fm = "tr_fm" + J, fs = "tr_fs" + J, fn = "tr_fn" + J, ov = "tr_ov" + J;
+      const std::string ninf = "(-__int_as_float(0x7f800000))";
+      body << "    float " << fm << " = " << ninf << ", " << fs << " = 0.f; int " << fn << " = 0;\n";
       targets.push_back(on->second.a);
-      const std::string a = name_of(on->second.a), acc = "tr_acc" + J, om = "tr_om" + J;
-      tail.push_back("{ const double v = (double)" + a + "; if (v > " + om + ") { " + acc + " = " + om +
-                     " == -__longlong_as_double(0x7ff0000000000000LL) ? 1.0 : " + acc + " * (double)expf((float)" + om + " - (float)v) + 1.0; " + om +
-                     " = v; } else if (v != v) { " + om + " = v; } else if (" + om + " == " + om + " && " + om +
-                     " != -__longlong_as_double(0x7ff0000000000000LL)) { " + acc + " += (double)expf((float)v - (float)" + om + "); } }");
+      tail.push_back("{ const float v = (float)" + a + "; if (v != v) " + fn + " = 1; else if (v > " + fm + ") { " + fs + " = (" + fm +
+                     " == " + ninf + " ? 0.f : " + fs + " * expf(" + fm + " - v)) + 1.f; " + fm + " = v; } else if (" + fm + " != " + ninf +
+                     ") " + fs + " += expf(v - " + fm + "); }");
+      vtail.elem.push_back(ov + "[k] = (float)" + a + ";");
+      vtail.post.push_back("{ float mx = " + fm + "; for (int k = 0; k < " + std::to_string(V) + "; ++k) { const float v = " + ov + "[k]; if (v != v) " +
+                             fn + " = 1; mx = fmaxf(mx, v); }");
+      vtail.post.push_back("  if (mx != " + ninf + ") { float t = 0.f; for (int k = 0; k < " + std::to_string(V) + "; ++k) t += expf(" + ov +
+                             "[k] - mx); " + fs + " = (" + fm + " == " + ninf + " ? 0.f : " + fs + " * expf(" + fm + " - mx)) + t; " + fm +
+                             " = mx; } }");
+      vtail.decl.push_back("float " + ov + "[" + std::to_string(V) + "];");
     }
-    body << "    {\n" << column_loop(targets, {}, tail, "      ") << "    }\n";
+    body << "    {\n" << column_loop(targets, {}, tail, "      ", vtail) << "    }\n";
     for (size_t j : pass) {
       const Stmt* red = reductions[j];
       const std::string acc = "tr_acc" + std::to_string(j);
@@ -425,6 +450,10 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
         // (m1, s1) and (m2, s2) combine to m = max (NaN first, as amax), s = s1 e^(m1 - m) + s2 e^(m2 - m),
         // an empty side (m = -inf) adding nothing; the same fixed tree as the other reductions.
         const std::string om = "tr_om" + std::to_string(j), ninf = "-__longlong_as_double(0x7ff0000000000000LL)";
+        const std::string J = std::to_string(j);
+        // The thread's f32 state as the doubles the merge takes (a NaN seen: a NaN maximum).
+        body << "    double " << om << " = tr_fn" << J << " ? __longlong_as_double(0x7ff8000000000000LL) : (double)tr_fm" << J << ";\n";
+        body << "    " << acc << " = (double)tr_fs" << J << ";\n";
         auto merge = [&](const std::string& m2, const std::string& s2) {
           return "{ const double m1 = " + om + ", s1 = " + acc + ", m2 = " + m2 + ", s2 = " + s2 +
                  "; const double m = (m1 != m1 || m1 >= m2) ? m1 : m2; " + acc + " = (m1 == " + ninf + " ? 0.0 : s1 * exp(m1 - m)) + (m2 == " +
