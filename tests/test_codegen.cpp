@@ -711,10 +711,10 @@ TEST_CASE("column kernels read views and cats of views in runs of 16 bytes where
       CHECK(marked == 3);
       CHECK_THAT(col->source, Catch::Contains("tr_src = tr_cc < 48LL ? p_dq + ("));
       CHECK_THAT(col->source, Catch::Contains(": p_dv + ("));
-      CHECK_THAT(col->source, Catch::Contains("tr_copy<8 * sizeof(tr_bf16)>(g_v, tr_src);"));
+      CHECK_THAT(col->source, Catch::Contains("tr_copy<8 * sizeof(tr_bf16)>(g_b[tr_u], tr_src);"));
     } else {
       CHECK(marked == 0);
-      CHECK_THAT(col->source, !Catch::Contains("_v, p_x + ("));
+      CHECK_THAT(col->source, !Catch::Contains("_b[tr_u], p_x + ("));
     }
     auto r = nvrtc->compile(col->source, col->name, "sm_90", codegen::Emit::cubin);
     INFO(r.log);
