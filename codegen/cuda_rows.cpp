@@ -93,9 +93,9 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
   };
   std::unordered_map<size_t, Online> online;
   // Off unless TRACER_ROWS_ONLINE=1: on the H200 the GPT's cross entropy over 50304-wide rows
-  // took 0.863 ms online (one pass from memory) against 0.636 ms in two passes over a shared
-  // copy (bench/results/2026-12-01-h200-gpt-s3.md). The kernels' sources differ, so their
-  // caches do too.
+  // took 0.454 ms online (one pass from memory, bound by its exponentials and compares) against
+  // 0.431 ms in two passes (bench/results/2026-12-02-h200-gpt-s6.md). The kernels' sources
+  // differ, so their caches do too.
   const char* online_env = std::getenv("TRACER_ROWS_ONLINE");
   if (online_env && std::string(online_env) == "1") {
     std::unordered_map<const ir::Proxy*, const Stmt*> producer;
