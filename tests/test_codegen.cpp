@@ -723,3 +723,79 @@ TEST_CASE("column kernels read views and cats of views in runs of 16 bytes where
 }
 
 }  // namespace tracer::test
+
+namespace tracer::test {
+
+// How column and row kernels accumulate: f32 values reduce in f32 over a batch of rows (columns)
+// or a vector (rows) before one double operation; f64 values never pass through f32. A column
+// kernel whose output may be written over its input issues a batch's loads before computing any
+// of its rows (a second loop over the batch), one that aliases nothing keeps one loop.
+TEST_CASE("column and row kernels reduce f32 in f32 batches, f64 in double, and batch loads where outputs alias", "[codegen][nvrtc]") {
+  std::string why;
+  auto nvrtc = codegen::Nvrtc::load(&why);
+  INFO(why);
+  REQUIRE(nvrtc);
+  auto fused_trace = [](const std::string& source) {
+    SourceManager sm;
+    interp::Interpreter in{sm};
+    DiagnosticList diags;
+    auto m = in.load("m.trace", source, diags);
+    REQUIRE(m);
+    auto t = in.trace(*m->globals.at("f").as<interp::FunctionObj>(), {});
+    return interp::run_passes(in, {t}, {"fuse"}, {}, nullptr)[0];
+  };
+  for (const std::string dt : {"f32", "bf16", "f64"}) {
+    INFO(dt);
+    const bool narrow = dt != "f64";
+    auto t = fused_trace("def f(x: " + dt + "[300, 64], y: " + dt + "[300, 64]):\n    g = x * y + 1.0\n    return prims.sum(g, (0,)), prims.amax(g, (0,))\n");
+    const ir::Stmt* col = nullptr;
+    for (const auto& s : t->stmts)
+      if (codegen::is_column_group(s)) col = &s;
+    REQUIRE(col);
+    codegen::Kernel plain = codegen::generate_columns(*col, "k");
+    CHECK((plain.source.find("float tr_p0[") != std::string::npos) == narrow);
+    CHECK((plain.source.find("float tr_p1[") != std::string::npos) == narrow);
+    auto count = [](const std::string& s, const std::string& what) {
+      size_t n = 0;
+      for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+      return n;
+    };
+    // The vector path's batch loop and the scalar path's: one each where nothing aliases.
+    if (plain.vector_width > 1) CHECK(count(plain.source, "for (int tr_u = 0;") == 2);
+    auto r = nvrtc->compile(plain.source, plain.name, "sm_90", codegen::Emit::cubin);
+    INFO(r.log);
+    CHECK(r.ok);
+
+    auto rows = fused_trace("def f(x: " + dt + "[16, 5000]):\n    return ltorch.logsumexp(x, 1, keepdim=True)\n");
+    const ir::Stmt* row = nullptr;
+    for (const auto& s : rows->stmts)
+      if (codegen::is_row_group(s)) row = &s;
+    REQUIRE(row);
+    codegen::Kernel rk = codegen::generate_row(*row, "r", {}, 48 * 1024);
+    CHECK((rk.source.find("float tr_vp0 = ") != std::string::npos) == narrow);
+    auto rr = nvrtc->compile(rk.source, rk.name, "sm_90", codegen::Emit::cubin);
+    INFO(rr.log);
+    CHECK(rr.ok);
+  }
+  // An output written over its input: the loads of the batch in a loop of their own.
+  auto t = fused_trace("def f(x: bf16[300, 64], y: bf16[300, 64]):\n    g = x * y\n    return g, prims.sum(g, (0,))\n");
+  const ir::Stmt* col = nullptr;
+  for (const auto& s : t->stmts)
+    if (codegen::is_column_group(s)) col = &s;
+  REQUIRE(col);
+  std::unordered_set<const ir::Proxy*> alias;
+  for (const auto& a : col->args) ir::for_each_proxy(a, [&](const ir::ProxyPtr& p) { alias.insert(p.get()); });
+  codegen::Kernel aliased = codegen::generate_columns(*col, "k", alias);
+  codegen::Kernel apart = codegen::generate_columns(*col, "k");
+  REQUIRE(aliased.vector_width == 8);
+  size_t n_alias = 0, n_apart = 0;
+  for (size_t at = aliased.source.find("for (int tr_u = 0;"); at != std::string::npos; at = aliased.source.find("for (int tr_u = 0;", at + 1)) ++n_alias;
+  for (size_t at = apart.source.find("for (int tr_u = 0;"); at != std::string::npos; at = apart.source.find("for (int tr_u = 0;", at + 1)) ++n_apart;
+  CHECK(n_alias == 3);
+  CHECK(n_apart == 2);
+  auto r = nvrtc->compile(aliased.source, aliased.name, "sm_90", codegen::Emit::cubin);
+  INFO(r.log);
+  CHECK(r.ok);
+}
+
+}  // namespace tracer::test
