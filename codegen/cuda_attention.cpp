@@ -161,6 +161,12 @@ unsigned attention_backward_shared(int padded) {
   return static_cast<unsigned>((6 * 64 * (padded + 8) + 64 * 72) * 2 + 4 * 64 * 4);
 }
 
+bool attention_masked(const ir::Stmt& s) {
+  if (s.kind != ir::StmtKind::Prim || !s.op) return false;
+  const size_t at = s.op->name == "attention" ? 5 : s.op->name == "attention_backward" ? 8 : 0;
+  return at > 0 && s.args.size() > at && s.args[at].kind != ir::Arg::Kind::None;
+}
+
 AttentionPath attention_path(const ir::Stmt& s, std::string* why) {
   auto no = [&](const std::string& w) {
     if (why) *why = w;
@@ -171,6 +177,7 @@ AttentionPath attention_path(const ir::Stmt& s, std::string* why) {
   bool bw = s.op->name == "attention_backward";
   size_t first = bw ? 1 : 0;
   if (s.args.size() < first + 5) return no("too few arguments");
+  const bool masked = attention_masked(s);
   for (size_t i = first; i < first + 3; ++i)
     if (s.args[i].kind != ir::Arg::Kind::Proxy) return no("query, key and value must be tensors");
   const ir::TensorType &q = s.args[first].proxy->type, &k = s.args[first + 1].proxy->type, &v = s.args[first + 2].proxy->type;
@@ -180,7 +187,8 @@ AttentionPath attention_path(const ir::Stmt& s, std::string* why) {
   int64_t batch = rt::numel(q.shape) / (L * E);
   if (L > (1LL << 30) || S > (1LL << 30)) return no("too many positions for one launch");
   bool sixteen = q.dtype == DType::bf16 || q.dtype == DType::f16;
-  if (sixteen && Ev == E && E <= 128 && batch <= 65535) return AttentionPath::Flash;
+  // (A mask: the rows kernels, which read it; the flash kernels take none.)
+  if (sixteen && Ev == E && E <= 128 && batch <= 65535 && !masked) return AttentionPath::Flash;
   if (E > 512 || Ev > 512) return no("head size above 512");
   return AttentionPath::Rows;
 }
@@ -586,6 +594,12 @@ template <int J> __device__ __forceinline__ void tr_store_row(const tr_a* x, tr_
   for (int c = 0; c < J; ++c)
     if (32 * c + lane < n) m[row * n + 32 * c + lane] = tr_st(x[c] * a);
 }
+// The additive mask's term for query i and key j of batch b (0 without a mask): the mask in the
+// math type, read through its batch offsets and its query and key strides (0 where it broadcasts).
+__device__ __forceinline__ tr_a tr_mask_at(const tr_a* __restrict__ mask, const long long* __restrict__ moff, long long b,
+                                           long long msL, long long msS, int i, int j) {
+  return mask ? mask[moff[b] + i * msL + j * msS] : (tr_a)0;
+}
 template <int J> __device__ __forceinline__ tr_a tr_dot(const tr_a* x, const tr_t* __restrict__ m, long long row, int n) {
   const int lane = threadIdx.x & 31;
   tr_a s = 0;
@@ -607,7 +621,7 @@ AttentionKernel attention_rows_forward_kernel(DType dt, int64_t E, int64_t Ev) {
   s += rows_helpers(dt, E, Ev);
   s += R"CUDA(extern "C" __global__ void __launch_bounds__(256) tr_kernel(const tr_t* __restrict__ q, const tr_t* __restrict__ k,
     const tr_t* __restrict__ v, tr_t* __restrict__ o, tr_l* __restrict__ lse, long long rows, int L, int S, int E, int Ev,
-    tr_a scale, int causal) {
+    tr_a scale, int causal, const tr_a* __restrict__ mask, const long long* __restrict__ moff, long long msL, long long msS) {
   const long long r = (long long)blockIdx.x * 8 + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
   if (r >= rows) return;
@@ -620,7 +634,8 @@ AttentionKernel attention_rows_forward_kernel(DType dt, int64_t E, int64_t Ev) {
   for (int c = 0; c < TR_JV; ++c) acc[c] = 0;
   tr_a m = TR_NEG_INF, l = 0;
   for (int j = 0; j < n; ++j) {
-    const tr_a x = tr_dot<TR_J>(qx, k, b * S + j, E) * scale;
+    const tr_a x = tr_dot<TR_J>(qx, k, b * S + j, E) * scale + tr_mask_at(mask, moff, b, msL, msS, i, j);
+    if (x == TR_NEG_INF) continue;  // a masked key adds nothing
     const tr_a mn = x > m ? x : m;
     const tr_a alpha = TR_EXP(m - mn), p = TR_EXP(x - mn);
     l = l * alpha + p;
@@ -629,8 +644,11 @@ AttentionKernel attention_rows_forward_kernel(DType dt, int64_t E, int64_t Ev) {
     for (int c = 0; c < TR_JV; ++c) acc[c] *= alpha;
     tr_axpy<TR_JV>(acc, p, v, b * S + j, Ev);
   }
-  tr_store_row<TR_JV>(acc, l > 0 ? (tr_a)1 / l : (tr_a)0, o, r, Ev);
-  if (lane == 0) lse[r] = n > 0 ? m + TR_LOG(l) : TR_NEG_INF;
+  // Every key masked: NaN, as softmax over -inf gives (and the CPU kernel).
+  const tr_a nan = TR_NEG_INF - TR_NEG_INF;
+  const bool none_kept = mask && n > 0 && !(l > 0);
+  tr_store_row<TR_JV>(acc, none_kept ? nan : l > 0 ? (tr_a)1 / l : (tr_a)0, o, r, Ev);
+  if (lane == 0) lse[r] = none_kept ? nan : n > 0 ? m + TR_LOG(l) : TR_NEG_INF;
 }
 )CUDA";
   k.source = finish(std::move(s), &k);
@@ -644,7 +662,8 @@ AttentionKernel attention_rows_dq_kernel(DType dt, int64_t E, int64_t Ev) {
   s += rows_helpers(dt, E, Ev);
   s += R"CUDA(extern "C" __global__ void __launch_bounds__(256) tr_kernel(const tr_t* __restrict__ g, const tr_t* __restrict__ q,
     const tr_t* __restrict__ k, const tr_t* __restrict__ v, const tr_t* __restrict__ o, const tr_l* __restrict__ lse,
-    tr_l* __restrict__ delta, tr_t* __restrict__ dq, long long rows, int L, int S, int E, int Ev, tr_a scale, int causal) {
+    tr_l* __restrict__ delta, tr_t* __restrict__ dq, long long rows, int L, int S, int E, int Ev, tr_a scale, int causal,
+    const tr_a* __restrict__ mask, const long long* __restrict__ moff, long long msL, long long msS) {
   const long long r = (long long)blockIdx.x * 8 + (threadIdx.x >> 5);
   const int lane = threadIdx.x & 31;
   if (r >= rows) return;
@@ -664,7 +683,7 @@ AttentionKernel attention_rows_dq_kernel(DType dt, int64_t E, int64_t Ev) {
   for (int c = 0; c < TR_J; ++c) dqx[c] = 0;
   const tr_a ls = lse[r];
   for (int j = 0; j < n; ++j) {
-    const tr_a p = TR_EXP(tr_dot<TR_J>(qx, k, b * S + j, E) * scale - ls);
+    const tr_a p = TR_EXP(tr_dot<TR_J>(qx, k, b * S + j, E) * scale + tr_mask_at(mask, moff, b, msL, msS, i, j) - ls);
     const tr_a ds = p * (tr_dot<TR_JV>(gx, v, b * S + j, Ev) - d);
     tr_axpy<TR_J>(dqx, ds, k, b * S + j, E);
   }
@@ -682,7 +701,8 @@ AttentionKernel attention_rows_dkdv_kernel(DType dt, int64_t E, int64_t Ev) {
   s += rows_helpers(dt, E, Ev);
   s += R"CUDA(extern "C" __global__ void __launch_bounds__(256) tr_kernel(const tr_t* __restrict__ g, const tr_t* __restrict__ q,
     const tr_t* __restrict__ k, const tr_t* __restrict__ v, const tr_l* __restrict__ lse, const tr_l* __restrict__ delta,
-    tr_t* __restrict__ dk, tr_t* __restrict__ dv, long long key_rows, int L, int S, int E, int Ev, tr_a scale, int causal) {
+    tr_t* __restrict__ dk, tr_t* __restrict__ dv, long long key_rows, int L, int S, int E, int Ev, tr_a scale, int causal,
+    const tr_a* __restrict__ mask, const long long* __restrict__ moff, long long msL, long long msS) {
   const long long r = (long long)blockIdx.x * 8 + (threadIdx.x >> 5);
   if (r >= key_rows) return;
   const long long b = r / S;
@@ -696,7 +716,7 @@ AttentionKernel attention_rows_dkdv_kernel(DType dt, int64_t E, int64_t Ev) {
   for (int c = 0; c < TR_JV; ++c) dvx[c] = 0;
   for (int i = causal ? j : 0; i < L; ++i) {  // causal: queries i >= j see key j
     const long long qr = b * L + i;
-    const tr_a p = TR_EXP(tr_dot<TR_J>(kx, q, qr, E) * scale - lse[qr]);
+    const tr_a p = TR_EXP(tr_dot<TR_J>(kx, q, qr, E) * scale + tr_mask_at(mask, moff, b, msL, msS, i, j) - lse[qr]);
     const tr_a ds = p * (tr_dot<TR_JV>(vx, g, qr, Ev) - delta[qr]);
     tr_axpy<TR_J>(dkx, ds, q, qr, E);
     tr_axpy<TR_JV>(dvx, p, g, qr, Ev);
@@ -705,6 +725,28 @@ AttentionKernel attention_rows_dkdv_kernel(DType dt, int64_t E, int64_t Ev) {
   tr_store_row<TR_JV>(dvx, (tr_a)1, dv, r, Ev);
 }
 )CUDA";
+  k.source = finish(std::move(s), &k);
+  return k;
+}
+
+AttentionKernel attention_mask_kernel(DType mask_dtype, DType math) {
+  AttentionKernel k;
+  k.block = 256;
+  const bool f64 = math == DType::f64;
+  std::string s = "// prims.attention's mask in the math type: a b8 mask as 0 (kept) or -inf, a float one converted.\n";
+  s += std::string(cuda_prelude()) + "\n";
+  s += std::string("typedef ") + (f64 ? "double" : "float") + " tr_a;\n";
+  std::string load;
+  switch (mask_dtype) {
+    case DType::b8: s += "typedef unsigned char tr_m;\n"; load = std::string("m[i] ? (tr_a)0 : (tr_a)") + (f64 ? "__longlong_as_double(0xfff0000000000000LL)" : "__int_as_float(0xff800000)"); break;
+    case DType::f64: s += "typedef double tr_m;\n"; load = "(tr_a)m[i]"; break;
+    case DType::f32: s += "typedef float tr_m;\n"; load = "(tr_a)m[i]"; break;
+    case DType::bf16: s += "typedef tr_bf16 tr_m;\n"; load = "(tr_a)tr_from_bf16(m[i])"; break;
+    default: s += "typedef tr_f16 tr_m;\n"; load = "(tr_a)tr_from_f16(m[i])"; break;
+  }
+  s += "extern \"C\" __global__ void __launch_bounds__(256) tr_kernel(const tr_m* __restrict__ m, tr_a* __restrict__ out, long long n) {\n"
+       "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) out[i] = " +
+       load + ";\n}\n";
   k.source = finish(std::move(s), &k);
   return k;
 }

@@ -23,6 +23,10 @@ struct AttentionKernel {
 //   (dk, dv), CUDA-core math in f32 (f64 for f64); correct and memory-lean, not fast;
 // - None: empty, or too large (*why says which); it runs on the CPU.
 enum class AttentionPath { None, Flash, Rows };
+// Whether the statement has an attn_mask (prims.attention's sixth argument, the backward's
+// ninth). The rows kernels read one (converted to the math type by attention_mask_kernel, through
+// per-batch offsets and query/key strides); the flash kernels and tracer's cuDNN graphs take none.
+bool attention_masked(const ir::Stmt& s);
 AttentionPath attention_path(const ir::Stmt& s, std::string* why = nullptr);
 // The same for a device of this compute capability (major) and opt-in shared memory per block:
 // the flash kernels need sm_80 and their shared memory, else the rows kernels run. The executor,
@@ -52,5 +56,7 @@ AttentionKernel attention_dq_kernel(ir::DType dt);
 AttentionKernel attention_rows_forward_kernel(ir::DType dt, int64_t E, int64_t Ev);
 AttentionKernel attention_rows_dq_kernel(ir::DType dt, int64_t E, int64_t Ev);
 AttentionKernel attention_rows_dkdv_kernel(ir::DType dt, int64_t E, int64_t Ev);
+// A mask of mask_dtype (b8 or float) as the math type (f32, f64 for f64): out[i] for i < n.
+AttentionKernel attention_mask_kernel(ir::DType mask_dtype, ir::DType math);
 
 }  // namespace tracer::codegen

@@ -310,6 +310,8 @@ class GpuExecutor {
     void* fn = nullptr;
     void* fn2 = nullptr;  // a column group's second kernel
   };
+  // Masked attention statements' per-batch mask offsets (run_attention_rows), on the device.
+  std::unordered_map<const ir::Stmt*, std::shared_ptr<rt::cuda::Buffer>> mask_offsets_;
   std::unordered_map<const ir::Stmt*, Prepared> kernels_;    // generated and loaded once per statement
   std::unordered_map<const ir::Stmt*, CatPlan> without_cat_;  // plan_cat's, by fusion
   std::unordered_map<const ir::Stmt*, int> is_group_;  // 1: elementwise group, 2: row group, 0: neither; once per statement

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <optional>
 
 #include "codegen/cuda_attention.h"
 #include "codegen/cuda_exec.h"
@@ -27,6 +28,7 @@ struct AttentionArgs {
   long long batch = 0;
   bool causal = false;
   double scale = 1;
+  const DeviceTensor* mask = nullptr;  // attn_mask, when given (the rows kernels read it)
 };
 
 std::pair<void*, const AttentionKernel*> GpuExecutor::attention_kernel(const std::string& key,
@@ -69,7 +71,7 @@ std::vector<std::pair<rt::cuda::AttentionProblem, bool>> attention_problems(cons
   std::function<void(const std::vector<ir::Stmt>&)> walk = [&](const std::vector<ir::Stmt>& stmts) {
     for (const ir::Stmt& s : stmts) {
       if (s.kind == ir::StmtKind::Composite) walk(s.subsymbols);
-      if (s.kind != ir::StmtKind::Prim || !s.op || (s.op->name != "attention" && s.op->name != "attention_backward")) continue;
+      if (s.kind != ir::StmtKind::Prim || !s.op || (s.op->name != "attention" && s.op->name != "attention_backward") || attention_masked(s)) continue;
       rt::cuda::AttentionProblem p;
       if (problem_of(s, &p)) out.emplace_back(p, s.op->name == "attention_backward");
     }
@@ -120,6 +122,9 @@ std::string GpuExecutor::cudnn_ready(const rt::cuda::AttentionProblem& p, bool b
 
 bool GpuExecutor::run_attention(const ir::Stmt& s, Values& env, ir::ExecContext& ctx) {
   if (!attention_setting_error_.empty()) throw std::runtime_error(attention_setting_error_);
+  const bool masked = attention_masked(s);
+  if (masked && attention_choice_ == AttentionChoice::Cudnn)  // (the rows kernels run it: cuDNN's graphs here take no mask yet)
+    throw std::runtime_error("TRACER_ATTENTION=cudnn, but prims." + s.op->name + " has a mask, which tracer's cuDNN graphs do not take yet");
   // Operands that are views of a fusion not run (cuda_exec_views.cpp): cuDNN reads them in
   // place, or the fusion runs now after all.
   bool viewed = false;
@@ -128,7 +133,7 @@ bool GpuExecutor::run_attention(const ir::Stmt& s, Values& env, ir::ExecContext&
     rt::cuda::AttentionProblem p;
     std::vector<rt::cuda::DevPtr> ptrs;
     bool warn_unused = false;
-    if (operand_views(s, env, {}, &p, &ptrs) && cudnn_ready(p, s.op->name == "attention_backward", &warn_unused).empty()) {
+    if (!masked && operand_views(s, env, {}, &p, &ptrs) && cudnn_ready(p, s.op->name == "attention_backward", &warn_unused).empty()) {
       launch_cudnn(s, env, p, ptrs);
       stats_.attention_cudnn++;
       return true;
@@ -164,7 +169,11 @@ bool GpuExecutor::run_attention(const ir::Stmt& s, Values& env, ir::ExecContext&
   const ir::Arg &causal = s.args[a.backward ? 6 : 3], &scale = s.args[a.backward ? 7 : 4];
   a.causal = causal.kind == K::Bool && causal.b;
   a.scale = scale.number();
-  if (attention_choice_ != AttentionChoice::Tracer && run_attention_cudnn(s, env, a)) {
+  if (masked) {
+    a.mask = value(a.backward ? 8 : 5);
+    if (!a.mask) return false;
+  }
+  if (!masked && attention_choice_ != AttentionChoice::Tracer && run_attention_cudnn(s, env, a)) {
     stats_.attention_cudnn++;
     return true;
   }
@@ -346,7 +355,7 @@ GpuExecutor::CatPlan GpuExecutor::plan_cat(const ir::Stmt& s, const ir::Stmt& f)
 bool GpuExecutor::run_attention_into_cat(const std::vector<ir::Stmt>& stmts, size_t i, Values& env, ir::ExecContext& ctx,
                                          const std::unordered_set<const ir::Proxy*>& lazy, size_t* j) {
   const ir::Stmt& s = stmts[i];
-  if (s.kind != ir::StmtKind::Prim || !s.op || s.op->name != "attention_backward" || s.outputs.size() != 3) return false;
+  if (s.kind != ir::StmtKind::Prim || !s.op || s.op->name != "attention_backward" || s.outputs.size() != 3 || attention_masked(s)) return false;
   if (check_ || !attention_cat_ || attention_choice_ == AttentionChoice::Tracer || !attention_setting_error_.empty()) return false;
   size_t k = i + 1;
   while (k < stmts.size() && stmts[k].kind == ir::StmtKind::Del) ++k;
@@ -471,11 +480,62 @@ void GpuExecutor::run_attention_rows(const ir::Stmt& s, Values& env, const Atten
   const std::string label = "prims." + s.op->name;
   auto blocks = [](long long n) { return static_cast<unsigned>((n + 7) / 8); };  // 8 rows per block
   rt::cuda::DevPtr pq = a.q->ptr(), pk = a.k->ptr(), pv = a.v->ptr();
+  // The mask in the math type (a kernel converts it), with the offset of each batch index's
+  // [L, S] block and the query and key strides (0 where it broadcasts). The offsets depend on
+  // the shapes only: uploaded once per statement, at its first run (before any graph capture).
+  std::optional<DeviceTensor> mask_math;
+  rt::cuda::DevPtr pm = 0, pmoff = 0;
+  long long msL = 0, msS = 0;
+  if (a.mask) {
+    ir::TensorType mt;
+    mt.dtype = f64 ? DType::f64 : DType::f32;
+    mt.shape = a.mask->shape;
+    mask_math = alloc(mt);
+    long long n = rt::numel(mt.shape);
+    void* conv = attention_kernel(std::string("mask:") + rt::dtype_name(a.mask->dtype) + ":" + rt::dtype_name(mt.dtype),
+                                  [&] { return attention_mask_kernel(a.mask->dtype, mt.dtype); }, label).first;
+    rt::cuda::DevPtr src = a.mask->ptr(), dst = mask_math->ptr();
+    void* cargs[] = {&src, &dst, &n};
+    if (n > 0) {
+      dev_.launch(conv, static_cast<unsigned>(std::min<long long>((n + 255) / 256, 4096)), 1, 256, 0, cargs);
+      stats_.launches++;
+    }
+    // Strides of the mask, right-aligned against [batch..., L, S].
+    const ir::Shape& qs = a.q->shape;
+    ir::Shape full(qs.begin(), qs.end() - 1);
+    full.push_back(S);
+    const ir::Shape& ms = a.mask->shape;
+    if (ms.size() > full.size()) throw std::runtime_error("attention: the mask has more dimensions than the scores");
+    std::vector<long long> stride(full.size(), 0);
+    long long st = 1;
+    for (size_t i = ms.size(); i-- > 0;) {
+      stride[full.size() - ms.size() + i] = ms[i] == 1 ? 0 : st;
+      st *= ms[i];
+    }
+    msL = stride[full.size() - 2];
+    msS = stride[full.size() - 1];
+    auto& buf = mask_offsets_[&s];
+    if (!buf) {
+      std::vector<long long> offs(static_cast<size_t>(std::max<long long>(a.batch, 1)), 0);
+      for (long long b = 0; b < a.batch; ++b) {
+        long long rest = b, o = 0;
+        for (size_t i = full.size() - 2; i-- > 0;) {
+          o += (rest % full[i]) * stride[i];
+          rest /= full[i];
+        }
+        offs[static_cast<size_t>(b)] = o;
+      }
+      buf = std::make_shared<rt::cuda::Buffer>(&dev_, offs.size() * sizeof(long long));
+      dev_.copy_to_device(buf->ptr, offs.data(), offs.size() * sizeof(long long));
+    }
+    pm = dst;
+    pmoff = buf->ptr;
+  }
   if (!a.backward) {
     void* fn = attention_kernel("rows_fwd" + tag, [&] { return attention_rows_forward_kernel(dt, E, Ev); }, label).first;
     DeviceTensor out = alloc(s.outputs[0]->type), lse = alloc(s.outputs[1]->type);
     rt::cuda::DevPtr po = out.ptr(), pl = lse.ptr();
-    void* args[] = {&pq, &pk, &pv, &po, &pl, &rows, &L, &S, &E, &Ev, pscale, &causal};
+    void* args[] = {&pq, &pk, &pv, &po, &pl, &rows, &L, &S, &E, &Ev, pscale, &causal, &pm, &pmoff, &msL, &msS};
     dev_.launch(fn, blocks(rows), 1, 256, 0, args);
     stats_.launches++;
     env[s.outputs[0].get()] = std::move(out);
@@ -488,9 +548,9 @@ void GpuExecutor::run_attention_rows(const ir::Stmt& s, Values& env, const Atten
                    pdv = dv.ptr();
   void* dq_fn = attention_kernel("rows_dq" + tag, [&] { return attention_rows_dq_kernel(dt, E, Ev); }, label).first;
   void* dkdv_fn = attention_kernel("rows_dkdv" + tag, [&] { return attention_rows_dkdv_kernel(dt, E, Ev); }, label).first;
-  void* args1[] = {&pg, &pq, &pk, &pv, &po, &pl, &pd, &pdq, &rows, &L, &S, &E, &Ev, pscale, &causal};
+  void* args1[] = {&pg, &pq, &pk, &pv, &po, &pl, &pd, &pdq, &rows, &L, &S, &E, &Ev, pscale, &causal, &pm, &pmoff, &msL, &msS};
   dev_.launch(dq_fn, blocks(rows), 1, 256, 0, args1);
-  void* args2[] = {&pg, &pq, &pk, &pv, &pl, &pd, &pdk, &pdv, &key_rows, &L, &S, &E, &Ev, pscale, &causal};
+  void* args2[] = {&pg, &pq, &pk, &pv, &pl, &pd, &pdk, &pdv, &key_rows, &L, &S, &E, &Ev, pscale, &causal, &pm, &pmoff, &msL, &msS};
   dev_.launch(dkdv_fn, blocks(key_rows), 1, 256, 0, args2);
   stats_.launches += 2;
   env[s.outputs[0].get()] = std::move(dq);

@@ -24,8 +24,8 @@ bool view_position(const ir::Stmt& s, size_t i) {
   return i <= 4;
 }
 
-bool is_attention(const ir::Stmt& s) {
-  return s.kind == ir::StmtKind::Prim && s.op && (s.op->name == "attention" || s.op->name == "attention_backward");
+bool is_attention(const ir::Stmt& s) {  // (masked ones run on the CPU: their operands are values)
+  return s.kind == ir::StmtKind::Prim && s.op && (s.op->name == "attention" || s.op->name == "attention_backward") && !attention_masked(s);
 }
 
 // The strides of `shape` as a view of memory laid out as (old_shape, old_strides), or false
@@ -331,7 +331,7 @@ bool readers_take_layout(const std::vector<std::pair<const ir::Stmt*, size_t>>& 
         *z = st->outputs[0];
         *op = st->op;
       }
-    } else if (!(st->kind == ir::StmtKind::Prim && st->op && st->op->name == "attention_backward" && a == 4)) {
+    } else if (!(st->kind == ir::StmtKind::Prim && st->op && st->op->name == "attention_backward" && a == 4 && !attention_masked(*st))) {
       return false;  // any other reader wants the value packed
     }
   }
@@ -421,7 +421,7 @@ void GpuExecutor::plan_out_layouts(const ir::Trace& t) {
   std::function<void(const std::vector<ir::Stmt>&)> find = [&](const std::vector<ir::Stmt>& stmts) {
     for (const ir::Stmt& s : stmts) {
       if (s.kind == ir::StmtKind::Composite) find(s.subsymbols);
-      if (s.kind == ir::StmtKind::Prim && s.op && s.op->name == "attention" && s.outputs.size() == 2) attentions.push_back(&s);
+      if (s.kind == ir::StmtKind::Prim && s.op && s.op->name == "attention" && s.outputs.size() == 2 && !attention_masked(s)) attentions.push_back(&s);
     }
   };
   find(t.stmts);

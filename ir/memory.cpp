@@ -136,7 +136,9 @@ class Sim {
         // The device's attention backward holds f32 row sums and a dq accumulator while its
         // outputs exist (cuDNN's and the flash kernels' alike; the CPU needs neither).
         size_t transient = 0;
-        if (allocation && s.op && s.op->name == "attention_backward" && s.args.size() > 1 && s.args[1].kind == Arg::Kind::Proxy) {
+        // (A masked one runs on the CPU kernel, which needs neither.)
+        const bool masked = s.args.size() > 8 && s.args[8].kind != Arg::Kind::None;
+        if (allocation && !masked && s.op && s.op->name == "attention_backward" && s.args.size() > 1 && s.args[1].kind == Arg::Kind::Proxy) {
           const TensorType& q = s.args[1].proxy->type;
           if (!q.shape.empty()) {
             const size_t rows = static_cast<size_t>(rt::numel(q.shape) / std::max<int64_t>(1, q.shape.back()));

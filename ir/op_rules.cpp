@@ -470,7 +470,8 @@ double number_arg(const Arg& a, const char* what) {
   return a.number();
 }
 
-std::vector<TensorType> attention_types(const Arg& query, const Arg& key, const Arg& value, const Arg& causal, const Arg& scale) {
+std::vector<TensorType> attention_types(const Arg& query, const Arg& key, const Arg& value, const Arg& causal, const Arg& scale,
+                                       const Arg& mask) {
   TensorType q = tensor_type(query, "query"), k = tensor_type(key, "key"), v = tensor_type(value, "value");
   bool_arg(causal, "is_causal");
   double sc = number_arg(scale, "scale");
@@ -486,6 +487,19 @@ std::vector<TensorType> attention_types(const Arg& query, const Arg& key, const 
   if (q.dtype != k.dtype || q.dtype != v.dtype || !rt::is_float(q.dtype))
     throw OpError(std::string("query, key and value need one floating-point dtype, got ") + rt::dtype_name(q.dtype) + ", " +
                   rt::dtype_name(k.dtype) + ", " + rt::dtype_name(v.dtype));
+  if (mask.kind != Arg::Kind::None) {
+    TensorType m = tensor_type(mask, "attn_mask");
+    if (m.dtype != DType::b8 && !rt::is_float(m.dtype))
+      throw OpError(std::string("attn_mask must be b8 or floating-point, got ") + rt::dtype_name(m.dtype));
+    rt::Shape scores(q.shape.begin(), q.shape.end() - 1);
+    scores.push_back(k.shape[r - 2]);
+    bool ok = m.shape.size() <= scores.size();
+    for (size_t i = 0; ok && i < m.shape.size(); ++i) {
+      const int64_t want = scores[scores.size() - m.shape.size() + i];
+      ok = m.shape[i] == 1 || m.shape[i] == want;
+    }
+    if (!ok) throw OpError("attn_mask " + rt::shape_str(m.shape) + " does not broadcast to the scores " + rt::shape_str(scores));
+  }
   TensorType out = q, lse = q;
   out.shape.back() = v.shape.back();
   lse.shape.pop_back();
@@ -494,7 +508,7 @@ std::vector<TensorType> attention_types(const Arg& query, const Arg& key, const 
 }
 
 std::vector<TensorType> attention_backward_types(const std::vector<Arg>& a) {
-  std::vector<TensorType> fw = attention_types(a[1], a[2], a[3], a[6], a[7]);
+  std::vector<TensorType> fw = attention_types(a[1], a[2], a[3], a[6], a[7], a.size() > 8 ? a[8] : Arg{});
   TensorType g = tensor_type(a[0], "grad"), o = tensor_type(a[4], "out"), lse = tensor_type(a[5], "lse");
   if (g.shape != fw[0].shape || g.dtype != fw[0].dtype || o.shape != fw[0].shape || o.dtype != fw[0].dtype)
     throw OpError("grad and out must be " + std::string(rt::dtype_name(fw[0].dtype)) + rt::shape_str(fw[0].shape) + ", got " +

@@ -48,7 +48,8 @@ TensorType uniform_type(const Arg& shape, const Arg& lo, const Arg& hi, const Ar
 TensorType take_type(const Arg& a, const Arg& index, const Arg& dim);
 TensorType take_backward_type(const Arg& grad, const Arg& index, const Arg& num_rows);
 // attention(query, key, value, is_causal, scale): {out, lse}; checks every argument.
-std::vector<TensorType> attention_types(const Arg& q, const Arg& k, const Arg& v, const Arg& causal, const Arg& scale);
+std::vector<TensorType> attention_types(const Arg& q, const Arg& k, const Arg& v, const Arg& causal, const Arg& scale,
+                                       const Arg& mask = Arg{});
 // attention_backward(grad, query, key, value, out, lse, is_causal, scale): {dq, dk, dv}.
 std::vector<TensorType> attention_backward_types(const std::vector<Arg>& a);
 bool bool_arg(const Arg& a, const char* what);

@@ -206,17 +206,17 @@ std::vector<rt::Tensor> cpu_take_backward(const std::vector<Arg>& a, ExecContext
   return one(rt::take_backward(a[0].tensor, a[1].tensor, a[2].i, alloc(c)));
 }
 
-std::vector<TensorType> meta_attention(const std::vector<Arg>& a) { return attention_types(a[0], a[1], a[2], a[3], a[4]); }
+std::vector<TensorType> meta_attention(const std::vector<Arg>& a) { return attention_types(a[0], a[1], a[2], a[3], a[4], a[5]); }
 std::vector<rt::Tensor> cpu_attention(const std::vector<Arg>& a, ExecContext& c) {
-  attention_types(a[0], a[1], a[2], a[3], a[4]);
-  return rt::attention(a[0].tensor, a[1].tensor, a[2].tensor, a[3].b, a[4].number(), alloc(c));
+  attention_types(a[0], a[1], a[2], a[3], a[4], a[5]);
+  return rt::attention(a[0].tensor, a[1].tensor, a[2].tensor, a[3].b, a[4].number(), alloc(c), a[5].kind == K::None ? nullptr : &a[5].tensor);
 }
 
 std::vector<TensorType> meta_attention_backward(const std::vector<Arg>& a) { return attention_backward_types(a); }
 std::vector<rt::Tensor> cpu_attention_backward(const std::vector<Arg>& a, ExecContext& c) {
   attention_backward_types(a);
   return rt::attention_backward(a[0].tensor, a[1].tensor, a[2].tensor, a[3].tensor, a[4].tensor, a[5].tensor, a[6].b,
-                                a[7].number(), alloc(c));
+                                a[7].number(), alloc(c), a[8].kind == K::None ? nullptr : &a[8].tensor);
 }
 
 #define UN(name, U, R, doc) \
@@ -325,16 +325,19 @@ std::vector<OpDecl> make_table() {
        "Gathers rows of a (dim 0) at index; the result has shape index.shape + a.shape[1:].", {}},
       {"take_backward", OpKind::Gather, {req("grad"), req("index"), req("num_rows")}, &meta_take_backward,
        &cpu_take_backward, "The adjoint of take: adds the rows of grad into zeros at index.", {"index_add_rows"}},
-      {"attention", OpKind::Other, {req("query"), req("key"), req("value"), req("is_causal"), req("scale")},
+      {"attention", OpKind::Other, {req("query"), req("key"), req("value"), req("is_causal"), req("scale"), opt("attn_mask", kNone)},
        &meta_attention, &cpu_attention,
-       "out, lse = attention(query, key, value, is_causal, scale): softmax(query @ key^T * scale) @ value over the last "
-       "two dimensions, fused (the scores never exist whole; a flash-attention kernel on the GPU), and lse the "
-       "log-sum-exp of each query row's scaled scores. is_causal masks key j > query i.", {}},
+       "out, lse = attention(query, key, value, is_causal, scale, attn_mask=None): softmax(query @ key^T * scale + mask) "
+       "@ value over the last two dimensions, fused (the scores never exist whole; a flash-attention kernel on the GPU), "
+       "and lse the log-sum-exp of each query row's scaled, masked scores. is_causal masks key j > query i; attn_mask "
+       "broadcasts to [..., L, S]: a b8 mask keeps the scores where true, a floating-point one is added.", {}},
       {"attention_backward", OpKind::Other,
-       {req("grad"), req("query"), req("key"), req("value"), req("out"), req("lse"), req("is_causal"), req("scale")},
+       {req("grad"), req("query"), req("key"), req("value"), req("out"), req("lse"), req("is_causal"), req("scale"),
+        opt("attn_mask", kNone)},
        &meta_attention_backward, &cpu_attention_backward,
-       "dq, dk, dv = attention_backward(grad, query, key, value, out, lse, is_causal, scale): the gradients of attention, "
-       "recomputing the probabilities from lse.", {}},
+       "dq, dk, dv = attention_backward(grad, query, key, value, out, lse, is_causal, scale, attn_mask=None): the "
+       "gradients of attention for query, key and value, recomputing the probabilities from lse (the mask's own "
+       "gradient, where it needs one, is computed apart: stdlib/passes/grad.trace).", {}},
   };
 }
 #pragma GCC diagnostic pop

@@ -91,9 +91,14 @@ Tensor take_backward(const Tensor& grad, const Tensor& index, int64_t num_rows, 
 // lse = the log-sum-exp of each row's scaled scores (what the backward needs). q [..., L, E],
 // k [..., S, E], v [..., S, Ev] with equal batch dimensions and one float dtype; causal masks
 // key j > query i (top-left aligned). lse is f32 (f64 for f64 inputs). Returns {out, lse}.
-std::vector<Tensor> attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale, Allocator* al);
-// Its gradients {dq, dk, dv} for the cotangent g of out, from the saved out and lse.
+// mask (optional): broadcast to [..., L, S] (right-aligned, dimensions equal or 1); a b8 mask keeps
+// the scores where it is true (the others are -inf), a floating-point one is added to the scaled
+// scores. A row with every key masked gives NaN, as softmax over -inf does.
+std::vector<Tensor> attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale, Allocator* al,
+                              const Tensor* mask = nullptr);
+// Its gradients {dq, dk, dv} for the cotangent g of out, from the saved out and lse (and the
+// forward's mask).
 std::vector<Tensor> attention_backward(const Tensor& g, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o,
-                                       const Tensor& lse, bool causal, double scale, Allocator* al);
+                                       const Tensor& lse, bool causal, double scale, Allocator* al, const Tensor* mask = nullptr);
 
 }  // namespace tracer::rt

@@ -77,9 +77,66 @@ const A* as_math(const T* p, int64_t n, std::vector<A>& buf) {
   }
 }
 
+// The mask's elements as the math type A, read through its broadcast to [batch..., L, S]: 0 or
+// -inf for a b8 mask (kept where true), the value for a floating-point one.
+template <class A>
+struct MaskView {
+  std::vector<A> values;               // the mask itself, converted
+  std::vector<int64_t> batch_offset;   // per flattened batch index
+  int64_t sL = 0, sS = 0;              // strides of the query and key dimensions (0: broadcast)
+  bool on = false;
+  A at(int64_t b, int64_t i, int64_t j) const { return values[static_cast<size_t>(batch_offset[static_cast<size_t>(b)] + i * sL + j * sS)]; }
+};
+
+template <class A>
+MaskView<A> mask_view(const Tensor* mask, const Shape& qshape, const Dims& d, const char* who) {
+  MaskView<A> m;
+  if (!mask) return m;
+  require_defined(*mask, who);
+  const Shape& ms = mask->shape();
+  Shape full(qshape.begin(), qshape.end() - 1);
+  full.push_back(d.S);  // [batch..., L, S]
+  if (ms.size() > full.size())
+    throw std::invalid_argument(std::string(who) + ": the mask " + shape_str(ms) + " has more dimensions than the scores " + shape_str(full));
+  const size_t off = full.size() - ms.size();
+  std::vector<int64_t> stride(full.size(), 0);
+  int64_t st = 1;
+  for (size_t i = ms.size(); i-- > 0;) {
+    if (ms[i] != 1 && ms[i] != full[off + i])
+      throw std::invalid_argument(std::string(who) + ": the mask " + shape_str(ms) + " does not broadcast to the scores " + shape_str(full));
+    stride[off + i] = ms[i] == 1 ? 0 : st;
+    st *= ms[i];
+  }
+  if (mask->dtype() != DType::b8 && !is_float(mask->dtype()))
+    throw std::invalid_argument(std::string(who) + ": the mask must be b8 or floating-point, got " + dtype_name(mask->dtype()));
+  m.values.resize(static_cast<size_t>(mask->numel()));
+  dispatch(mask->dtype(), [&](auto tag) {
+    using M = typename decltype(tag)::type;
+    const M* src = mask->data_as<const M>();
+    for (size_t i = 0; i < m.values.size(); ++i) {
+      if constexpr (std::is_same_v<M, B8>) m.values[i] = src[i].v ? A(0) : -std::numeric_limits<A>::infinity();
+      else if constexpr (std::is_floating_point_v<M> || std::is_same_v<M, Half> || std::is_same_v<M, BF16>) m.values[i] = convert<A>(src[i]);
+    }
+  });
+  m.sL = stride[full.size() - 2];
+  m.sS = stride[full.size() - 1];
+  m.batch_offset.assign(static_cast<size_t>(d.batch), 0);
+  for (int64_t b = 0; b < d.batch; ++b) {
+    int64_t rest = b, o = 0;
+    for (size_t i = full.size() - 2; i-- > 0;) {
+      o += (rest % full[i]) * stride[i];
+      rest /= full[i];
+    }
+    m.batch_offset[static_cast<size_t>(b)] = o;
+  }
+  m.on = true;
+  return m;
+}
+
 }  // namespace
 
-std::vector<Tensor> attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale, Allocator* al) {
+std::vector<Tensor> attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale, Allocator* al,
+                              const Tensor* mask) {
   Dims d = attention_dims(q, k, v, "attention");
   Shape os = q.shape();
   os.back() = d.Ev;
@@ -96,6 +153,7 @@ std::vector<Tensor> attention(const Tensor& q, const Tensor& k, const Tensor& v,
       std::vector<A> kbuf, vbuf;  // keys and values in the math type (16-bit inputs only)
       const A* K = as_math<A>(k.data_as<const T>(), k.numel(), kbuf);
       const A* V = as_math<A>(v.data_as<const T>(), v.numel(), vbuf);
+      const MaskView<A> mv = mask_view<A>(mask, q.shape(), d, "attention");
       const int64_t blocks = (d.L + kBlock - 1) / kBlock;
 #pragma omp parallel
       {
@@ -114,6 +172,8 @@ std::vector<Tensor> attention(const Tensor& q, const Tensor& k, const Tensor& v,
             A* row = sc.data() + r * ncol;
             const int64_t n = causal ? std::min(d.S, i0 + r + 1) : d.S;  // keys j <= i (top-left aligned)
             A m = -std::numeric_limits<A>::infinity(), l = 0;
+            if (mv.on)
+              for (int64_t j = 0; j < n; ++j) row[j] += mv.at(b, i0 + r, j);
             for (int64_t j = 0; j < n; ++j) m = std::max(m, row[j]);
             for (int64_t j = 0; j < n; ++j) {
               row[j] = std::exp(row[j] - m);
@@ -121,6 +181,7 @@ std::vector<Tensor> attention(const Tensor& q, const Tensor& k, const Tensor& v,
             }
             for (int64_t j = n; j < ncol; ++j) row[j] = 0;
             inv[static_cast<size_t>(r)] = l > 0 ? A(1) / l : A(0);
+            // (Every key masked: m = -inf, and NaN follows, as softmax over -inf gives.)
             LSE[b * d.L + i0 + r] = n > 0 ? m + std::log(l) : -std::numeric_limits<A>::infinity();
           }
           if (ncol > 0 && d.Ev > 0)
@@ -138,7 +199,7 @@ std::vector<Tensor> attention(const Tensor& q, const Tensor& k, const Tensor& v,
 }
 
 std::vector<Tensor> attention_backward(const Tensor& g, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o,
-                                       const Tensor& lse, bool causal, double scale, Allocator* al) {
+                                       const Tensor& lse, bool causal, double scale, Allocator* al, const Tensor* mask) {
   Dims d = attention_dims(q, k, v, "attention_backward");
   require_defined(g, "attention_backward");
   require_defined(o, "attention_backward");
@@ -164,6 +225,7 @@ std::vector<Tensor> attention_backward(const Tensor& g, const Tensor& q, const T
       const A* K = as_math<A>(k.data_as<const T>(), k.numel(), kbuf);
       const A* V = as_math<A>(v.data_as<const T>(), v.numel(), vbuf);
       const A sc = static_cast<A>(scale);
+      const MaskView<A> mv = mask_view<A>(mask, q.shape(), d, "attention_backward");
       // One head per task: its key gradients sum over its query blocks in order.
 #pragma omp parallel
       {
@@ -193,7 +255,7 @@ std::vector<Tensor> attention_backward(const Tensor& g, const Tensor& q, const T
               A *pr = p.data() + r * ncol, *dr = ds.data() + r * ncol;
               const A l = lse_a[static_cast<size_t>(row0 + r)];
               for (int64_t j = 0; j < n; ++j) {
-                pr[j] = std::exp(pr[j] - l);
+                pr[j] = std::exp((mv.on ? pr[j] + mv.at(b, i0 + r, j) : pr[j]) - l);
                 dr[j] = pr[j] * (dr[j] - delta);
               }
               for (int64_t j = n; j < ncol; ++j) pr[j] = dr[j] = 0;

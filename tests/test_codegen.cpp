@@ -125,9 +125,9 @@ TEST_CASE("NVRTC compiles attention's kernels, forward and backward (tests/gpu/a
       INFO(s.rendered_diagnostics());
       REQUIRE(r);
       // The permutes of the heads are kernels, not CPU work. The causal bf16 attention is the
-      // fused prims.attention (one flash kernel; three for its backward); the masked f32 one is
-      // the decomposed form; f32 without a mask, and values of another head size, take the
-      // one-warp-per-row kernels (one forward, two backward).
+      // fused prims.attention (one flash kernel; three for its backward); f32 (with a mask or
+      // without), and values of another head size, take the one-warp-per-row kernels (one
+      // forward, two backward; the masked one's mask gradient is the decomposed formula's).
       int transposes = 0, forward = 0, backward = 0;
       for (const auto& k : r->kernels) {
         transposes += k.statement.find("prims.transpose") != std::string::npos;
@@ -135,9 +135,9 @@ TEST_CASE("NVRTC compiles attention's kernels, forward and backward (tests/gpu/a
         backward += k.statement.find("prims.attention_backward(") != std::string::npos;
       }
       std::string e = entry;
-      if (e == "attention_causal" || e == "attention_masked") CHECK(transposes > 0);
-      CHECK(forward == (e == "attention_masked" ? 0 : 1));
-      CHECK(backward == (e == "attention_causal" ? 3 : e == "attention_masked" ? 0 : 2));
+      if (e == "attention_causal") CHECK(transposes > 0);
+      CHECK(forward == 1);
+      CHECK(backward == (e == "attention_causal" ? 3 : 2));
       auto cubins = s.compile(entry, "sm_90", "cubin", (dir / "bin").string());
       REQUIRE(cubins);
       for (const auto& k : cubins->kernels) CHECK(first_bytes(k.file, 4) == "\x7f" "ELF");

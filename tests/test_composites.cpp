@@ -210,9 +210,9 @@ namespace tracer::test {
 
 TEST_CASE("fused attention equals the decomposed form: causal top-left with L != S, and its gradients",
           "[composites][attention]") {
-  // scaled_dot_product_attention without a mask is prims.attention; with a bool mask it is the
-  // decomposed form. The same causal mask given both ways (tril of [L, S], L != S) must give the
-  // same outputs and the same gradients (grad's attention_backward against the decomposition).
+  // scaled_dot_product_attention with is_causal is prims.attention; the same causal mask written
+  // out as the plain formula (tril of [L, S], L != S) must give the same outputs and the same
+  // gradients (grad's attention_backward against the decomposition's own rules).
   const char* src = R"(
 def fused(q: f64[2, 5, 4], k: f64[2, 7, 4], v: f64[2, 7, 3]):
     o = scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.4)
@@ -221,7 +221,8 @@ def fused(q: f64[2, 5, 4], k: f64[2, 7, 4], v: f64[2, 7, 3]):
 def decomposed(q: f64[2, 5, 4], k: f64[2, 7, 4], v: f64[2, 7, 3]):
     rows = prims.reshape(prims.iota(5), (5, 1))
     cols = prims.reshape(prims.iota(7), (1, 7))
-    o = scaled_dot_product_attention(q, k, v, attn_mask=prims.ge(rows, cols), scale=0.4)
+    s = prims.where(prims.ge(rows, cols), prims.mul(prims.matmul(q, prims.transpose(k, (0, 2, 1))), 0.4), -math.inf)
+    o = prims.matmul(softmax(s, -1), v)
     return sum(o * o * prims.iota(3, start=1, dtype=f64))
 )";
   auto run = [&](const char* entry) {
@@ -243,6 +244,125 @@ def decomposed(q: f64[2, 5, 4], k: f64[2, 7, 4], v: f64[2, 7, 3]):
     REQUIRE(a[i].head.size() == b[i].head.size());
     REQUIRE(!a[i].head.empty());
     for (size_t j = 0; j < a[i].head.size(); ++j) CHECK(std::fabs(a[i].head[j] - b[i].head[j]) <= 1e-12);
+  }
+}
+
+}  // namespace tracer::test
+
+namespace tracer::test {
+
+// Masks in fused attention (prims.attention's attn_mask) against the plain formula in float64,
+// differentiated by grad's generic rules: b8 masks of every broadcast (over heads, over rows),
+// additive masks that need their own gradient, causal together with a mask, L != S, and a row
+// with every key masked (NaN in both, as softmax over -inf gives). The additive mask's gradient
+// is also checked by central differences.
+TEST_CASE("masked fused attention equals the plain formula, its gradients too, the mask's included", "[composites][attention]") {
+  const char* src = R"(
+def plain(q, k, v, mask, causal, scale):
+    r = q.ndim
+    L = q.shape[r - 2]
+    S = k.shape[r - 2]
+    s = prims.mul(prims.matmul(q, prims.transpose(k, tuple(range(r - 2)) + (r - 1, r - 2))), scale)
+    if causal:
+        s = prims.where(prims.ge(prims.reshape(prims.iota(L), (L, 1)), prims.reshape(prims.iota(S), (1, S))), s, -math.inf)
+    if mask.dtype == b8:
+        s = prims.where(mask, s, -math.inf)
+    else:
+        s = prims.add(s, mask)
+    return prims.matmul(softmax(s, -1), v)
+
+def weights(o):
+    return prims.iota(o.shape[-1], start=1, dtype=f64)
+
+def pattern(L, S):  # a b8 [L, S] mask with every row keeping some keys
+    i = prims.reshape(prims.iota(L), (L, 1))
+    j = prims.reshape(prims.iota(S), (1, S))
+    return prims.ne(prims.remainder(prims.add(prims.mul(i, 3), j), 4), 0)
+
+def bool_fused(q: f64[2, 3, 5, 8], k: f64[2, 3, 7, 8], v: f64[2, 3, 7, 6]):
+    o = scaled_dot_product_attention(q, k, v, attn_mask=pattern(5, 7), scale=0.3)
+    return sum(o * o * weights(o))
+
+def bool_plain(q: f64[2, 3, 5, 8], k: f64[2, 3, 7, 8], v: f64[2, 3, 7, 6]):
+    o = plain(q, k, v, pattern(5, 7), False, 0.3)
+    return sum(o * o * weights(o))
+
+def add_fused(q: f64[2, 3, 5, 8], k: f64[2, 3, 7, 8], v: f64[2, 3, 7, 6], m: f64[2, 1, 5, 7]):
+    o = scaled_dot_product_attention(q, k, v, attn_mask=m, is_causal=True, scale=0.3)
+    return sum(o * o * weights(o))
+
+def add_plain(q: f64[2, 3, 5, 8], k: f64[2, 3, 7, 8], v: f64[2, 3, 7, 6], m: f64[2, 1, 5, 7]):
+    o = plain(q, k, v, m, True, 0.3)
+    return sum(o * o * weights(o))
+
+def row_fused(q: f64[4, 6, 8], k: f64[4, 9, 8], v: f64[4, 9, 5], m: f64[9]):
+    o = scaled_dot_product_attention(q, k, v, attn_mask=m, scale=0.5)
+    return sum(o * o * weights(o))
+
+def row_plain(q: f64[4, 6, 8], k: f64[4, 9, 8], v: f64[4, 9, 5], m: f64[9]):
+    o = plain(q, k, v, m, False, 0.5)
+    return sum(o * o * weights(o))
+
+def row_fd(q: f64[4, 6, 8], k: f64[4, 9, 8], v: f64[4, 9, 5], m: f64[9]):
+    e = prims.mul(prims.convert_element_type(prims.eq(prims.iota(9), 0), f64), 1e-5)
+    hi = scaled_dot_product_attention(q, k, v, attn_mask=prims.add(m, e), scale=0.5)
+    lo = scaled_dot_product_attention(q, k, v, attn_mask=prims.sub(m, e), scale=0.5)
+    return (sum(hi * hi * weights(hi)) - sum(lo * lo * weights(lo))) / 2e-5
+
+def empty_row(q: f64[1, 4, 8], k: f64[1, 6, 8], v: f64[1, 6, 3]):
+    keep = prims.ne(prims.reshape(prims.iota(4), (4, 1)), prims.full((4, 6), 1, dtype=i64))
+    o = scaled_dot_product_attention(q, k, v, attn_mask=keep)
+    p = plain(q, k, v, keep, False, 1.0 / math.sqrt(8))
+    return o, p
+)";
+  auto run = [&](const char* entry, std::vector<std::string> passes) {
+    Session s;
+    REQUIRE(s.load_string("m.trace", src));
+    REQUIRE(s.set_passes(passes));
+    auto r = s.run(entry);
+    INFO(entry << ": " << s.rendered_diagnostics());
+    REQUIRE(r);
+    return r->outputs;
+  };
+  auto print_of = [&](const char* entry) {
+    Session s;
+    REQUIRE(s.load_string("m.trace", src));
+    auto out = s.print(entry);
+    INFO(s.rendered_diagnostics());
+    REQUIRE(out);
+    return *out;
+  };
+  for (const char* e : {"bool_fused", "add_fused", "row_fused"}) CHECK_THAT(print_of(e), Catch::Contains("prims.attention("));
+  for (const auto& [f, p] : std::vector<std::pair<const char*, const char*>>{{"bool_fused", "bool_plain"}, {"add_fused", "add_plain"}, {"row_fused", "row_plain"}}) {
+    auto a = run(f, {"grad", "del_last_used"}), b = run(p, {"grad", "del_last_used"});
+    INFO(f);
+    REQUIRE(a.size() == b.size());
+    REQUIRE(a.size() == (std::string(f) == "bool_fused" ? 4u : 5u));  // the loss, then q, k, v (and the mask's) gradients
+    for (size_t i = 0; i < a.size(); ++i) {
+      INFO(a[i].name << ": " << a[i].summary << " vs " << b[i].summary);
+      CHECK(a[i].shape == b[i].shape);
+      CHECK(std::isfinite(a[i].sum));
+      CHECK(std::fabs(a[i].sum - b[i].sum) <= 1e-11 * (1 + std::fabs(b[i].sum)));
+      REQUIRE(a[i].head.size() == b[i].head.size());
+      for (size_t j = 0; j < a[i].head.size(); ++j) CHECK(std::fabs(a[i].head[j] - b[i].head[j]) <= 1e-11 * (1 + std::fabs(b[i].head[j])));
+    }
+    if (std::string(f) == "row_fused") {
+      auto fd = run("row_fd", {});
+      REQUIRE(fd.size() == 1);
+      REQUIRE(!a[4].head.empty());
+      INFO("mask gradient " << a[4].head[0] << " vs central difference " << fd[0].sum);
+      CHECK(std::fabs(a[4].head[0] - fd[0].sum) <= 1e-6 * (1 + std::fabs(fd[0].sum)));
+      CHECK(std::fabs(a[4].head[0]) > 1e-6);  // the element checked is not trivially zero
+    }
+  }
+  auto e = run("empty_row", {});
+  REQUIRE(e.size() == 2);
+  REQUIRE(e[0].head.size() == 6);
+  for (size_t j = 0; j < 6; ++j) {
+    const bool masked_row = j >= 3;  // query row 1 keeps no key
+    CHECK(std::isnan(e[0].head[j]) == masked_row);
+    CHECK(std::isnan(e[1].head[j]) == masked_row);
+    if (!masked_row) CHECK(std::fabs(e[0].head[j] - e[1].head[j]) <= 1e-12);
   }
 }
 

@@ -114,7 +114,8 @@ if [ -n "${CUDNN_CHECK:-}" ]; then  # tests/gpu/cudnn_attention.cpp, built
   done
 fi
 ATTENTION_CASES="attention_causal attention_masked attention_heads64 attention_heads128 attention_heads20 attention_rows_f32
-                 attention_rows_f64 attention_rows_wide attention_rows_ev attention_cudnn_d256 attention_cudnn_long"
+                 attention_rows_f64 attention_rows_wide attention_rows_ev attention_cudnn_d256 attention_cudnn_long
+                 attention_mask_bool attention_mask_add attention_mask_keys"
 for e in $ATTENTION_CASES; do
   for passes in "" "grad,philox,remat,del_last_used" "grad,philox,remat,fuse,del_last_used"; do
     args=(tests/gpu/attention.trace --entry "$e")
@@ -124,14 +125,16 @@ for e in $ATTENTION_CASES; do
     TRACER_ATTENTION=tracer check "attention.trace $e ${passes:-no passes} tracer's kernels" "${args[@]}" --
   done
 done
+# A row with every key masked: NaN at the same places as the CPU's.
+check "attention.trace attention_mask_empty_row" tests/gpu/attention.trace --entry attention_mask_empty_row --
+TRACER_ATTENTION=tracer check "attention.trace attention_mask_empty_row tracer's kernels" tests/gpu/attention.trace --entry attention_mask_empty_row --
 # Which path each case took: cuDNN for bf16/f16 heads of a multiple of 8, tracer's kernels else.
 for e in $ATTENTION_CASES; do
   "$TRACER" run tests/gpu/attention.trace --entry "$e" --passes grad,del_last_used --device cuda --json > "$tmp/a.json" 2>"$tmp/a.err"
   paths=$(python3 -c "import json,sys; a=json.load(open(sys.argv[1]))['attention']; print(a['cudnn'], a['tracer'])" "$tmp/a.json")
   case $e in
     attention_causal|attention_heads64|attention_heads128|attention_rows_wide|attention_cudnn_d256|attention_cudnn_long) want="2 0" ;;
-    attention_masked) want="0 0" ;;  # a mask: the decomposed form, no prims.attention
-    *) want="0 2" ;;                 # f32, f64, head size 20, values of another head size
+    *) want="0 2" ;;  # f32, f64, head size 20, values of another head size, a mask
   esac
   if [ "$paths" = "$want" ]; then echo "ok   attention.trace $e: cudnn, tracer = $paths"; else
     echo "FAIL attention.trace $e: cudnn, tracer = $paths, expected $want"; cat "$tmp/a.err"; fail=1; fi
