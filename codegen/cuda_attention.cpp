@@ -729,24 +729,28 @@ AttentionKernel attention_rows_dkdv_kernel(DType dt, int64_t E, int64_t Ev) {
   return k;
 }
 
-AttentionKernel attention_mask_kernel(DType mask_dtype, DType math) {
+AttentionKernel attention_mask_kernel(DType mask_dtype, DType out) {
   AttentionKernel k;
   k.block = 256;
-  const bool f64 = math == DType::f64;
-  std::string s = "// prims.attention's mask in the math type: a b8 mask as 0 (kept) or -inf, a float one converted.\n";
+  std::string s = "// prims.attention's mask as an additive one of another dtype: a b8 mask as 0 (kept) or -inf, a float one converted.\n";
   s += std::string(cuda_prelude()) + "\n";
-  s += std::string("typedef ") + (f64 ? "double" : "float") + " tr_a;\n";
-  std::string load;
+  std::string load, store;
   switch (mask_dtype) {
-    case DType::b8: s += "typedef unsigned char tr_m;\n"; load = std::string("m[i] ? (tr_a)0 : (tr_a)") + (f64 ? "__longlong_as_double(0xfff0000000000000LL)" : "__int_as_float(0xff800000)"); break;
-    case DType::f64: s += "typedef double tr_m;\n"; load = "(tr_a)m[i]"; break;
-    case DType::f32: s += "typedef float tr_m;\n"; load = "(tr_a)m[i]"; break;
-    case DType::bf16: s += "typedef tr_bf16 tr_m;\n"; load = "(tr_a)tr_from_bf16(m[i])"; break;
-    default: s += "typedef tr_f16 tr_m;\n"; load = "(tr_a)tr_from_f16(m[i])"; break;
+    case DType::b8: s += "typedef unsigned char tr_m;\n"; load = "(m[i] ? 0.0 : __longlong_as_double(0xfff0000000000000LL))"; break;
+    case DType::f64: s += "typedef double tr_m;\n"; load = "m[i]"; break;
+    case DType::f32: s += "typedef float tr_m;\n"; load = "(double)m[i]"; break;
+    case DType::bf16: s += "typedef tr_bf16 tr_m;\n"; load = "(double)tr_from_bf16(m[i])"; break;
+    default: s += "typedef tr_f16 tr_m;\n"; load = "(double)tr_from_f16(m[i])"; break;
   }
-  s += "extern \"C\" __global__ void __launch_bounds__(256) tr_kernel(const tr_m* __restrict__ m, tr_a* __restrict__ out, long long n) {\n"
-       "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) out[i] = " +
-       load + ";\n}\n";
+  switch (out) {
+    case DType::f64: s += "typedef double tr_o;\n"; store = "v"; break;
+    case DType::f32: s += "typedef float tr_o;\n"; store = "(float)v"; break;
+    case DType::bf16: s += "typedef tr_bf16 tr_o;\n"; store = "tr_to_bf16((float)v)"; break;
+    default: s += "typedef tr_f16 tr_o;\n"; store = "tr_to_f16((float)v)"; break;
+  }
+  s += "extern \"C\" __global__ void __launch_bounds__(256) tr_kernel(const tr_m* __restrict__ m, tr_o* __restrict__ out, long long n) {\n"
+       "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {\n"
+       "    const double v = " + load + ";\n    out[i] = " + store + ";\n  }\n}\n";
   k.source = finish(std::move(s), &k);
   return k;
 }

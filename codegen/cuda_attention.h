@@ -24,8 +24,9 @@ struct AttentionKernel {
 // - None: empty, or too large (*why says which); it runs on the CPU.
 enum class AttentionPath { None, Flash, Rows };
 // Whether the statement has an attn_mask (prims.attention's sixth argument, the backward's
-// ninth). The rows kernels read one (converted to the math type by attention_mask_kernel, through
-// per-batch offsets and query/key strides); the flash kernels and tracer's cuDNN graphs take none.
+// ninth). cuDNN's graphs take it as a bias where it is [1 or b, 1 or h, L, S] of the I/O dtype or
+// b8 (converted); the rows kernels read any other (converted to their math type, through
+// per-batch offsets and query/key strides); the flash kernels take none.
 bool attention_masked(const ir::Stmt& s);
 AttentionPath attention_path(const ir::Stmt& s, std::string* why = nullptr);
 // The same for a device of this compute capability (major) and opt-in shared memory per block:
@@ -56,7 +57,8 @@ AttentionKernel attention_dq_kernel(ir::DType dt);
 AttentionKernel attention_rows_forward_kernel(ir::DType dt, int64_t E, int64_t Ev);
 AttentionKernel attention_rows_dq_kernel(ir::DType dt, int64_t E, int64_t Ev);
 AttentionKernel attention_rows_dkdv_kernel(ir::DType dt, int64_t E, int64_t Ev);
-// A mask of mask_dtype (b8 or float) as the math type (f32, f64 for f64): out[i] for i < n.
-AttentionKernel attention_mask_kernel(ir::DType mask_dtype, ir::DType math);
+// A mask of mask_dtype (b8 or float) as an additive one of dtype out (the rows kernels' math
+// type f32 or f64, or cuDNN's I/O type bf16 or f16): out[i] for i < n.
+AttentionKernel attention_mask_kernel(ir::DType mask_dtype, ir::DType out);
 
 }  // namespace tracer::codegen

@@ -259,8 +259,13 @@ class GpuExecutor {
   bool run_attention_cudnn(const ir::Stmt& s, Values& env, const AttentionArgs& a);
   // Runs a prepared problem; in: the operands' addresses ({q, k, v}, or {g, q, k, v, o}).
   // outs (the backward's): where dq, dk and dv go instead of new tensors (their strides in p).
+  // bias: the problem's additive mask (p.bias), else unused.
   void launch_cudnn(const ir::Stmt& s, Values& env, const rt::cuda::AttentionProblem& p, const std::vector<rt::cuda::DevPtr>& in,
-                    const std::vector<rt::cuda::DevPtr>* outs = nullptr);
+                    const std::vector<rt::cuda::DevPtr>* outs = nullptr, rt::cuda::DevPtr bias = 0);
+  // A masked attention through cuDNN's graph with a bias (the mask in the I/O dtype, a b8 one
+  // converted to 0 / -inf), where the mask is [1 or b, 1 or h, L, S]; false where it is not or
+  // cuDNN has no plan (tracer's rows kernels run it then).
+  bool run_attention_cudnn_masked(const ir::Stmt& s, Values& env, const AttentionArgs& a);
   void plan_views(const ir::Trace& t);  // view_fusions_ (and out_layouts_) for a trace's statements
   void plan_out_layouts(const ir::Trace& t);
   const ReaderMap& readers_of(const ir::Trace& t);  // each value's readers (statement, argument), once per trace

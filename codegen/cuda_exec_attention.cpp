@@ -123,8 +123,6 @@ std::string GpuExecutor::cudnn_ready(const rt::cuda::AttentionProblem& p, bool b
 bool GpuExecutor::run_attention(const ir::Stmt& s, Values& env, ir::ExecContext& ctx) {
   if (!attention_setting_error_.empty()) throw std::runtime_error(attention_setting_error_);
   const bool masked = attention_masked(s);
-  if (masked && attention_choice_ == AttentionChoice::Cudnn)  // (the rows kernels run it: cuDNN's graphs here take no mask yet)
-    throw std::runtime_error("TRACER_ATTENTION=cudnn, but prims." + s.op->name + " has a mask, which tracer's cuDNN graphs do not take yet");
   // Operands that are views of a fusion not run (cuda_exec_views.cpp): cuDNN reads them in
   // place, or the fusion runs now after all.
   bool viewed = false;
@@ -172,6 +170,10 @@ bool GpuExecutor::run_attention(const ir::Stmt& s, Values& env, ir::ExecContext&
   if (masked) {
     a.mask = value(a.backward ? 8 : 5);
     if (!a.mask) return false;
+    if (attention_choice_ != AttentionChoice::Tracer && run_attention_cudnn_masked(s, env, a)) {
+      stats_.attention_cudnn++;
+      return true;
+    }
   }
   if (!masked && attention_choice_ != AttentionChoice::Tracer && run_attention_cudnn(s, env, a)) {
     stats_.attention_cudnn++;
@@ -207,15 +209,83 @@ bool GpuExecutor::run_attention_cudnn(const ir::Stmt& s, Values& env, const Atte
   return true;
 }
 
+bool GpuExecutor::run_attention_cudnn_masked(const ir::Stmt& s, Values& env, const AttentionArgs& a) {
+  const DType dt = a.q->dtype;
+  auto refuse = [&](const std::string& why) {
+    if (attention_choice_ == AttentionChoice::Cudnn)
+      throw std::runtime_error("TRACER_ATTENTION=cudnn, but cuDNN cannot run prims." + s.op->name + " with its mask: " + why);
+    return false;
+  };
+  if (dt != DType::bf16 && dt != DType::f16) return refuse("cuDNN's fused attention takes bf16 and f16");
+  if (a.mask->dtype != dt && a.mask->dtype != DType::b8)
+    return refuse(std::string("a ") + rt::dtype_name(a.mask->dtype) + " mask would be rounded to " + rt::dtype_name(dt) +
+                  " (the rows kernels add it exactly)");
+  if (!a.mask->layout.empty()) return refuse("the mask is held transposed");
+  if (a.backward && (a.lse->dtype != DType::f32 || a.g->dtype != dt || a.o->dtype != dt)) return refuse("the saved operands' dtypes");
+  if (a.batch == 0 || a.L == 0 || a.S == 0) return refuse("empty operands");
+  rt::cuda::AttentionProblem p = problem_for(dt, a.q->shape, a.S, a.Ev, a.causal, a.scale);
+  // The mask against [batch..., L, S], right-aligned: the keys and queries whole; the heads'
+  // dimension (the last batch one) 1 or h; the dimensions before it all 1 or all the query's.
+  const ir::Shape& qs = a.q->shape;
+  const ir::Shape& ms = a.mask->shape;
+  const size_t r = qs.size();
+  std::vector<int64_t> m(r, 1);  // the mask's size along each score dimension
+  for (size_t i = 0; i < ms.size() && i < r; ++i) m[r - ms.size() + i] = ms[i];
+  if (ms.size() > r || m[r - 2] != a.L || m[r - 1] != a.S) return refuse("the mask broadcasts over queries or keys");
+  int64_t bias_h = 1, bias_b = 1;
+  if (r >= 3) {
+    if (m[r - 3] != 1 && m[r - 3] != qs[r - 3]) return refuse("the mask's heads");
+    bias_h = m[r - 3];
+    bool ones = true, all = true;
+    for (size_t i = 0; i + 3 < r; ++i) {
+      ones = ones && m[i] == 1;
+      all = all && m[i] == qs[i];
+    }
+    if (!ones && !all) return refuse("the mask broadcasts over some batch dimensions and not others");
+    bias_b = ones ? 1 : p.b;
+  }
+  p.bias = true;
+  p.bias_b = bias_b;
+  p.bias_h = bias_h;
+  p.bias_s = {bias_h * a.L * a.S, static_cast<int64_t>(a.L) * a.S, a.S, 1};
+  bool worth = false;
+  std::string why = cudnn_ready(p, a.backward, &worth);
+  if (!why.empty()) {
+    if (attention_choice_ == AttentionChoice::Cudnn) return refuse(why);
+    if (worth) warn("prims." + s.op->name + " with a mask runs on tracer's kernels, not cuDNN: " + why);
+    return false;
+  }
+  // A b8 mask as 0 (kept) or -inf in the I/O dtype; one of the I/O dtype is read as it is.
+  std::optional<DeviceTensor> converted;
+  rt::cuda::DevPtr bias = a.mask->ptr();
+  if (a.mask->dtype == DType::b8) {
+    ir::TensorType mt;
+    mt.dtype = dt;
+    mt.shape = a.mask->shape;
+    converted = alloc(mt);
+    long long n = rt::numel(mt.shape);
+    void* conv = attention_kernel(std::string("mask:b8:") + rt::dtype_name(dt), [&] { return attention_mask_kernel(DType::b8, dt); },
+                                  "prims." + s.op->name).first;
+    rt::cuda::DevPtr src = a.mask->ptr(), dst = converted->ptr();
+    void* cargs[] = {&src, &dst, &n};
+    dev_.launch(conv, static_cast<unsigned>(std::min<long long>((n + 255) / 256, 4096)), 1, 256, 0, cargs);
+    stats_.launches++;
+    bias = dst;
+  }
+  if (a.backward) launch_cudnn(s, env, p, {a.g->ptr(), a.q->ptr(), a.k->ptr(), a.v->ptr(), a.o->ptr()}, nullptr, bias);
+  else launch_cudnn(s, env, p, {a.q->ptr(), a.k->ptr(), a.v->ptr()}, nullptr, bias);
+  return true;
+}
+
 void GpuExecutor::launch_cudnn(const ir::Stmt& s, Values& env, const rt::cuda::AttentionProblem& p,
-                               const std::vector<rt::cuda::DevPtr>& in, const std::vector<rt::cuda::DevPtr>* outs) {
+                               const std::vector<rt::cuda::DevPtr>& in, const std::vector<rt::cuda::DevPtr>* outs, rt::cuda::DevPtr bias) {
   rt::cuda::Cudnn& dnn = *cudnn_;
   const bool backward = s.op->name == "attention_backward";
   if (!backward && !out_layouts_.empty() && launch_cudnn_out_layout(s, env, p, in)) return;
   rt::cuda::Buffer ws(&dev_, dnn.engine_workspace(p, backward));
   if (!backward) {
     DeviceTensor out = alloc(s.outputs[0]->type), lse = alloc(s.outputs[1]->type);
-    dnn.forward(p, in[0], in[1], in[2], out.ptr(), lse.ptr(), ws.ptr);
+    dnn.forward(p, in[0], in[1], in[2], out.ptr(), lse.ptr(), ws.ptr, bias);
     env[s.outputs[0].get()] = std::move(out);
     env[s.outputs[1].get()] = std::move(lse);
     return;
@@ -226,11 +296,11 @@ void GpuExecutor::launch_cudnn(const ir::Stmt& s, Values& env, const rt::cuda::A
   const size_t rows = static_cast<size_t>(p.b * p.h * p.s_q);
   rt::cuda::Buffer row_sums(&dev_, rows * 4), dq_acc(&dev_, rows * static_cast<size_t>(p.d) * 4);
   if (outs) {  // into the caller's buffer, at the problem's strides
-    dnn.backward(p, in[1], in[2], in[3], in[4], in[0], lse.ptr(), (*outs)[0], (*outs)[1], (*outs)[2], row_sums.ptr, dq_acc.ptr, ws.ptr);
+    dnn.backward(p, in[1], in[2], in[3], in[4], in[0], lse.ptr(), (*outs)[0], (*outs)[1], (*outs)[2], row_sums.ptr, dq_acc.ptr, ws.ptr, bias);
     return;
   }
   DeviceTensor dq = alloc(s.outputs[0]->type), dk = alloc(s.outputs[1]->type), dv = alloc(s.outputs[2]->type);
-  dnn.backward(p, in[1], in[2], in[3], in[4], in[0], lse.ptr(), dq.ptr(), dk.ptr(), dv.ptr(), row_sums.ptr, dq_acc.ptr, ws.ptr);
+  dnn.backward(p, in[1], in[2], in[3], in[4], in[0], lse.ptr(), dq.ptr(), dk.ptr(), dv.ptr(), row_sums.ptr, dq_acc.ptr, ws.ptr, bias);
   env[s.outputs[0].get()] = std::move(dq);
   env[s.outputs[1].get()] = std::move(dk);
   env[s.outputs[2].get()] = std::move(dv);

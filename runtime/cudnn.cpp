@@ -63,6 +63,10 @@ std::string AttentionProblem::key(bool backward) const {
   strides(k);
   strides(v);
   strides(o);
+  if (bias) {
+    out << ":bias" << bias_b << ',' << bias_h;
+    strides(bias_s);
+  }
   if (backward) {
     strides(dout);
     strides(dq);
@@ -222,6 +226,8 @@ std::string Cudnn::unsupported(const AttentionProblem& p, bool backward, int com
     for (const auto* s : {&p.dout, &p.dq, &p.dk, &p.dv})
       if ((*s)[3] != 1) return "the head dimension is not innermost";
   if (backward && p.s_q == 1 && p.s_kv == 1) return "cuDNN has no backward for one query and one key";
+  if (p.bias && (p.bias_s[3] != 1 || (p.bias_b != 1 && p.bias_b != p.b) || (p.bias_h != 1 && p.bias_h != p.h)))
+    return "the mask is not [1 or b, 1 or h, s_q, s_kv] with the keys innermost";
   if (backward && p.s_kv % 128 != 0 && version_ < 91600)
     return version_reason("cuDNN " + version_string() + " has no backward engine for key lengths that are not multiples of 128 (" +
                           std::to_string(p.s_kv) + "; 9.16 has); $TRACER_CUDNN_LIBRARY can name a newer cuDNN");
@@ -428,20 +434,22 @@ void Cudnn::execute(Plan& plan, const std::vector<std::pair<int64_t, DevPtr>>& t
   a.check(a.be_execute(handle_, plan.plan, pack), "cudnnBackendExecute");
 }
 
-void Cudnn::forward(const AttentionProblem& p, DevPtr q, DevPtr k, DevPtr v, DevPtr o, DevPtr stats, DevPtr ws) {
+void Cudnn::forward(const AttentionProblem& p, DevPtr q, DevPtr k, DevPtr v, DevPtr o, DevPtr stats, DevPtr ws, DevPtr bias) {
   Plan* plan = find(p, false);
   if (!plan) throw CudaError("cuDNN attention: the forward was not prepared");
-  execute(*plan, {{kQ, q}, {kK, k}, {kV, v}, {kO, o}, {kStats, stats}}, ws);
+  std::vector<std::pair<int64_t, DevPtr>> t = {{kQ, q}, {kK, k}, {kV, v}, {kO, o}, {kStats, stats}};
+  if (p.bias) t.push_back({kBias, bias});
+  execute(*plan, t, ws);
 }
 
 void Cudnn::backward(const AttentionProblem& p, DevPtr q, DevPtr k, DevPtr v, DevPtr o, DevPtr dout, DevPtr stats, DevPtr dq,
-                     DevPtr dk, DevPtr dv, DevPtr row_sums, DevPtr dq_accum, DevPtr ws) {
+                     DevPtr dk, DevPtr dv, DevPtr row_sums, DevPtr dq_accum, DevPtr ws, DevPtr bias) {
   Plan* plan = find(p, true);
   if (!plan) throw CudaError("cuDNN attention: the backward was not prepared");
-  execute(*plan,
-          {{kQ, q}, {kK, k}, {kV, v}, {kO, o}, {kDO, dout}, {kStats, stats}, {kDQ, dq}, {kDK, dk}, {kDV, dv},
-           {kRowSum, row_sums}, {kDQAcc, dq_accum}},
-          ws);
+  std::vector<std::pair<int64_t, DevPtr>> t = {{kQ, q},   {kK, k},   {kV, v},   {kO, o},         {kDO, dout},   {kStats, stats},
+                                               {kDQ, dq}, {kDK, dk}, {kDV, dv}, {kRowSum, row_sums}, {kDQAcc, dq_accum}};
+  if (p.bias) t.push_back({kBias, bias});
+  execute(*plan, t, ws);
 }
 
 }  // namespace tracer::rt::cuda

@@ -26,6 +26,11 @@ struct AttentionProblem {
   Strides q{}, k{}, v{}, o{};   // o: the forward's output; the backward's saved output
   Strides dout{}, dq{}, dk{}, dv{};  // the backward's
   bool causal = false;  // key j > query i masked (top-left aligned)
+  // An additive mask (bias) of the I/O dtype added to the scaled scores: [bias_b, bias_h, s_q,
+  // s_kv] with bias_b 1 or b, bias_h 1 or h, at bias_s strides (the key dimension innermost).
+  bool bias = false;
+  int64_t bias_b = 1, bias_h = 1;
+  Strides bias_s{};
   float scale = 1;
   int align = 16;       // the smallest byte alignment of the operands' addresses (16, 8, 4 or 2)
   static Strides packed(int64_t h, int64_t s, int64_t d) { return {h * s * d, s * d, d, 1}; }
@@ -84,9 +89,10 @@ class Cudnn {
   // Runs a prepared problem on the device's stream (capturable in a CUDA graph). ws: at least
   // engine_workspace bytes (0 when none). The backward's row sums and dq accumulator are
   // separate blocks of b*h*s_q and b*h*s_q*d floats.
-  void forward(const AttentionProblem& p, DevPtr q, DevPtr k, DevPtr v, DevPtr o, DevPtr stats, DevPtr ws);
+  // bias: the problem's bias tensor (p.bias), else unused.
+  void forward(const AttentionProblem& p, DevPtr q, DevPtr k, DevPtr v, DevPtr o, DevPtr stats, DevPtr ws, DevPtr bias = 0);
   void backward(const AttentionProblem& p, DevPtr q, DevPtr k, DevPtr v, DevPtr o, DevPtr dout, DevPtr stats, DevPtr dq,
-                DevPtr dk, DevPtr dv, DevPtr row_sums, DevPtr dq_accum, DevPtr ws);
+                DevPtr dk, DevPtr dv, DevPtr row_sums, DevPtr dq_accum, DevPtr ws, DevPtr bias = 0);
 
  private:
   struct Plan;

@@ -21,7 +21,7 @@ int io_type(DType dt) { return dt == DType::f16 ? kHalf : kBf16; }
 
 }  // namespace
 
-// The forward: O = softmax(mask(Q Kᵀ * scale)) V and Stats = the rows' log-sum-exp.
+// The forward: O = softmax(mask(Q Kᵀ * scale + bias)) V and Stats = the rows' log-sum-exp.
 void forward_graph(GraphBuilder& g, const AttentionProblem& p) {
   const int io = io_type(p.dtype);
   const int64_t b = p.b, h = p.h, sq = p.s_q, skv = p.s_kv;
@@ -32,6 +32,7 @@ void forward_graph(GraphBuilder& g, const AttentionProblem& p) {
   const Dims scores = {b, h, sq, skv}, rows = {b, h, sq, 1};
   void* s = g.mm(q, kt, scores);
   s = g.pw(kMul, s, scale, scores);
+  if (p.bias) s = g.pw(kAdd, s, g.tensor(kBias, io, {p.bias_b, p.bias_h, sq, skv}, p.bias_s, false, p.align), scores);
   if (p.causal) s = g.causal_mask(s, scores, g.scalar(kNegInf));
   void* m = g.reduce(kReduceMax, s, rows);
   void* e = g.pw(kSub, s, m, scores);
@@ -65,6 +66,7 @@ void backward_graph(GraphBuilder& g, const AttentionProblem& p) {
   // P = exp(mask(Q Kᵀ * scale - Stats)).
   void* s = g.mm(q, kt, scores);
   s = g.pw(kMul, s, scale, scores);
+  if (p.bias) s = g.pw(kAdd, s, g.tensor(kBias, io, {p.bias_b, p.bias_h, sq, skv}, p.bias_s, false, p.align), scores);
   s = g.pw(kSub, s, stats, scores);
   if (p.causal) s = g.causal_mask(s, scores, g.scalar(kNegInf));
   void* prob = g.pw(kExp, s, nullptr, scores);

@@ -74,7 +74,7 @@ inline constexpr int kHeurA = 3, kHeurFallback = 2;
 // The UIDs of the graphs' non-virtual tensors (the variant pack's names).
 enum Uid : int64_t {
   kQ = 1, kK = 2, kV = 3, kO = 4, kStats = 5, kScale = 6, kDO = 7, kDQ = 8, kDK = 9, kDV = 10, kRowSum = 11, kDQAcc = 12,
-  kNegInf = 13, kOne = 14, kFirstVirtual = 100
+  kNegInf = 13, kOne = 14, kBias = 15, kFirstVirtual = 100
 };
 
 

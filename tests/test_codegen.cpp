@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "codegen/cuda_codegen.h"
+#include "codegen/cuda_attention.h"
 #include "codegen/cuda_codegen_detail.h"
 #include "codegen/cuda_exec.h"
 #include "codegen/cuda_reduce.h"
@@ -796,6 +797,25 @@ TEST_CASE("column and row kernels reduce f32 in f32 batches, f64 in double, and 
   auto r = nvrtc->compile(aliased.source, aliased.name, "sm_90", codegen::Emit::cubin);
   INFO(r.log);
   CHECK(r.ok);
+}
+
+}  // namespace tracer::test
+
+namespace tracer::test {
+
+TEST_CASE("NVRTC compiles the attention mask's conversions, every mask dtype into every additive one", "[codegen][nvrtc]") {
+  std::string why;
+  auto nvrtc = codegen::Nvrtc::load(&why);
+  INFO(why);
+  REQUIRE(nvrtc);
+  for (ir::DType m : {ir::DType::b8, ir::DType::f32, ir::DType::f64, ir::DType::bf16, ir::DType::f16})
+    for (ir::DType o : {ir::DType::f32, ir::DType::f64, ir::DType::bf16, ir::DType::f16}) {
+      codegen::AttentionKernel k = codegen::attention_mask_kernel(m, o);
+      INFO(rt::dtype_name(m) << " -> " << rt::dtype_name(o));
+      auto r = nvrtc->compile(k.source, "tr_kernel", "sm_90", codegen::Emit::cubin);
+      INFO(r.log);
+      CHECK(r.ok);
+    }
 }
 
 }  // namespace tracer::test

@@ -134,7 +134,8 @@ for e in $ATTENTION_CASES; do
   paths=$(python3 -c "import json,sys; a=json.load(open(sys.argv[1]))['attention']; print(a['cudnn'], a['tracer'])" "$tmp/a.json")
   case $e in
     attention_causal|attention_heads64|attention_heads128|attention_rows_wide|attention_cudnn_d256|attention_cudnn_long) want="2 0" ;;
-    *) want="0 2" ;;  # f32, f64, head size 20, values of another head size, a mask
+    attention_mask_bool|attention_mask_add) want="2 0" ;;  # a b8 or I/O-dtype mask [1|b, 1|h, L, S]: cuDNN's bias
+    *) want="0 2" ;;  # f32, f64, head size 20, values of another head size, an f32 mask
   esac
   if [ "$paths" = "$want" ]; then echo "ok   attention.trace $e: cudnn, tracer = $paths"; else
     echo "FAIL attention.trace $e: cudnn, tracer = $paths, expected $want"; cat "$tmp/a.err"; fail=1; fi

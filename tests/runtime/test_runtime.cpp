@@ -534,6 +534,22 @@ TEST_CASE("cuDNN: the attention graphs are the ones cuDNN's fused engines recogn
   CHECK(cuda::Cudnn::graph_tag(causal, true, &tensors) ==
         "MUL_Reduction_MUL_Matmul_MUL_SUB_GEN_INDEX_GEN_INDEX_CMP_GE_BINARY_SELECT_EXP_Reshape_Matmul_Matmul_SUB_MUL_MUL_Reshape_"
         "Matmul_Reshape_Matmul_IDENTITY_");
+  // An additive mask (bias, uid 15) of the I/O type, [1, h, s_q, s_kv]: the ADD right after the
+  // scale, as in the backward's tag of Thunder's issue 625 (Matmul_MUL_ADD_SUB_EXP); a plan of its own.
+  P biased = causal;
+  biased.bias = true;
+  biased.bias_h = 3;
+  biased.bias_s = {3 * 64 * 80, 64 * 80, 80, 1};
+  tensors.clear();
+  CHECK(cuda::Cudnn::graph_tag(biased, false, &tensors) ==
+        "Matmul_MUL_ADD_GEN_INDEX_GEN_INDEX_CMP_GE_BINARY_SELECT_Reduction_SUB_EXP_Reduction_LOG_ADD_DIV_Matmul_");
+  CHECK(std::find(tensors.begin(), tensors.end(), "uid 15 type 9 dims 1 3 64 80 strides 15360 5120 80 1") != tensors.end());
+  tensors.clear();
+  CHECK(cuda::Cudnn::graph_tag(biased, true, &tensors) ==
+        "MUL_Reduction_MUL_Matmul_MUL_ADD_SUB_GEN_INDEX_GEN_INDEX_CMP_GE_BINARY_SELECT_EXP_Reshape_Matmul_Matmul_SUB_MUL_MUL_Reshape_"
+        "Matmul_Reshape_Matmul_IDENTITY_");
+  CHECK(biased.key(false) != causal.key(false));
+  CHECK(biased.key(true) != causal.key(true));
   // The backward's f32 blocks are packed whatever the operands' strides: row sums (11) and the dq
   // accumulator (12); vᵀ by swapped strides; the gradients where the problem says.
   P strided = causal;
