@@ -4,6 +4,8 @@
 // no bf16); nothing here moves bytes between ranks but Gloo.
 #include "runtime/gloo_plugin.h"
 
+#include "runtime/dtype.h"
+
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -61,63 +63,12 @@ struct Comm {
   std::chrono::milliseconds timeout;
 };
 
-// bf16 and f16 as f32, rounded back to nearest even (NaN kept quiet).
-float bf16_to_f32(uint16_t h) {
-  uint32_t u = static_cast<uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-uint16_t f32_to_bf16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40);
-  u += 0x7fffu + ((u >> 16) & 1);
-  return static_cast<uint16_t>(u >> 16);
-}
-float f16_to_f32(uint16_t h) {
-  const uint32_t s = (h & 0x8000u) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff;
-  uint32_t u;
-  if (e == 0) {
-    if (m == 0) {
-      u = s;
-    } else {  // subnormal
-      int k = -1;
-      uint32_t mm = m;
-      do {
-        ++k;
-        mm <<= 1;
-      } while (!(mm & 0x400));
-      u = s | ((127 - 15 - k) << 23) | ((mm & 0x3ff) << 13);
-    }
-  } else if (e == 31) {
-    u = s | 0x7f800000u | (m << 13);
-  } else {
-    u = s | ((e + 127 - 15) << 23) | (m << 13);
-  }
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-uint16_t f32_to_f16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  const uint32_t s = (u >> 16) & 0x8000u;
-  const uint32_t a = u & 0x7fffffffu;
-  if (a > 0x7f800000u) return static_cast<uint16_t>(s | 0x7e00u);
-  if (a >= 0x477ff000u) return static_cast<uint16_t>(s | 0x7c00u);  // rounds to infinity
-  if (a < 0x38800000u) {  // subnormal or zero: round to nearest even at 2^-24
-    float af;
-    std::memcpy(&af, &a, 4);
-    const float scaled = af * 16777216.0f;  // exact
-    uint32_t q = static_cast<uint32_t>(scaled);
-    const float rem = scaled - static_cast<float>(q);
-    if (rem > 0.5f || (rem == 0.5f && (q & 1))) ++q;
-    return static_cast<uint16_t>(s | q);
-  }
-  uint32_t r = a + 0xfffu + ((a >> 13) & 1);
-  return static_cast<uint16_t>(s | (((r >> 13) - ((127 - 15) << 10)) & 0x7fffu));
-}
+// bf16 and f16 reduce in f32 and round back to nearest even: the runtime's conversions
+// (runtime/dtype.cpp is compiled into the plugin too), so a plugin's numbers are the CPU's.
+using tracer::rt::bf16_to_float;
+using tracer::rt::float_to_bf16;
+using tracer::rt::float_to_half;
+using tracer::rt::half_to_float;
 
 template <class T>
 T combine(T a, T b, int op) {
@@ -140,8 +91,8 @@ gloo::AllreduceOptions::Func half(int op, bool bf16) {
     uint16_t* o = static_cast<uint16_t*>(c);
     const uint16_t *x = static_cast<const uint16_t*>(a), *y = static_cast<const uint16_t*>(b);
     for (size_t i = 0; i < n; ++i) {
-      const float r = bf16 ? combine(bf16_to_f32(x[i]), bf16_to_f32(y[i]), op) : combine(f16_to_f32(x[i]), f16_to_f32(y[i]), op);
-      o[i] = bf16 ? f32_to_bf16(r) : f32_to_f16(r);
+      const float r = bf16 ? combine(bf16_to_float(x[i]), bf16_to_float(y[i]), op) : combine(half_to_float(x[i]), half_to_float(y[i]), op);
+      o[i] = bf16 ? float_to_bf16(r) : float_to_half(r);
     }
   };
 }
