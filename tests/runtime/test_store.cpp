@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "runtime/store.h"
+#include "tests/runtime/store_process.h"
 
 namespace tracer::test {
 namespace {
@@ -120,14 +121,15 @@ TEST_CASE("store: the ranks of a job meet, and every failure names what is missi
 }
 
 TEST_CASE("store: ranks as processes, a port in use, and rank 0 gone", "[runtime][dist]") {
-  auto server = StoreServer::start("127.0.0.1", 0);
-  const int port = server->port();
+  StoreProcess server;  // (this process forks the ranks: it runs no thread of its own)
+  const int port = server.port();
   // Three forked ranks join with rank 0's store in this process; each exits 0 on success.
   std::vector<pid_t> kids;
   for (int r = 1; r < 4; ++r) {
     pid_t pid = fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
+      alarm(120);  // a rank that hangs dies, and the test fails instead of hanging
       int rc = 0;
       try {
         auto c = StoreClient::connect("127.0.0.1", port, milliseconds(5000));
@@ -158,7 +160,7 @@ TEST_CASE("store: ranks as processes, a port in use, and rank 0 gone", "[runtime
   CHECK_THROWS_WITH(StoreServer::start("127.0.0.1", port), Catch::Contains("cannot listen on 127.0.0.1:" + std::to_string(port)) &&
                                                              Catch::Contains("MASTER_PORT"));
   // Rank 0 gone: the next request says so.
-  server.reset();
+  server.stop();
   CHECK_THROWS_WITH(c->set("k", "v"), Catch::Contains("closed the connection"));
   // No store at all: connect gives up at its deadline, naming the address.
   CHECK_THROWS_WITH(StoreClient::connect("127.0.0.1", port, milliseconds(100)), Catch::Contains("no store at 127.0.0.1:" + std::to_string(port)));
