@@ -268,6 +268,7 @@ bool Session::Impl::run_gpu(const interp::Traces& program_traces, std::vector<rt
       rep.kernel_disk_hits = st.disk_hits;
       rep.gemms = st.gemms;
       rep.gelu_epilogues = st.gelu_epilogues;
+      rep.dgelu_epilogues = st.dgelu_epilogues;
       rep.matmul_tuned = dev.matmul_tuning().problems;
       rep.matmul_tune_changed = dev.matmul_tuning().changed;
       rep.matmul_tune_loaded = dev.matmul_tuning().loaded;

@@ -781,7 +781,7 @@ std::unique_ptr<GpuGraph> GpuExecutor::capture(const std::function<void()>& work
   check_index_errors();
   dev_.synchronize();
   uint64_t start = ctx.rng_offset;
-  size_t launches = stats_.launches, gemms = stats_.gemms, gelus = stats_.gelu_epilogues;
+  size_t launches = stats_.launches, gemms = stats_.gemms, gelus = stats_.gelu_epilogues, dgelus = stats_.dgelu_epilogues;
   dev_.begin_capture();
   in_graph_ = true;
   rng_ready_ = true;  // rng_state reads the base that replay() writes
@@ -792,6 +792,7 @@ std::unique_ptr<GpuGraph> GpuExecutor::capture(const std::function<void()>& work
     stats_.launches = launches;
     stats_.gemms = gemms;
     stats_.gelu_epilogues = gelus;
+    stats_.dgelu_epilogues = dgelus;
   };
   std::unique_ptr<rt::cuda::Graph> g;
   try {
@@ -804,7 +805,7 @@ std::unique_ptr<GpuGraph> GpuExecutor::capture(const std::function<void()>& work
   }
   uint64_t draws = ctx.rng_offset - start;
   size_t captured_launches = stats_.launches - launches, captured_gemms = stats_.gemms - gemms,
-         captured_gelus = stats_.gelu_epilogues - gelus;
+         captured_gelus = stats_.gelu_epilogues - gelus, captured_dgelus = stats_.dgelu_epilogues - dgelus;
   bool checks = index_check_pending_;
   index_check_pending_ = false;
   leave();
@@ -816,6 +817,7 @@ std::unique_ptr<GpuGraph> GpuExecutor::capture(const std::function<void()>& work
   out->launches = captured_launches;
   out->gemms = captured_gemms;
   out->gelu_epilogues = captured_gelus;
+  out->dgelu_epilogues = captured_dgelus;
   return out;
 }
 
@@ -829,6 +831,7 @@ void GpuExecutor::replay(GpuGraph& g, ir::ExecContext& ctx) {
   stats_.launches += g.launches;
   stats_.gemms += g.gemms;
   stats_.gelu_epilogues += g.gelu_epilogues;
+  stats_.dgelu_epilogues += g.dgelu_epilogues;
   stats_.graph_launches++;
 }
 

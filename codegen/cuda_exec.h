@@ -36,6 +36,7 @@ struct GpuStats {
   size_t launches = 0;       // generated kernels launched
   size_t gemms = 0;          // cuBLASLt calls
   size_t gelu_epilogues = 0; // of them, linears that ran the following gelu (tanh) in their epilogue
+  size_t dgelu_epilogues = 0; // matmuls that ran the following gelu_backward (tanh, and its bias sum)
   size_t fallbacks = 0;      // statements run on the CPU
   size_t graph_launches = 0; // CUDA graph replays
   size_t compiled = 0;       // NVRTC compilations (cache misses)
@@ -77,7 +78,7 @@ class KernelCache {
 struct GpuGraph {
   std::unique_ptr<rt::cuda::Graph> graph;
   uint64_t draws = 0;                  // random offsets one replay consumes
-  size_t launches = 0, gemms = 0, gelu_epilogues = 0;  // per replay
+  size_t launches = 0, gemms = 0, gelu_epilogues = 0, dgelu_epilogues = 0;  // per replay
   bool checks_index = false;           // it gathers or scatters: check_index_errors() after it
 };
 
@@ -231,6 +232,20 @@ class GpuExecutor {
   // stmts[i] a linear whose output the next statement j only passes through gelu(tanh): both by
   // one cuBLASLt call with the GELU epilogue; *j gets the statement it ran (to skip), or false.
   bool run_linear_gelu(const std::vector<ir::Stmt>& stmts, size_t i, Values& env, size_t* j);
+  // A matmul's operands on the device (either read transposed) and the form of the product.
+  struct MatmulOperands {
+    const rt::cuda::DeviceTensor *A = nullptr, *B = nullptr;
+    bool ta = false, tb = false;
+    int64_t M = 0, N = 0, K = 0, na = 1, nb = 1;  // the last two dims' sizes; batch counts
+    bool stacked = false;     // B unbatched and A not transposed: one product of na * M rows
+    bool same_batch = false;  // A and B of the same batch dimensions
+    rt::DType dt = rt::DType::f32;
+  };
+  bool matmul_operands(const ir::Stmt& s, Values& env, MatmulOperands* out);
+  // stmts[i] a matmul (one product, 16-bit or f32) whose output only the next statement j reads,
+  // as the cotangent of gelu_backward(approximate="tanh") (alone, or fused with its column sums,
+  // a bias gradient): both by one cuBLASLt call with the DGELU(_BGRAD) epilogue.
+  bool run_matmul_dgelu(const std::vector<ir::Stmt>& stmts, size_t i, Values& env, size_t* j);
   // stmts[i] an attention_backward on cuDNN whose gradients the next statement j (a fusion) only
   // puts back out of heads and concatenates (the qkv gradient): cuDNN writes dq, dk and dv
   // straight into the concatenation's buffer, and j runs without the cat (cuda_exec_attention.cpp).
@@ -244,7 +259,8 @@ class GpuExecutor {
   // Any pair above, or false.
   bool run_pair(const std::vector<ir::Stmt>& stmts, size_t i, Values& env, ir::ExecContext& ctx,
                 const std::unordered_set<const ir::Proxy*>& lazy, size_t* j) {
-    return run_linear_gelu(stmts, i, env, j) || run_attention_into_cat(stmts, i, env, ctx, lazy, j) ||
+    return run_linear_gelu(stmts, i, env, j) || run_matmul_dgelu(stmts, i, env, j) ||
+           run_attention_into_cat(stmts, i, env, ctx, lazy, j) ||
            run_take_backward_add(stmts, i, env, j);
   }
   // The five take_backward kernels of k over (grad, index) into y (cuda_exec_gathers.cpp).

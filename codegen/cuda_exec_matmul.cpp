@@ -1,11 +1,13 @@
 // The GPU executor's matrix products: prims.matmul and prims.linear through cuBLASLt (batched,
 // transposed operands read in place, linear's bias in the epilogue), and a linear followed by
-// gelu(approximate="tanh") as one call with cuBLASLt's GELU epilogue. See docs/codegen.md.
+// gelu(approximate="tanh") as one call with cuBLASLt's GELU epilogue, and a matmul followed by
+// gelu_backward (tanh) with its bias gradient by the DGELU_BGRAD epilogue. See docs/codegen.md.
 #include <algorithm>
 #include <unordered_set>
 
 #include "codegen/cuda_exec.h"
 #include "ir/fusion.h"
+#include "ir/group.h"
 #include "ir/verify.h"
 
 namespace tracer::codegen {
@@ -37,9 +39,7 @@ bool GpuExecutor::linear_operands(const ir::Stmt& s, Values& env, LinearOperands
   return true;
 }
 
-bool GpuExecutor::run_matmul(const ir::Stmt& s, Values& env, const std::unordered_set<const ir::Proxy*>& lazy) {
-  (void)lazy;
-  const std::string& op = s.op->name;
+bool GpuExecutor::matmul_operands(const ir::Stmt& s, Values& env, MatmulOperands* out) {
   auto get = [&](const ir::Arg& a, bool* transposed) -> const DeviceTensor* {
     if (a.kind != K::Proxy) return nullptr;
     auto it = env.find(a.proxy.get());
@@ -47,8 +47,33 @@ bool GpuExecutor::run_matmul(const ir::Stmt& s, Values& env, const std::unordere
     *transposed = transposed_.count(a.proxy.get()) > 0;
     return &it->second;
   };
+  MatmulOperands m;
+  m.A = get(s.args[0], &m.ta);
+  m.B = get(s.args[1], &m.tb);
+  if (!m.A || !m.B || m.A->dtype != m.B->dtype) return false;
+  m.dt = m.A->dtype;
+  if (m.dt != DType::bf16 && m.dt != DType::f16 && m.dt != DType::f32 && m.dt != DType::f64) return false;
+  if (m.A->shape.size() < 2 || m.B->shape.size() < 2) return false;
+  auto logical = [](rt::Shape sh, bool t) {
+    if (t) std::swap(sh[sh.size() - 1], sh[sh.size() - 2]);
+    return sh;
+  };
+  rt::Shape as = logical(m.A->shape, m.ta), bs = logical(m.B->shape, m.tb);
+  m.M = as[as.size() - 2], m.K = as.back(), m.N = bs.back();
+  if (bs[bs.size() - 2] != m.K) return false;
+  rt::Shape ab(as.begin(), as.end() - 2), bb(bs.begin(), bs.end() - 2);
+  m.na = rt::numel(ab), m.nb = rt::numel(bb);
+  if (m.M == 0 || m.N == 0 || m.K == 0 || m.na == 0 || m.nb == 0) return false;  // empty products: the CPU path
+  m.stacked = m.nb == 1 && bb.size() <= ab.size() && !m.ta;
+  m.same_batch = ab == bb;
+  *out = m;
+  return true;
+}
+
+bool GpuExecutor::run_matmul(const ir::Stmt& s, Values& env, const std::unordered_set<const ir::Proxy*>& lazy) {
+  (void)lazy;
   const ir::TensorType& ot = s.outputs[0]->type;
-  if (op == "linear") {
+  if (s.op->name == "linear") {
     LinearOperands l;
     if (!linear_operands(s, env, &l)) return false;
     DeviceTensor C = alloc(ot);
@@ -57,32 +82,18 @@ bool GpuExecutor::run_matmul(const ir::Stmt& s, Values& env, const std::unordere
     env[s.outputs[0].get()] = std::move(C);
     return true;
   }
-  bool ta = false, tb = false;
-  const DeviceTensor* A = get(s.args[0], &ta);
-  const DeviceTensor* B = get(s.args[1], &tb);
-  if (!A || !B || A->dtype != B->dtype) return false;
-  DType dt = A->dtype;
-  if (dt != DType::bf16 && dt != DType::f16 && dt != DType::f32 && dt != DType::f64) return false;
-  if (A->shape.size() < 2 || B->shape.size() < 2) return false;
-  auto logical = [](rt::Shape sh, bool t) {
-    if (t) std::swap(sh[sh.size() - 1], sh[sh.size() - 2]);
-    return sh;
-  };
-  rt::Shape as = logical(A->shape, ta), bs = logical(B->shape, tb);
-  int64_t M = as[as.size() - 2], K_ = as.back(), N = bs.back();
-  if (bs[bs.size() - 2] != K_) return false;
-  rt::Shape ab(as.begin(), as.end() - 2), bb(bs.begin(), bs.end() - 2);
-  int64_t na = rt::numel(ab), nb = rt::numel(bb);
-  if (M == 0 || N == 0 || K_ == 0 || na == 0 || nb == 0) return false;  // empty products: the CPU path
+  MatmulOperands m;
+  if (!matmul_operands(s, env, &m)) return false;
+  const int64_t M = m.M, N = m.N, K_ = m.K;
   DeviceTensor C = alloc(ot);
-  if (nb == 1 && bb.size() <= ab.size() && !ta) {
-    dev_.gemm(dt, false, tb, na * M, N, K_, A->ptr(), B->ptr(), C.ptr(), 1, 0, 0, 0);  // stacked rows
-  } else if (ab == bb) {
-    dev_.gemm(dt, ta, tb, M, N, K_, A->ptr(), B->ptr(), C.ptr(), na, M * K_, K_ * N, M * N);
-  } else if (nb == 1) {
-    dev_.gemm(dt, ta, tb, M, N, K_, A->ptr(), B->ptr(), C.ptr(), na, M * K_, 0, M * N);
-  } else if (na == 1) {
-    dev_.gemm(dt, ta, tb, M, N, K_, A->ptr(), B->ptr(), C.ptr(), nb, 0, K_ * N, M * N);
+  if (m.stacked) {
+    dev_.gemm(m.dt, false, m.tb, m.na * M, N, K_, m.A->ptr(), m.B->ptr(), C.ptr(), 1, 0, 0, 0);  // stacked rows
+  } else if (m.same_batch) {
+    dev_.gemm(m.dt, m.ta, m.tb, M, N, K_, m.A->ptr(), m.B->ptr(), C.ptr(), m.na, M * K_, K_ * N, M * N);
+  } else if (m.nb == 1) {
+    dev_.gemm(m.dt, m.ta, m.tb, M, N, K_, m.A->ptr(), m.B->ptr(), C.ptr(), m.na, M * K_, 0, M * N);
+  } else if (m.na == 1) {
+    dev_.gemm(m.dt, m.ta, m.tb, M, N, K_, m.A->ptr(), m.B->ptr(), C.ptr(), m.nb, 0, K_ * N, M * N);
   } else {
     return false;
   }
@@ -110,6 +121,55 @@ const ir::Stmt* gelu_tanh_of(const ir::Stmt& s, const ir::Proxy* y) {
   if (!approx || approx->kind != K::Str || approx->s != "tanh") return nullptr;
   if (g->outputs[0]->type.dtype != y->type.dtype || g->outputs[0]->type.shape != y->type.shape) return nullptr;
   return g;
+}
+
+// The tanh-form approximate argument of a gelu or gelu_backward call at position pos (or by name).
+bool approximate_tanh(const ir::Stmt& g, size_t pos) {
+  const ir::Arg* approx = g.args.size() > pos ? &g.args[pos] : nullptr;
+  for (const auto& [name, a] : g.kwargs)
+    if (name == "approximate") approx = &a;
+  return approx && approx->kind == K::Str && approx->s == "tanh";
+}
+
+// gelu_backward(y, x, "tanh") in s with y its cotangent: the composite alone, or a fusion of it,
+// maybe followed by the sum of its result over every dimension but the last (a bias gradient),
+// whose outputs are no others. y, x and the result of one dtype and shape.
+struct GeluBackward {
+  const ir::Proxy* x = nullptr;
+  const ir::Proxy* dh = nullptr;     // the gradient at GELU's input
+  const ir::Proxy* bgrad = nullptr;  // its column sums, or null
+  bool dh_out = true;                // whether s defines dh (a fusion may keep it inside)
+};
+bool gelu_backward_tanh_of(const ir::Stmt& s, const ir::Proxy* y, GeluBackward* out) {
+  const ir::Stmt* g = &s;
+  const ir::Stmt* sum = nullptr;
+  if (s.kind == ir::StmtKind::Fusion) {
+    if (s.subsymbols.empty() || s.subsymbols.size() > 2) return false;
+    g = &s.subsymbols[0];
+    if (s.subsymbols.size() == 2) sum = &s.subsymbols[1];
+  }
+  if (g->kind != ir::StmtKind::Composite || g->callee != "ltorch.gelu_backward" || g->outputs.size() != 1) return false;
+  if (g->args.size() < 2 || g->args[0].kind != K::Proxy || g->args[0].proxy.get() != y || g->args[1].kind != K::Proxy) return false;
+  if (!approximate_tanh(*g, 2)) return false;
+  GeluBackward r;
+  r.x = g->args[1].proxy.get();
+  r.dh = g->outputs[0].get();
+  for (const ir::Proxy* p : {r.x, r.dh})
+    if (p->type.dtype != y->type.dtype || p->type.shape != y->type.shape) return false;
+  if (sum) {
+    size_t lead = 0;
+    if (!ir::column_reduction(*sum, nullptr, &lead) || sum->op->name != "sum" || sum->args[0].proxy.get() != r.dh ||
+        lead + 1 != r.dh->type.shape.size() || sum->outputs[0]->type.dtype != r.dh->type.dtype)
+      return false;
+    r.bgrad = sum->outputs[0].get();
+    r.dh_out = false;
+    for (const auto& o : s.outputs) {
+      if (o.get() == r.dh) r.dh_out = true;
+      else if (o.get() != r.bgrad) return false;
+    }
+  }
+  *out = r;
+  return true;
 }
 
 }  // namespace
@@ -148,6 +208,55 @@ bool GpuExecutor::run_linear_gelu(const std::vector<ir::Stmt>& stmts, size_t i, 
   stats_.gelu_epilogues++;
   if (keep_y) env[y] = std::move(Y);
   env[g->outputs[0].get()] = std::move(Z);
+  *j = k;
+  return true;
+}
+
+}  // namespace tracer::codegen
+
+namespace tracer::codegen {
+
+bool GpuExecutor::run_matmul_dgelu(const std::vector<ir::Stmt>& stmts, size_t i, Values& env, size_t* j) {
+  if (check_) return false;  // TRACER_GPU_CHECK compares each statement's own outputs
+  const ir::Stmt* mm = &stmts[i];
+  if (mm->kind == ir::StmtKind::Composite && mm->subsymbols.size() == 1 && mm->outputs.size() == 1 &&
+      mm->subsymbols[0].outputs.size() == 1 && mm->subsymbols[0].outputs[0] == mm->outputs[0])
+    mm = &mm->subsymbols[0];
+  const ir::Stmt& s = *mm;
+  if (s.kind != ir::StmtKind::Prim || !s.op || s.op->name != "matmul" || s.outputs.size() != 1) return false;
+  const ir::Proxy* y = s.outputs[0].get();
+  size_t k = i + 1;
+  for (; k < stmts.size() && stmts[k].kind == ir::StmtKind::Del; ++k)
+    for (const auto& p : stmts[k].deleted)
+      if (p.get() == y) return false;
+  if (k == stmts.size()) return false;
+  GeluBackward g;
+  if (!gelu_backward_tanh_of(stmts[k], y, &g)) return false;
+  // The product itself is never written: nothing after the gelu_backward may read it.
+  std::unordered_set<const ir::Proxy*> dying;
+  ir::dying_after(stmts, k, dying);
+  if (!dying.count(y)) return false;
+  MatmulOperands m;
+  if (!matmul_operands(s, env, &m) || m.dt == DType::f64 || !(m.stacked || (m.na == 1 && m.nb == 1))) return false;
+  if (m.A->layout.size() || m.B->layout.size()) return false;
+  auto xi = env.find(g.x);
+  if (xi == env.end() || xi->second.dtype != m.dt || !xi->second.layout.empty() || transposed_.count(g.x)) return false;
+  const int64_t rows = m.stacked ? m.na * m.M : m.M;
+  if (rt::numel(xi->second.shape) != rows * m.N) return false;
+  DeviceTensor C, Bgrad;
+  try {
+    C = alloc(g.dh->type);
+    if (g.bgrad) Bgrad = alloc(g.bgrad->type);
+    if (!dev_.gemm_dgelu(m.dt, m.stacked ? false : m.ta, m.tb, rows, m.N, m.K, m.A->ptr(), m.B->ptr(), C.ptr(), xi->second.ptr(),
+                         g.bgrad ? Bgrad.ptr() : 0))
+      return false;
+  } catch (const std::exception& e) {
+    throw ir::ExecError{"matmul: " + std::string(e.what()), s.loc, ir::print_stmt_line(s)};
+  }
+  stats_.gemms++;
+  stats_.dgelu_epilogues++;
+  if (g.dh_out) env[g.dh] = std::move(C);
+  if (g.bgrad) env[g.bgrad] = std::move(Bgrad);
   *j = k;
   return true;
 }

@@ -50,6 +50,7 @@ constexpr int kLtTransA = 3, kLtTransB = 4, kLtBatchCount = 5, kLtBatchOffset = 
 constexpr int kLtPrefAlignA = 5, kLtPrefAlignB = 6, kLtPrefAlignC = 7, kLtPrefAlignD = 8;
 constexpr int kLtEpilogue = 7, kLtBiasPointer = 8, kLtEpilogueBias = 4;
 constexpr int kLtEpilogueGelu = 32, kLtEpilogueAux = 128, kLtAuxPointer = 11, kLtAuxLd = 12;
+constexpr int kLtEpilogueDGelu = 64 | 128, kLtEpilogueBGrad = 16;  // CUBLASLT_EPILOGUE_DGELU(_BGRAD): 192, 208
 constexpr int kOpN = 0, kOpT = 1;
 constexpr int kCompute32F = 68, kCompute64F = 70;
 constexpr int kR32F = 0, kR64F = 1, kR16F = 2, kR16BF = 14;
@@ -165,7 +166,7 @@ struct LtPlan {
 }  // namespace
 
 struct Device::LtPlans {
-  using Key = std::tuple<int, bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, bool, bool,
+  using Key = std::tuple<int, bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, int, bool,
                          uint32_t, uint32_t, uint32_t, uint32_t, uint32_t>;
   std::map<Key, LtPlan> plans;
 };
@@ -599,17 +600,24 @@ double Device::time_ms(const std::function<void()>& work, bool gate, bool* gate_
 
 void Device::gemm(DType dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, DevPtr a, DevPtr b, DevPtr c,
                   int64_t batch, int64_t stride_a, int64_t stride_b, int64_t stride_c, DevPtr bias) {
-  lt_matmul(dt, ta, tb, m, n, k, a, b, c, batch, stride_a, stride_b, stride_c, bias, false, 0);
+  lt_matmul(dt, ta, tb, m, n, k, a, b, c, batch, stride_a, stride_b, stride_c, bias, LtEpi::None, 0);
 }
 
 bool Device::gemm_gelu(DType dt, int64_t m, int64_t n, int64_t k, DevPtr a, DevPtr b, DevPtr c, DevPtr bias, DevPtr aux) {
   if (aux && n % 8 != 0) return false;  // the epilogue's aux leading dimension must be a multiple of 8
-  return lt_matmul(dt, false, true, m, n, k, a, b, c, 1, 0, 0, 0, bias, true, aux);
+  return lt_matmul(dt, false, true, m, n, k, a, b, c, 1, 0, 0, 0, bias, LtEpi::Gelu, aux);
+}
+
+bool Device::gemm_dgelu(DType dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, DevPtr a, DevPtr b, DevPtr c, DevPtr aux,
+                        DevPtr bgrad) {
+  if (!aux || n % 8 != 0) return false;  // GELU's input is read with leading dimension n: a multiple of 8
+  return lt_matmul(dt, ta, tb, m, n, k, a, b, c, 1, 0, 0, 0, bgrad, LtEpi::DGelu, aux);
 }
 
 bool Device::lt_matmul(DType dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, DevPtr a, DevPtr b, DevPtr c,
-                       int64_t batch, int64_t stride_a, int64_t stride_b, int64_t stride_c, DevPtr bias, bool gelu,
+                       int64_t batch, int64_t stride_a, int64_t stride_b, int64_t stride_c, DevPtr bias, LtEpi epi,
                        DevPtr aux) {
+  const bool gelu = epi == LtEpi::Gelu, dgelu = epi == LtEpi::DGelu;
   if (!lt_handle_) {
     // Set up into locals and commit only when everything worked, so a failure can be retried.
     std::string why;
@@ -652,7 +660,7 @@ bool Device::lt_matmul(DType dt, bool ta, bool tb, int64_t m, int64_t n, int64_t
     return al;
   };
   uint32_t align_a = align(a), align_b = align(b), align_c = align(c);
-  LtPlans::Key key{static_cast<int>(dt), ta, tb, m, n, k, batch, stride_a, stride_b, stride_c, bias != 0, gelu, aux != 0,
+  LtPlans::Key key{static_cast<int>(dt), ta, tb, m, n, k, batch, stride_a, stride_b, stride_c, bias != 0, static_cast<int>(epi), aux != 0,
                    align_a, align_b, align_c, align(bias), align(aux)};
   if (!lt_plans_) lt_plans_ = std::make_unique<LtPlans>();
   auto it = lt_plans_->plans.find(key);
@@ -672,11 +680,13 @@ bool Device::lt_matmul(DType dt, bool ta, bool tb, int64_t m, int64_t n, int64_t
     int op_first = tb ? kOpT : kOpN, op_second = ta ? kOpT : kOpN;
     lt_check(lt_->desc_set(plan.desc, kLtTransA, &op_first, sizeof op_first), "cublasLtMatmulDescSetAttribute");
     lt_check(lt_->desc_set(plan.desc, kLtTransB, &op_second, sizeof op_second), "cublasLtMatmulDescSetAttribute");
-    if (bias || gelu) {
-      // Column-major D is C^T: its rows are C's columns, the n output features the bias runs along.
-      int32_t epilogue = (bias ? kLtEpilogueBias : 0) | (gelu ? kLtEpilogueGelu : 0) | (aux ? kLtEpilogueAux : 0);
+    if (bias || epi != LtEpi::None) {
+      // Column-major D is C^T: its rows are C's columns, the n output features the bias runs along
+      // (and the bias gradient of DGELU_BGRAD sums along: over C's rows).
+      int32_t epilogue = dgelu ? kLtEpilogueDGelu | (bias ? kLtEpilogueBGrad : 0)
+                               : (bias ? kLtEpilogueBias : 0) | (gelu ? kLtEpilogueGelu : 0) | (aux ? kLtEpilogueAux : 0);
       lt_check(lt_->desc_set(plan.desc, kLtEpilogue, &epilogue, sizeof epilogue), "cublasLtMatmulDescSetAttribute (epilogue)");
-      if (aux) {  // GELU's input, stored like D: column-major [n, m] with leading dimension n
+      if (aux) {  // GELU's input (written by GELU, read by DGELU), stored like D: column-major [n, m], leading dimension n
         int64_t ld = n;
         lt_check(lt_->desc_set(plan.desc, kLtAuxLd, &ld, sizeof ld), "cublasLtMatmulDescSetAttribute (aux ld)");
       }
@@ -706,11 +716,11 @@ bool Device::lt_matmul(DType dt, bool ta, bool tb, int64_t m, int64_t n, int64_t
     LtHeuristic h[8] = {};
     int found = 0;
     LtStatus hs = lt_->heuristic(lt_handle_, plan.desc, plan.la, plan.lb, plan.lc, plan.lc, pref, tune_ ? 8 : 1, h, &found);
-    if (!gelu) {
+    if (epi == LtEpi::None) {
       lt_check(hs, "cublasLtMatmulAlgoGetHeuristic");
       if (found == 0) throw CudaError("cuBLASLt has no algorithm for this matmul");
     }
-    plan.usable = hs == 0 && found > 0;  // a GELU product without one runs apart, every time
+    plan.usable = hs == 0 && found > 0;  // a GELU or DGELU product without one runs apart, every time
     plan.algo = plan.first = h[0].algo;
     for (int j = 1; j < found; ++j)
       if (h[j].state == 0) plan.candidates.push_back(h[j].algo);
@@ -721,7 +731,7 @@ bool Device::lt_matmul(DType dt, bool ta, bool tb, int64_t m, int64_t n, int64_t
       name << "cublaslt:" << arch() << ":" << lt_->get_version() << ":" << std::get<0>(key);
       for (int64_t v : {static_cast<int64_t>(ta), static_cast<int64_t>(tb), m, n, k, batch, stride_a, stride_b, stride_c})
         name << "," << v;
-      name << "," << (bias != 0) << gelu << (aux != 0) << "," << align_a << "," << align_b << "," << align_c << "," << align(bias) << ","
+      name << "," << (bias != 0) << static_cast<int>(epi) << (aux != 0) << "," << align_a << "," << align_b << "," << align_c << "," << align(bias) << ","
            << align(aux);
       const std::string text = name.str();
       uint64_t hash = 1469598103934665603ULL;
@@ -744,7 +754,7 @@ bool Device::lt_matmul(DType dt, bool ta, bool tb, int64_t m, int64_t n, int64_t
   }
   LtPlan& plan = it->second;
   if (!plan.usable) return false;
-  if (bias) {
+  if (bias) {  // the bias, or DGELU_BGRAD's output
     const void* bias_ptr = reinterpret_cast<const void*>(bias);
     lt_check(lt_->desc_set(plan.desc, kLtBiasPointer, &bias_ptr, sizeof bias_ptr), "cublasLtMatmulDescSetAttribute (bias)");
   }
@@ -762,8 +772,8 @@ bool Device::lt_matmul(DType dt, bool ta, bool tb, int64_t m, int64_t n, int64_t
                        reinterpret_cast<void*>(workspace_), workspace_bytes_, stream_);
   };
   if (!plan.candidates.empty() && !capturing_) {
-    // Tuning: each candidate once to warm up, then 5 times between events; C (and GELU's aux)
-    // are only written, so the call below gives the result. A candidate must win by 2% to
+    // Tuning: each candidate once to warm up, then 5 times between events; C (and GELU's aux,
+    // DGELU's bias gradient) are only written, so the call below gives the result. A candidate must win by 2% to
     // replace the heuristics' first (timing noise is about 1%).
     auto t0 = std::chrono::steady_clock::now();
     CUevent e0 = nullptr, e1 = nullptr;
@@ -814,7 +824,7 @@ bool Device::lt_matmul(DType dt, bool ta, bool tb, int64_t m, int64_t n, int64_t
     plan.algo = plan.first;
     st = run(&plan.algo);
   }
-  if (gelu && st != 0) return false;
+  if (epi != LtEpi::None && st != 0) return false;
   lt_check(st, "cublasLtMatmul");
   return true;
 }

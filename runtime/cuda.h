@@ -125,6 +125,13 @@ class Device {
   // [m, n] of dt) receives that input, rounded to dt. Returns false, having done nothing, when
   // cuBLASLt has no algorithm for it (dtype, alignment: aux needs n % 8 == 0).
   bool gemm_gelu(DType dt, int64_t m, int64_t n, int64_t k, DevPtr a, DevPtr b, DevPtr c, DevPtr bias, DevPtr aux);
+  // C = (op(A) op(B)) * gelu_tanh'(aux) for one product (row-major, as gemm), by cuBLASLt's DGELU
+  // epilogue on the f32 accumulator (the product is never rounded to dt before the multiply):
+  // aux [m, n] of dt is GELU's input. bgrad (optional, n elements of dt) receives the sums of C's
+  // columns (DGELU_BGRAD: a linear's bias gradient over its m rows). Returns false, having done
+  // nothing, when cuBLASLt has no algorithm for it (dtype, alignment: n % 8 == 0).
+  bool gemm_dgelu(DType dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, DevPtr a, DevPtr b, DevPtr c, DevPtr aux,
+                  DevPtr bgrad);
   // Matmul tuning (on unless TRACER_MATMUL_TUNE=0): the first call of each problem outside a
   // capture times the heuristics' best candidates (up to 8) on its own operands and keeps the
   // fastest, in the directory set here (the kernel cache's) when there is one, so later runs use
@@ -141,8 +148,9 @@ class Device {
  private:
   Device() = default;
   void check(int rc, const char* what) const;
+  enum class LtEpi { None = 0, Gelu = 1, DGelu = 2 };  // the epilogue of lt_matmul (bias apart)
   bool lt_matmul(DType dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, DevPtr a, DevPtr b, DevPtr c,
-                 int64_t batch, int64_t stride_a, int64_t stride_b, int64_t stride_c, DevPtr bias, bool gelu, DevPtr aux);
+                 int64_t batch, int64_t stride_a, int64_t stride_b, int64_t stride_c, DevPtr bias, LtEpi epi, DevPtr aux);
   std::shared_ptr<Api> api_;
   std::shared_ptr<LtApi> lt_;
   struct LtPlans;                    // cuBLASLt descriptors and algorithms by problem (cuda.cpp)

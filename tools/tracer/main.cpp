@@ -103,6 +103,7 @@ nlohmann::json report_json(const std::string& file, const std::string& entry, co
     j["kernel_disk_hits"] = r.kernel_disk_hits;
     j["gemms"] = r.gemms;
     j["gemm_gelu_epilogues"] = r.gelu_epilogues;
+    j["gemm_dgelu_epilogues"] = r.dgelu_epilogues;
     if (r.matmul_tuned > 0 || r.matmul_tune_loaded > 0)
       j["matmul_tuning"] = {{"problems", r.matmul_tuned}, {"changed", r.matmul_tune_changed}, {"loaded", r.matmul_tune_loaded},
                             {"ms", r.matmul_tune_ms}, {"saved_ms_per_call", r.matmul_tune_saved_ms}};
@@ -157,6 +158,14 @@ struct RunArgs {
   bool cuda_graph = false;
 };
 
+// " (N with the GELU epilogue, M with the GELU backward's)" after the count of matmuls, or "".
+std::string epilogues(const tracer::RunReport& r) {
+  std::vector<std::string> parts;
+  if (r.gelu_epilogues) parts.push_back(fmt::format("{} with the GELU epilogue", r.gelu_epilogues));
+  if (r.dgelu_epilogues) parts.push_back(fmt::format("{} with the GELU backward's", r.dgelu_epilogues));
+  return parts.empty() ? "" : " (" + fmt::format("{}", fmt::join(parts, ", ")) + ")";
+}
+
 int cmd_run(const Common& c, const std::string& output_dir, const RunArgs& ra) {
   tracer::Session s(session_options(c));
   if (ra.cuda_graph && ra.device == "cpu") {
@@ -186,7 +195,7 @@ int cmd_run(const Common& c, const std::string& output_dir, const RunArgs& ra) {
                              *entry, r->statements, r->run_ms, r->device, r->kernels_compiled, r->compile_wall_ms,
                              r->compile_ms, r->device_peak_bytes / 1048576.0);
     std::cerr << fmt::format("# {} kernel launches, {} cuBLASLt matmuls{}, {} statements on the CPU{}\n", r->kernels_launched,
-                             r->gemms, r->gelu_epilogues ? fmt::format(" ({} with the GELU epilogue)", r->gelu_epilogues) : "",
+                             r->gemms, epilogues(*r),
                              r->cpu_fallbacks,
                              r->fallback_ops.empty() ? "" : " (" + fmt::format("{}", fmt::join(r->fallback_ops, ", ")) + ")");
     if (r->attention_cudnn + r->attention_tracer > 0)
