@@ -367,6 +367,7 @@ class GpuExecutor {
   enum class AttentionChoice { Auto, Cudnn, Tracer };  // TRACER_ATTENTION
   AttentionChoice attention_choice_ = AttentionChoice::Auto;
   std::string attention_setting_error_;
+  bool dgelu_epilogue_ = true;  // TRACER_DGELU_EPILOGUE=0: run_matmul_dgelu off
   bool attention_cat_ = true;  // TRACER_ATTENTION_CAT=0: run_attention_into_cat off
   bool out_layout_ = true;     // TRACER_ATTENTION_OUT_LAYOUT=0: attention outputs written packed
   std::unordered_map<const ir::Stmt*, ViewFusion> view_fusions_;  // this trace's fusions that may become views

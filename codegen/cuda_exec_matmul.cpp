@@ -217,7 +217,7 @@ bool GpuExecutor::run_linear_gelu(const std::vector<ir::Stmt>& stmts, size_t i, 
 namespace tracer::codegen {
 
 bool GpuExecutor::run_matmul_dgelu(const std::vector<ir::Stmt>& stmts, size_t i, Values& env, size_t* j) {
-  if (check_) return false;  // TRACER_GPU_CHECK compares each statement's own outputs
+  if (check_ || !dgelu_epilogue_) return false;  // TRACER_GPU_CHECK compares each statement's own outputs
   const ir::Stmt* mm = &stmts[i];
   if (mm->kind == ir::StmtKind::Composite && mm->subsymbols.size() == 1 && mm->outputs.size() == 1 &&
       mm->subsymbols[0].outputs.size() == 1 && mm->subsymbols[0].outputs[0] == mm->outputs[0])
