@@ -713,9 +713,15 @@ bool Device::lt_matmul(DType dt, bool ta, bool tb, int64_t m, int64_t n, int64_t
       const char* t = std::getenv("TRACER_MATMUL_TUNE");
       tune_ = t && std::string(t) == "0" ? 0 : 1;
     }
-    LtHeuristic h[8] = {};
+    // TRACER_MATMUL_TUNE_CANDIDATES: how many of the heuristics' candidates tuning times (8).
+    int wanted = 1;
+    if (tune_) {
+      wanted = 8;
+      if (const char* c = std::getenv("TRACER_MATMUL_TUNE_CANDIDATES")) wanted = std::max(1, std::min(64, std::atoi(c)));
+    }
+    std::vector<LtHeuristic> h(static_cast<size_t>(wanted));
     int found = 0;
-    LtStatus hs = lt_->heuristic(lt_handle_, plan.desc, plan.la, plan.lb, plan.lc, plan.lc, pref, tune_ ? 8 : 1, h, &found);
+    LtStatus hs = lt_->heuristic(lt_handle_, plan.desc, plan.la, plan.lb, plan.lc, plan.lc, pref, wanted, h.data(), &found);
     if (epi == LtEpi::None) {
       lt_check(hs, "cublasLtMatmulAlgoGetHeuristic");
       if (found == 0) throw CudaError("cuBLASLt has no algorithm for this matmul");
