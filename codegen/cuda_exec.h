@@ -245,7 +245,8 @@ class GpuExecutor {
   // stmts[i] a matmul (one product, 16-bit or f32) whose output only the next statement j reads,
   // as the cotangent of gelu_backward(approximate="tanh") (alone, or fused with its column sums,
   // a bias gradient): both by one cuBLASLt call with the DGELU(_BGRAD) epilogue.
-  bool run_matmul_dgelu(const std::vector<ir::Stmt>& stmts, size_t i, Values& env, size_t* j);
+  bool run_matmul_dgelu(const std::vector<ir::Stmt>& stmts, size_t i, Values& env, ir::ExecContext& ctx,
+                        const std::unordered_set<const ir::Proxy*>& lazy, size_t* j);
   // stmts[i] an attention_backward on cuDNN whose gradients the next statement j (a fusion) only
   // puts back out of heads and concatenates (the qkv gradient): cuDNN writes dq, dk and dv
   // straight into the concatenation's buffer, and j runs without the cat (cuda_exec_attention.cpp).
@@ -259,7 +260,7 @@ class GpuExecutor {
   // Any pair above, or false.
   bool run_pair(const std::vector<ir::Stmt>& stmts, size_t i, Values& env, ir::ExecContext& ctx,
                 const std::unordered_set<const ir::Proxy*>& lazy, size_t* j) {
-    return run_linear_gelu(stmts, i, env, j) || run_matmul_dgelu(stmts, i, env, j) ||
+    return run_linear_gelu(stmts, i, env, j) || run_matmul_dgelu(stmts, i, env, ctx, lazy, j) ||
            run_attention_into_cat(stmts, i, env, ctx, lazy, j) ||
            run_take_backward_add(stmts, i, env, j);
   }
@@ -367,7 +368,9 @@ class GpuExecutor {
   enum class AttentionChoice { Auto, Cudnn, Tracer };  // TRACER_ATTENTION
   AttentionChoice attention_choice_ = AttentionChoice::Auto;
   std::string attention_setting_error_;
-  bool dgelu_epilogue_ = true;  // TRACER_DGELU_EPILOGUE=0: run_matmul_dgelu off
+  // TRACER_DGELU_EPILOGUE: 0 (run_matmul_dgelu off), bgrad (the bias gradient by cuBLASLt too),
+  // else DGELU with the bias gradient's column kernel after it.
+  enum class DGeluEpilogue { Off, Apart, BGrad } dgelu_epilogue_ = DGeluEpilogue::Apart;
   bool attention_cat_ = true;  // TRACER_ATTENTION_CAT=0: run_attention_into_cat off
   bool out_layout_ = true;     // TRACER_ATTENTION_OUT_LAYOUT=0: attention outputs written packed
   std::unordered_map<const ir::Stmt*, ViewFusion> view_fusions_;  // this trace's fusions that may become views

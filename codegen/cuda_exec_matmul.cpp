@@ -138,6 +138,7 @@ struct GeluBackward {
   const ir::Proxy* x = nullptr;
   const ir::Proxy* dh = nullptr;     // the gradient at GELU's input
   const ir::Proxy* bgrad = nullptr;  // its column sums, or null
+  const ir::Stmt* sum = nullptr;     // the statement giving them
   bool dh_out = true;                // whether s defines dh (a fusion may keep it inside)
 };
 bool gelu_backward_tanh_of(const ir::Stmt& s, const ir::Proxy* y, GeluBackward* out) {
@@ -157,11 +158,16 @@ bool gelu_backward_tanh_of(const ir::Stmt& s, const ir::Proxy* y, GeluBackward* 
   for (const ir::Proxy* p : {r.x, r.dh})
     if (p->type.dtype != y->type.dtype || p->type.shape != y->type.shape) return false;
   if (sum) {
+    // ltorch.sum is a composite of prims.sum alone.
+    if (sum->kind == ir::StmtKind::Composite && sum->subsymbols.size() == 1 && sum->outputs.size() == 1 &&
+        sum->subsymbols[0].outputs.size() == 1 && sum->subsymbols[0].outputs[0] == sum->outputs[0])
+      sum = &sum->subsymbols[0];
     size_t lead = 0;
     if (!ir::column_reduction(*sum, nullptr, &lead) || sum->op->name != "sum" || sum->args[0].proxy.get() != r.dh ||
         lead + 1 != r.dh->type.shape.size() || sum->outputs[0]->type.dtype != r.dh->type.dtype)
       return false;
     r.bgrad = sum->outputs[0].get();
+    r.sum = sum;
     r.dh_out = false;
     for (const auto& o : s.outputs) {
       if (o.get() == r.dh) r.dh_out = true;
@@ -216,8 +222,9 @@ bool GpuExecutor::run_linear_gelu(const std::vector<ir::Stmt>& stmts, size_t i, 
 
 namespace tracer::codegen {
 
-bool GpuExecutor::run_matmul_dgelu(const std::vector<ir::Stmt>& stmts, size_t i, Values& env, size_t* j) {
-  if (check_ || !dgelu_epilogue_) return false;  // TRACER_GPU_CHECK compares each statement's own outputs
+bool GpuExecutor::run_matmul_dgelu(const std::vector<ir::Stmt>& stmts, size_t i, Values& env, ir::ExecContext& ctx,
+                                   const std::unordered_set<const ir::Proxy*>& lazy, size_t* j) {
+  if (check_ || dgelu_epilogue_ == DGeluEpilogue::Off) return false;  // TRACER_GPU_CHECK compares each statement's own outputs
   const ir::Stmt* mm = &stmts[i];
   if (mm->kind == ir::StmtKind::Composite && mm->subsymbols.size() == 1 && mm->outputs.size() == 1 &&
       mm->subsymbols[0].outputs.size() == 1 && mm->subsymbols[0].outputs[0] == mm->outputs[0])
@@ -243,20 +250,26 @@ bool GpuExecutor::run_matmul_dgelu(const std::vector<ir::Stmt>& stmts, size_t i,
   if (xi == env.end() || xi->second.dtype != m.dt || !xi->second.layout.empty() || transposed_.count(g.x)) return false;
   const int64_t rows = m.stacked ? m.na * m.M : m.M;
   if (rt::numel(xi->second.shape) != rows * m.N) return false;
+  // cuBLASLt's bias gradient (DGELU_BGRAD) ran at a third of the product's speed on the H200
+  // (bench/results/2026-12-02-h200-gpt-s7.md): by default the column sums run apart, as a column
+  // kernel over the result.
+  const bool bgrad = g.bgrad && dgelu_epilogue_ == DGeluEpilogue::BGrad;
   DeviceTensor C, Bgrad;
   try {
     C = alloc(g.dh->type);
-    if (g.bgrad) Bgrad = alloc(g.bgrad->type);
+    if (bgrad) Bgrad = alloc(g.bgrad->type);
     if (!dev_.gemm_dgelu(m.dt, m.stacked ? false : m.ta, m.tb, rows, m.N, m.K, m.A->ptr(), m.B->ptr(), C.ptr(), xi->second.ptr(),
-                         g.bgrad ? Bgrad.ptr() : 0))
+                         bgrad ? Bgrad.ptr() : 0))
       return false;
   } catch (const std::exception& e) {
     throw ir::ExecError{"matmul: " + std::string(e.what()), s.loc, ir::print_stmt_line(s)};
   }
   stats_.gemms++;
   stats_.dgelu_epilogues++;
-  if (g.dh_out) env[g.dh] = std::move(C);
-  if (g.bgrad) env[g.bgrad] = std::move(Bgrad);
+  env[g.dh] = std::move(C);
+  if (bgrad) env[g.bgrad] = std::move(Bgrad);
+  if (g.bgrad && !bgrad) run_stmt(*g.sum, env, ctx, {}, lazy);
+  if (!g.dh_out) env.erase(g.dh);
   *j = k;
   return true;
 }
