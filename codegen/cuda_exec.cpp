@@ -78,7 +78,10 @@ GpuExecutor::GpuExecutor(rt::cuda::Device& dev, std::shared_ptr<Nvrtc> nvrtc, Ke
   if (const char* v = std::getenv("TRACER_ATTENTION_VIEWS")) views_enabled_ = std::string(v) != "0";
   if (const char* c = std::getenv("TRACER_ATTENTION_CAT")) attention_cat_ = std::string(c) != "0";
   if (const char* c = std::getenv("TRACER_DGELU_EPILOGUE"))
-    dgelu_epilogue_ = std::string(c) == "0" ? DGeluEpilogue::Off : std::string(c) == "bgrad" ? DGeluEpilogue::BGrad : DGeluEpilogue::Apart;
+    dgelu_epilogue_ = std::string(c) == "0"       ? DGeluEpilogue::Off
+                      : std::string(c) == "bgrad" ? DGeluEpilogue::BGrad
+                      : std::string(c) == "apart" ? DGeluEpilogue::Apart
+                                                  : DGeluEpilogue::Auto;
   if (const char* c = std::getenv("TRACER_ATTENTION_OUT_LAYOUT")) out_layout_ = std::string(c) != "0";
   if (const char* a = std::getenv("TRACER_ATTENTION"); a && *a) {
     std::string v = a;

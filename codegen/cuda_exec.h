@@ -368,9 +368,10 @@ class GpuExecutor {
   enum class AttentionChoice { Auto, Cudnn, Tracer };  // TRACER_ATTENTION
   AttentionChoice attention_choice_ = AttentionChoice::Auto;
   std::string attention_setting_error_;
-  // TRACER_DGELU_EPILOGUE: 0 (run_matmul_dgelu off), bgrad (the bias gradient by cuBLASLt too),
-  // else DGELU with the bias gradient's column kernel after it.
-  enum class DGeluEpilogue { Off, Apart, BGrad } dgelu_epilogue_ = DGeluEpilogue::Apart;
+  // TRACER_DGELU_EPILOGUE: 0 (run_matmul_dgelu off), apart (also where a bias gradient follows,
+  // its column kernel after the product), bgrad (that gradient by cuBLASLt's DGELU_BGRAD), else
+  // (auto) only where no bias gradient follows.
+  enum class DGeluEpilogue { Off, Auto, Apart, BGrad } dgelu_epilogue_ = DGeluEpilogue::Auto;
   bool attention_cat_ = true;  // TRACER_ATTENTION_CAT=0: run_attention_into_cat off
   bool out_layout_ = true;     // TRACER_ATTENTION_OUT_LAYOUT=0: attention outputs written packed
   std::unordered_map<const ir::Stmt*, ViewFusion> view_fusions_;  // this trace's fusions that may become views
