@@ -9,6 +9,7 @@
 #include <iomanip>
 #include <iostream>
 
+#include "launch.h"
 #include "repl.h"
 #include "tracer/session.h"
 #include "tracer/tracer.h"
@@ -423,7 +424,20 @@ int main(int argc, char** argv) {
   add_common(check, c, false);
   check->add_flag("--parse-only", parse_only, "Stop after parsing");
 
+  LaunchArgs la;
+  CLI::App* launch = app.add_subcommand("launch", "Start the local ranks of a distributed job (as torchrun): tracer launch --nproc N -- run FILE ...");
+  launch->add_option("--nproc", la.nproc, "Ranks on this machine (default 1)")->check(CLI::Range(1, 4096));
+  launch->add_option("--nnodes", la.nnodes, "Machines in the job (default 1)")->check(CLI::Range(1, 65536));
+  launch->add_option("--node-rank", la.node_rank, "This machine's place among them (default 0)")->check(CLI::NonNegativeNumber);
+  launch->add_option("--master-addr", la.master_addr, "Where rank 0 serves the job's store (default 127.0.0.1)");
+  launch->add_option("--master-port", la.master_port, "Its port (default: a free one on one machine, else 29500)")->check(CLI::Range(1, 65535));
+  launch->add_option("--timeout", la.timeout_s, "Seconds a rank waits for the others (rendezvous, collectives; default 300)")
+      ->check(CLI::PositiveNumber);
+  launch->add_flag("--exec", la.exec, "Run the command as given (any program) instead of as a tracer subcommand");
+  launch->add_option("command", la.command, "After '--': the tracer subcommand and its arguments (with --exec: a program)");
+
   CLI11_PARSE(app, argc, argv);
+  if (*launch) return cmd_launch(la);
   if (*run) return cmd_run(c, output_dir, ra);
   if (*print) return cmd_print(c);
   if (*check) return cmd_check(c, parse_only);
