@@ -30,7 +30,7 @@ namespace tracer {
 
 
 Session::Session(SessionOptions opts) : impl_(std::make_unique<Impl>(std::move(opts))) {}
-Session::~Session() = default;
+Session::~Session() = default;  // a rank that did not leave_job() (it failed) just goes: the others' leave_job() reports it
 
 void Session::set(const std::string& name, const std::string& value) {
   Value v;

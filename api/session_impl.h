@@ -22,6 +22,7 @@
 #include "interpreter/passes.h"
 #include "ir/verify.h"
 #include "runtime/cuda.h"
+#include "runtime/store.h"
 
 namespace tracer {
 
@@ -59,6 +60,11 @@ struct Session::Impl {
   std::unique_ptr<codegen::GpuExecutor> gexec;
   int bench = 0;
   bool cuda_graph = false;
+  // The distributed job (api/session_job.cpp): rank 0's server, this rank's connection.
+  std::optional<rt::dist::JobEnv> job;
+  std::unique_ptr<rt::dist::StoreServer> job_server;
+  std::unique_ptr<rt::dist::StoreClient> job_store;
+  std::chrono::milliseconds job_timeout{300000};
 
   // api/session_gpu.cpp
   bool run_gpu(const interp::Traces& prog, std::vector<rt::Tensor>& inputs, RunReport& rep,

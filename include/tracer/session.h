@@ -141,6 +141,12 @@ struct CompileReport {
 // peak marked, the traces labelled.
 std::string memory_svg(const MemoryReport& r, const std::string& title);
 
+// A rank's place in a distributed job (docs/distributed.md).
+struct JobInfo {
+  int rank = 0, world_size = 1, local_rank = 0, local_world_size = 1;
+  std::string store;  // MASTER_ADDR:MASTER_PORT, where rank 0 serves the job's store
+};
+
 class Session {
  public:
   explicit Session(SessionOptions opts = {});
@@ -159,6 +165,19 @@ class Session {
   // Parses (and unless parse_only, resolves names, loads the module and traces its entry
   // when the entry's inputs are typed) and reports every diagnostic found.
   bool check_file(const std::string& path, bool parse_only, const std::string& entry = "");
+
+  // Joins the distributed job torchrun's variables describe (RANK, WORLD_SIZE, LOCAL_RANK,
+  // LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT; `tracer launch` sets them): rank 0 serves the
+  // job's store, and every rank waits for all the others, up to TRACER_DIST_TIMEOUT seconds
+  // (default 300). Without RANK and WORLD_SIZE there is no job: true, nothing done. False, with
+  // a diagnostic naming the bad variable or every rank that never arrived, on failure.
+  bool join_job();
+  std::optional<JobInfo> job() const;  // once joined
+  // The ranks meet once more, so that rank 0 stops serving the store only when no rank needs it
+  // any more; false, with a diagnostic, when a rank never arrives (it failed, or hangs). A
+  // Session destroyed without it (its run failed) leaves at once: the others' leave_job() (or
+  // their launcher) then reports it, and on rank 0 the store closes with it.
+  bool leave_job();
 
   std::vector<std::string> functions() const;  // top-level functions, in source order
   // The requested entry if non-empty, else "main" if defined, else the last function.

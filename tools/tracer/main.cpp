@@ -169,6 +169,9 @@ std::string epilogues(const tracer::RunReport& r) {
 
 int cmd_run(const Common& c, const std::string& output_dir, const RunArgs& ra) {
   tracer::Session s(session_options(c));
+  // A rank of a distributed job (tracer launch): the ranks meet before anything runs, and again
+  // at the end, so that a rank that fails or hangs stops every other one within the timeout.
+  if (!s.join_job()) return fail(s);
   if (ra.cuda_graph && ra.device == "cpu") {
     std::cerr << "error: --cuda-graph needs a GPU device (--device cuda or cuda:N)\n";
     return 1;
@@ -183,9 +186,13 @@ int cmd_run(const Common& c, const std::string& output_dir, const RunArgs& ra) {
   if (!r) return fail(s);
   std::cerr << s.rendered_diagnostics();  // warnings of a run that succeeded (e.g. --cuda-graph not captured)
   report_pass_times(s, c);
+  // The outputs are printed (and written) before the ranks meet at the end: a rank that the
+  // others fail keeps what it computed.
   if (c.json) {
-    std::cout << report_json(c.file, *entry, *r).dump(2) << "\n";
-    return 0;
+    nlohmann::json j = report_json(c.file, *entry, *r);
+    if (auto job = s.job()) j["job"] = {{"rank", job->rank}, {"world_size", job->world_size}, {"local_rank", job->local_rank}, {"store", job->store}};
+    std::cout << j.dump(2) << "\n";
+    return s.leave_job() ? 0 : fail(s);
   }
   for (const auto& o : r->outputs) std::cout << o.name << ": " << o.summary << "\n";
   if (r->device == "cpu") {
@@ -216,7 +223,7 @@ int cmd_run(const Common& c, const std::string& output_dir, const RunArgs& ra) {
       std::cerr << fmt::format("# host: {:.3f} ms to issue a run (median), {:.3f} ms of it in the driver's launch calls\n",
                                r->bench_host_median_ms, r->bench_launch_api_ms);
   }
-  return 0;
+  return s.leave_job() ? 0 : fail(s);
 }
 
 int cmd_print(const Common& c) {

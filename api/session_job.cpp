@@ -1,0 +1,74 @@
+// Session::join_job and leave_job: a rank's part in a distributed job's rendezvous, through the
+// runtime's store (runtime/store.h). See docs/distributed.md.
+#include <cmath>
+#include <cstdlib>
+#include <thread>
+
+#include "api/session_impl.h"
+
+namespace tracer {
+
+bool Session::join_job() {
+  Impl& m = *impl_;
+  if (m.job) return true;
+  try {
+    std::optional<rt::dist::JobEnv> env = rt::dist::JobEnv::from_env();
+    if (!env) return true;  // not a distributed run
+    if (const char* t = std::getenv("TRACER_DIST_TIMEOUT"); t && *t) {
+      char* end = nullptr;
+      double s = std::strtod(t, &end);
+      if (*end != '\0' || !(s > 0) || !std::isfinite(s))
+        throw rt::dist::StoreError(std::string("TRACER_DIST_TIMEOUT must be a positive number of seconds, got '") + t + "'");
+      m.job_timeout = std::chrono::milliseconds(static_cast<int64_t>(s * 1000));
+    }
+    std::unique_ptr<rt::dist::StoreServer> server;
+    if (env->rank == 0) server = rt::dist::StoreServer::start(env->master_addr, env->master_port);
+    auto store = rt::dist::StoreClient::connect(env->master_addr, env->master_port, m.job_timeout);
+    rt::dist::join(*store, *env, m.job_timeout);
+    m.job = env;
+    m.job_server = std::move(server);
+    m.job_store = std::move(store);
+    return true;
+  } catch (const std::exception& e) {
+    const char* r = std::getenv("RANK");
+    m.error(std::string("rank ") + (r ? r : "?") + ": " + e.what());
+    return false;
+  }
+}
+
+std::optional<JobInfo> Session::job() const {
+  const Impl& m = *impl_;
+  if (!m.job) return std::nullopt;
+  return JobInfo{m.job->rank, m.job->world_size, m.job->local_rank, m.job->local_world_size,
+                 m.job->master_addr + ":" + std::to_string(m.job->master_port)};
+}
+
+bool Session::leave_job() {
+  Impl& m = *impl_;
+  if (!m.job_store) return true;
+  bool ok = true;
+  try {
+    rt::dist::join(*m.job_store, *m.job, m.job_timeout, "finished");
+    // A rank may still be reading that everyone arrived when rank 0 is through: each says it is
+    // done with the store, and rank 0 closes it only after all have.
+    const std::string done = "finished/done";
+    if (m.job->rank != 0) {
+      m.job_store->add(done, 1);
+    } else {
+      auto deadline = std::chrono::steady_clock::now() + m.job_timeout;
+      while (m.job_store->add(done, 0) < m.job->world_size - 1) {
+        if (std::chrono::steady_clock::now() > deadline)
+          throw rt::dist::StoreError("a rank met the others at the end but did not let go of the store within the timeout");
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+    }
+  } catch (const std::exception& e) {
+    m.error("rank " + std::to_string(m.job->rank) + ", at the end of the run: " + e.what());
+    ok = false;
+  }
+  m.job_store.reset();
+  m.job_server.reset();  // rank 0: only now, when every rank is done with the store (or gone)
+  return ok;
+}
+
+}  // namespace tracer
