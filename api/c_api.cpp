@@ -346,6 +346,7 @@ const char* tracer_status_name(tracer_status s) {
     case TRACER_ERROR_DEVICE: return "device error";
     case TRACER_ERROR_UNSUPPORTED: return "unsupported";
     case TRACER_ERROR_INTERNAL: return "internal error";
+    case TRACER_ERROR_JOB: return "job error";
     case TRACER_STATUS_MAX_ENUM: break;
   }
   return "unknown status";
@@ -551,6 +552,25 @@ tracer_status tracer_set_device(tracer_state* S, const char* device) {
       return fail(S, bad_name ? TRACER_ERROR_ARGUMENT : TRACER_ERROR_DEVICE, first_error_since(S, before, "cannot use device " + d));
     }
     S->device = device;
+    return TRACER_OK;
+  });
+}
+
+tracer_status tracer_join_job(tracer_state* S, int* rank, int* world_size) {
+  return guarded(S, [&] {
+    size_t before = S->impl->diags.size();
+    if (!S->session->join_job()) return fail(S, TRACER_ERROR_JOB, first_error_since(S, before, "could not join the job"));
+    auto job = S->session->job();
+    if (rank) *rank = job ? job->rank : 0;
+    if (world_size) *world_size = job ? job->world_size : 1;
+    return TRACER_OK;
+  });
+}
+
+tracer_status tracer_leave_job(tracer_state* S) {
+  return guarded(S, [&] {
+    size_t before = S->impl->diags.size();
+    if (!S->session->leave_job()) return fail(S, TRACER_ERROR_JOB, first_error_since(S, before, "the job's ranks did not meet at the end"));
     return TRACER_OK;
   });
 }

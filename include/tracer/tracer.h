@@ -50,6 +50,7 @@ typedef enum tracer_status {
   TRACER_ERROR_DEVICE,     /* no GPU, a driver too old, a CUDA or cuBLASLt failure */
   TRACER_ERROR_UNSUPPORTED,/* well-formed but not supported here (a DLPack tensor on another device...) */
   TRACER_ERROR_INTERNAL,   /* a bug in tracer: please report it with the message */
+  TRACER_ERROR_JOB,        /* a distributed job's rendezvous failed: a rank missing, a bad RANK... */
   TRACER_STATUS_MAX_ENUM = 0x7fffffff /* (makes the type as wide as an int: any value may be passed) */
 } tracer_status;
 
@@ -220,6 +221,16 @@ TRACER_EXPORT void tracer_values_release(tracer_value* values, size_t n);
  * that cannot be opened is an error here. */
 TRACER_EXPORT tracer_status tracer_set_passes(tracer_state* S, const char* passes);
 TRACER_EXPORT tracer_status tracer_set_device(tracer_state* S, const char* device);
+
+/* A rank of a distributed job (docs/distributed.md): joins the job torchrun's variables describe
+ * (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT...; `tracer launch` sets them). Rank 0 serves the
+ * job's store; every rank waits for the others up to TRACER_DIST_TIMEOUT seconds (300). Without
+ * RANK and WORLD_SIZE it does nothing and returns TRACER_OK with *rank 0 and *world_size 1
+ * (either pointer may be null). TRACER_ERROR_JOB names the bad variable or the missing ranks.
+ * tracer_leave_job: the ranks meet again, so that rank 0 stops serving only when no rank needs
+ * the store; a state closed without it leaves at once (the others then report it). */
+TRACER_EXPORT tracer_status tracer_join_job(tracer_state* S, int* rank, int* world_size);
+TRACER_EXPORT tracer_status tracer_leave_job(tracer_state* S);
 
 /* Calls f. Its results, flattened (nested tuples and lists in order), go to results[0..*n);
  * when more than `capacity` come back, the call fails with TRACER_ERROR_ARGUMENT, *n says how

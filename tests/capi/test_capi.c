@@ -732,6 +732,42 @@ static void test_memory_limit(void) {
   tracer_close(S);
 }
 
+/* A distributed job of one rank from torchrun's variables; no job without them; a bad RANK is
+ * TRACER_ERROR_JOB naming it. */
+static void test_job(void) {
+  tracer_state* S = NULL;
+  CHECK_OK(S, tracer_open(NULL, &S));
+  int rank = -1, world = -1;
+  unsetenv("RANK");
+  unsetenv("WORLD_SIZE");
+  CHECK_OK(S, tracer_join_job(S, &rank, &world));
+  CHECK(rank == 0 && world == 1);
+  CHECK_OK(S, tracer_leave_job(S));
+  tracer_close(S);
+
+  S = NULL;
+  CHECK_OK(S, tracer_open(NULL, &S));
+  setenv("RANK", "0", 1);
+  setenv("WORLD_SIZE", "1", 1);
+  setenv("MASTER_PORT", "29671", 1);
+  rank = world = -1;
+  CHECK_OK(S, tracer_join_job(S, &rank, &world));
+  CHECK(rank == 0 && world == 1);
+  CHECK_OK(S, tracer_leave_job(S));
+  tracer_close(S);
+
+  S = NULL;
+  CHECK_OK(S, tracer_open(NULL, &S));
+  setenv("RANK", "2", 1);
+  CHECK(tracer_join_job(S, NULL, NULL) == TRACER_ERROR_JOB);
+  CHECK(strstr(tracer_last_error(S), "RANK='2' is not a number in 0..0") != NULL);
+  CHECK(strcmp(tracer_status_name(TRACER_ERROR_JOB), "job error") == 0);
+  tracer_close(S);
+  unsetenv("RANK");
+  unsetenv("WORLD_SIZE");
+  unsetenv("MASTER_PORT");
+}
+
 int main(void) {
   test_open_and_version();
   test_memory_limit();
@@ -744,6 +780,7 @@ int main(void) {
   test_native_ops();
   test_two_states();
   test_release_after_close();
+  test_job();
   if (failures) {
     fprintf(stderr, "%d check(s) failed\n", failures);
     return 1;

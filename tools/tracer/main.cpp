@@ -452,5 +452,8 @@ int main(int argc, char** argv) {
   if (*compile) return cmd_compile(c, ca);
   // No subcommand: the REPL (docs/repl.md).
   tracer::Session s(session_options(c));
-  return run_repl(s);
+  // Started by tracer launch: the REPL is a rank of the job, meeting the others at start and end.
+  if (!s.join_job()) return fail(s);
+  int rc = run_repl(s);
+  return s.leave_job() ? rc : fail(s);
 }
