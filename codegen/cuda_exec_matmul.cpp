@@ -104,6 +104,26 @@ bool GpuExecutor::run_matmul(const ir::Stmt& s, Values& env, const std::unordere
 
 namespace {
 
+// The primitive op of s (s itself, or a composite made of it alone, as ltorch.linear of
+// prims.linear) when it is one with one output; else null.
+const ir::Stmt* single_prim(const ir::Stmt& s, const char* op) {
+  const ir::Stmt* p = &s;
+  if (p->kind == ir::StmtKind::Composite && p->subsymbols.size() == 1 && p->outputs.size() == 1 &&
+      p->subsymbols[0].outputs.size() == 1 && p->subsymbols[0].outputs[0] == p->outputs[0])
+    p = &p->subsymbols[0];
+  if (p->kind != ir::StmtKind::Prim || !p->op || p->op->name != op || p->outputs.size() != 1) return nullptr;
+  return p;
+}
+
+// The statement after stmts[i] (dels skipped) when y is still alive there; else stmts.size().
+size_t next_statement(const std::vector<ir::Stmt>& stmts, size_t i, const ir::Proxy* y) {
+  size_t k = i + 1;
+  for (; k < stmts.size() && stmts[k].kind == ir::StmtKind::Del; ++k)
+    for (const auto& p : stmts[k].deleted)
+      if (p.get() == y) return stmts.size();
+  return k;
+}
+
 // The gelu of s (a composite ltorch.gelu, alone or as a fusion's only statement) when it is the
 // tanh form of y, with one output; else null.
 const ir::Stmt* gelu_tanh_of(const ir::Stmt& s, const ir::Proxy* y) {
@@ -158,12 +178,9 @@ bool gelu_backward_tanh_of(const ir::Stmt& s, const ir::Proxy* y, GeluBackward* 
   for (const ir::Proxy* p : {r.x, r.dh})
     if (p->type.dtype != y->type.dtype || p->type.shape != y->type.shape) return false;
   if (sum) {
-    // ltorch.sum is a composite of prims.sum alone.
-    if (sum->kind == ir::StmtKind::Composite && sum->subsymbols.size() == 1 && sum->outputs.size() == 1 &&
-        sum->subsymbols[0].outputs.size() == 1 && sum->subsymbols[0].outputs[0] == sum->outputs[0])
-      sum = &sum->subsymbols[0];
+    sum = single_prim(*sum, "sum");  // ltorch.sum is a composite of prims.sum alone
     size_t lead = 0;
-    if (!ir::column_reduction(*sum, nullptr, &lead) || sum->op->name != "sum" || sum->args[0].proxy.get() != r.dh ||
+    if (!sum || !ir::column_reduction(*sum, nullptr, &lead) || sum->args[0].proxy.get() != r.dh ||
         lead + 1 != r.dh->type.shape.size() || sum->outputs[0]->type.dtype != r.dh->type.dtype)
       return false;
     r.bgrad = sum->outputs[0].get();
@@ -181,18 +198,11 @@ bool gelu_backward_tanh_of(const ir::Stmt& s, const ir::Proxy* y, GeluBackward* 
 }  // namespace
 
 bool GpuExecutor::run_linear_gelu(const std::vector<ir::Stmt>& stmts, size_t i, Values& env, size_t* j) {
-  // prims.linear, or the composite ltorch.linear made of it alone.
-  const ir::Stmt* lin = &stmts[i];
-  if (lin->kind == ir::StmtKind::Composite && lin->subsymbols.size() == 1 && lin->outputs.size() == 1 &&
-      lin->subsymbols[0].outputs.size() == 1 && lin->subsymbols[0].outputs[0] == lin->outputs[0])
-    lin = &lin->subsymbols[0];
+  const ir::Stmt* lin = single_prim(stmts[i], "linear");
+  if (!lin) return false;
   const ir::Stmt& s = *lin;
-  if (s.kind != ir::StmtKind::Prim || !s.op || s.op->name != "linear" || s.outputs.size() != 1) return false;
   const ir::Proxy* y = s.outputs[0].get();
-  size_t k = i + 1;
-  for (; k < stmts.size() && stmts[k].kind == ir::StmtKind::Del; ++k)
-    for (const auto& p : stmts[k].deleted)
-      if (p.get() == y) return false;
+  const size_t k = next_statement(stmts, i, y);
   if (k == stmts.size()) return false;
   const ir::Stmt* g = gelu_tanh_of(stmts[k], y);
   if (!g) return false;
@@ -225,17 +235,11 @@ namespace tracer::codegen {
 bool GpuExecutor::run_matmul_dgelu(const std::vector<ir::Stmt>& stmts, size_t i, Values& env, ir::ExecContext& ctx,
                                    const std::unordered_set<const ir::Proxy*>& lazy, size_t* j) {
   if (check_ || dgelu_epilogue_ == DGeluEpilogue::Off) return false;  // TRACER_GPU_CHECK compares each statement's own outputs
-  const ir::Stmt* mm = &stmts[i];
-  if (mm->kind == ir::StmtKind::Composite && mm->subsymbols.size() == 1 && mm->outputs.size() == 1 &&
-      mm->subsymbols[0].outputs.size() == 1 && mm->subsymbols[0].outputs[0] == mm->outputs[0])
-    mm = &mm->subsymbols[0];
+  const ir::Stmt* mm = single_prim(stmts[i], "matmul");
+  if (!mm) return false;
   const ir::Stmt& s = *mm;
-  if (s.kind != ir::StmtKind::Prim || !s.op || s.op->name != "matmul" || s.outputs.size() != 1) return false;
   const ir::Proxy* y = s.outputs[0].get();
-  size_t k = i + 1;
-  for (; k < stmts.size() && stmts[k].kind == ir::StmtKind::Del; ++k)
-    for (const auto& p : stmts[k].deleted)
-      if (p.get() == y) return false;
+  const size_t k = next_statement(stmts, i, y);
   if (k == stmts.size()) return false;
   GeluBackward g;
   if (!gelu_backward_tanh_of(stmts[k], y, &g)) return false;
