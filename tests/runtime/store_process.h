@@ -6,7 +6,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <exception>
 #include <stdexcept>
+#include <vector>
 
 #include "runtime/store.h"
 
@@ -59,5 +62,42 @@ class StoreProcess {
   pid_t pid_ = -1;
   int stop_ = -1, port_ = -1;
 };
+
+// Forks one process per rank in ranks; each runs failed(rank) and exits 0 when it returns
+// false, 1 when true, 2 on an exception (printed with the rank). A rank that hangs dies after
+// 120 s, so the test fails instead of hanging. Call from a process that runs no other thread.
+template <class F>
+std::vector<pid_t> fork_ranks(const std::vector<int>& ranks, F failed) {
+  std::vector<pid_t> kids;
+  for (int r : ranks) {
+    pid_t pid = fork();
+    if (pid < 0) throw std::runtime_error("fork");
+    if (pid == 0) {
+      alarm(120);
+      int rc = 99;
+      try {
+        rc = failed(r) ? 1 : 0;
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "rank %d: %s\n", r, e.what());
+        rc = 2;
+      }
+      std::fflush(stderr);
+      _exit(rc);
+    }
+    kids.push_back(pid);
+  }
+  return kids;
+}
+
+// Waits for forked ranks: their exit codes (100 + the signal for a rank killed by one).
+inline std::vector<int> wait_ranks(const std::vector<pid_t>& kids) {
+  std::vector<int> codes;
+  for (pid_t pid : kids) {
+    int status = 0;
+    if (waitpid(pid, &status, 0) != pid) throw std::runtime_error("waitpid");
+    codes.push_back(WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status));
+  }
+  return codes;
+}
 
 }  // namespace tracer::test

@@ -125,31 +125,9 @@ int rank_main(int port, int rank, int world) {
 // Forks world ranks; each runs body and exits with its result. Returns the exit codes.
 template <class F>
 std::vector<int> run_ranks(int world, F body) {
-  std::vector<pid_t> kids;
-  for (int r = 0; r < world; ++r) {
-    pid_t pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-      alarm(120);  // a rank that hangs dies, and the test fails instead of hanging
-      int rc = 99;
-      try {
-        rc = body(r) ? 1 : 0;
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "rank %d: %s\n", r, e.what());
-        rc = 2;
-      }
-      std::fflush(stderr);
-      _exit(rc);
-    }
-    kids.push_back(pid);
-  }
-  std::vector<int> codes;
-  for (pid_t pid : kids) {
-    int status = 0;
-    REQUIRE(waitpid(pid, &status, 0) == pid);
-    codes.push_back(WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status));
-  }
-  return codes;
+  std::vector<int> ranks;
+  for (int r = 0; r < world; ++r) ranks.push_back(r);
+  return wait_ranks(fork_ranks(ranks, body));
 }
 
 }  // namespace

@@ -124,37 +124,20 @@ TEST_CASE("store: ranks as processes, a port in use, and rank 0 gone", "[runtime
   StoreProcess server;  // (this process forks the ranks: it runs no thread of its own)
   const int port = server.port();
   // Three forked ranks join with rank 0's store in this process; each exits 0 on success.
-  std::vector<pid_t> kids;
-  for (int r = 1; r < 4; ++r) {
-    pid_t pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-      alarm(120);  // a rank that hangs dies, and the test fails instead of hanging
-      int rc = 0;
-      try {
-        auto c = StoreClient::connect("127.0.0.1", port, milliseconds(5000));
-        JobEnv j;
-        j.rank = r;
-        j.world_size = 4;
-        join(*c, j, milliseconds(10000));
-        c->set("hello/" + std::to_string(r), "from " + std::to_string(getpid()));
-      } catch (...) {
-        rc = 1;
-      }
-      _exit(rc);
-    }
-    kids.push_back(pid);
-  }
+  std::vector<pid_t> kids = fork_ranks({1, 2, 3}, [&](int r) {
+    auto c = StoreClient::connect("127.0.0.1", port, milliseconds(5000));
+    JobEnv j;
+    j.rank = r;
+    j.world_size = 4;
+    join(*c, j, milliseconds(10000));
+    c->set("hello/" + std::to_string(r), "from " + std::to_string(getpid()));
+    return false;
+  });
   auto c = StoreClient::connect("127.0.0.1", port, milliseconds(2000));
   JobEnv j;
   j.world_size = 4;
   join(*c, j, milliseconds(10000));
-  for (pid_t pid : kids) {
-    int status = 0;
-    REQUIRE(waitpid(pid, &status, 0) == pid);
-    CHECK(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 0);
-  }
+  for (int code : wait_ranks(kids)) CHECK(code == 0);
   for (int r = 1; r < 4; ++r) CHECK_THAT(c->get("hello/" + std::to_string(r), milliseconds(1000)), Catch::StartsWith("from "));
   // The port in use: a second server there fails with the reason and what to do.
   CHECK_THROWS_WITH(StoreServer::start("127.0.0.1", port), Catch::Contains("cannot listen on 127.0.0.1:" + std::to_string(port)) &&
