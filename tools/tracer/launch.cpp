@@ -179,7 +179,7 @@ int cmd_launch(const LaunchArgs& a) {
     for (Rank& o : ranks)
       if (o.pid > 0) kill(-o.pid, sig);  // the rank's process group (what it started too)
   };
-  bool drained = false;
+  bool killed_leftovers = false;
   for (;;) {
     std::vector<pollfd> fds;
     std::vector<std::pair<size_t, int>> who;
@@ -192,15 +192,15 @@ int cmd_launch(const LaunchArgs& a) {
     bool all_exited = true;
     for (const Rank& r : ranks) all_exited = all_exited && r.exited;
     if (fds.empty() && all_exited) break;
+    if (all_exited && !killed_leftovers) {
+      // Every rank is gone: what still holds a pipe open is a process a rank left behind in its
+      // group, which is stopped (once), so that the launcher ends when its ranks have.
+      stop_others(SIGKILL);
+      killed_leftovers = true;
+    }
     int n = poll(fds.data(), fds.size(), all_exited ? 50 : 100);
     if (all_exited && n == 0) {
-      // Every rank is gone and nothing more came: what still holds a pipe open is a process a
-      // rank left behind, which is stopped, once; then the pipes are closed.
-      if (!drained) {
-        stop_others(SIGKILL);
-        drained = true;
-        continue;
-      }
+      // Nothing more came: the pipes are closed.
       for (Rank& r : ranks)
         for (int w = 0; w < 2; ++w)
           if (r.fd[w] >= 0) {

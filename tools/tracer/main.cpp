@@ -172,11 +172,14 @@ int cmd_run(const Common& c, const std::string& output_dir, const RunArgs& ra) {
   // A rank of a distributed job (tracer launch): the ranks meet before anything runs, and again
   // at the end, so that a rank that fails or hangs stops every other one within the timeout.
   if (!s.join_job()) return fail(s);
+  // A rank's GPU is its LOCAL_RANK's, as under torchrun: --device cuda means cuda:LOCAL_RANK.
+  std::string device = ra.device;
+  if (auto job = s.job(); job && device == "cuda") device = "cuda:" + std::to_string(job->local_rank);
   if (ra.cuda_graph && ra.device == "cpu") {
     std::cerr << "error: --cuda-graph needs a GPU device (--device cuda or cuda:N)\n";
     return 1;
   }
-  if (!s.set_device(ra.device)) return fail(s);
+  if (!s.set_device(device)) return fail(s);
   s.set_bench(ra.bench);
   s.set_cuda_graph(ra.cuda_graph);
   if (!prepare(s, c)) return fail(s);
