@@ -1,7 +1,8 @@
 // The GPU executor's matrix products: prims.matmul and prims.linear through cuBLASLt (batched,
 // transposed operands read in place, linear's bias in the epilogue), and a linear followed by
 // gelu(approximate="tanh") as one call with cuBLASLt's GELU epilogue, and a matmul followed by
-// gelu_backward (tanh) with its bias gradient by the DGELU_BGRAD epilogue. See docs/codegen.md.
+// gelu_backward (tanh) as one call with the DGELU epilogue (by default only where no bias
+// gradient is fused with it). See docs/codegen.md.
 #include <algorithm>
 #include <unordered_set>
 
@@ -228,10 +229,6 @@ bool GpuExecutor::run_linear_gelu(const std::vector<ir::Stmt>& stmts, size_t i, 
   return true;
 }
 
-}  // namespace tracer::codegen
-
-namespace tracer::codegen {
-
 bool GpuExecutor::run_matmul_dgelu(const std::vector<ir::Stmt>& stmts, size_t i, Values& env, ir::ExecContext& ctx,
                                    const std::unordered_set<const ir::Proxy*>& lazy, size_t* j) {
   if (check_ || dgelu_epilogue_ == DGeluEpilogue::Off) return false;  // TRACER_GPU_CHECK compares each statement's own outputs
@@ -243,6 +240,12 @@ bool GpuExecutor::run_matmul_dgelu(const std::vector<ir::Stmt>& stmts, size_t i,
   if (k == stmts.size()) return false;
   GeluBackward g;
   if (!gelu_backward_tanh_of(stmts[k], y, &g)) return false;
+  // Measured on the H200 (bench/results/2026-12-02-h200-gpt-s7.md, the GPT's [8192, 768] x
+  // [768, 3072]): DGELU alone 0.078 ms against 0.097 for the product and the gelu_backward apart;
+  // with a bias gradient, DGELU_BGRAD 0.23 ms and DGELU with the sum's column kernel after it
+  // 0.108, against 0.107 for the product and one fused kernel of both. So by default only a
+  // gelu_backward without a bias gradient takes the epilogue.
+  if (g.bgrad && dgelu_epilogue_ == DGeluEpilogue::Auto) return false;
   // The product itself is never written: nothing after the gelu_backward may read it.
   std::unordered_set<const ir::Proxy*> dying;
   ir::dying_after(stmts, k, dying);
@@ -254,12 +257,6 @@ bool GpuExecutor::run_matmul_dgelu(const std::vector<ir::Stmt>& stmts, size_t i,
   if (xi == env.end() || xi->second.dtype != m.dt || !xi->second.layout.empty() || transposed_.count(g.x)) return false;
   const int64_t rows = m.stacked ? m.na * m.M : m.M;
   if (rt::numel(xi->second.shape) != rows * m.N) return false;
-  // Measured on the H200 (bench/results/2026-12-02-h200-gpt-s7.md, the GPT's [8192, 768] x
-  // [768, 3072]): DGELU alone 0.078 ms against 0.097 for the product and the gelu_backward apart;
-  // with a bias gradient, DGELU_BGRAD 0.23 ms and DGELU with the sum's column kernel after it
-  // 0.108, against 0.107 for the product and one fused kernel of both. So by default only a
-  // gelu_backward without a bias gradient takes the epilogue.
-  if (g.bgrad && dgelu_epilogue_ == DGeluEpilogue::Auto) return false;
   const bool bgrad = g.bgrad && dgelu_epilogue_ == DGeluEpilogue::BGrad;
   DeviceTensor C, Bgrad;
   try {

@@ -737,8 +737,8 @@ bool Device::lt_matmul(DType dt, bool ta, bool tb, int64_t m, int64_t n, int64_t
       name << "cublaslt:" << arch() << ":" << lt_->get_version() << ":" << std::get<0>(key);
       for (int64_t v : {static_cast<int64_t>(ta), static_cast<int64_t>(tb), m, n, k, batch, stride_a, stride_b, stride_c})
         name << "," << v;
-      name << "," << (bias != 0) << static_cast<int>(epi) << (aux != 0) << "," << align_a << "," << align_b << "," << align_c << "," << align(bias) << ","
-           << align(aux);
+      name << "," << (bias != 0) << static_cast<int>(epi) << (aux != 0) << "," << align_a << "," << align_b << "," << align_c << ","
+           << align(bias) << "," << align(aux);
       const std::string text = name.str();
       uint64_t hash = 1469598103934665603ULL;
       for (unsigned char ch : text) hash = (hash ^ ch) * 1099511628211ULL;
@@ -779,8 +779,8 @@ bool Device::lt_matmul(DType dt, bool ta, bool tb, int64_t m, int64_t n, int64_t
   };
   if (!plan.candidates.empty() && !capturing_) {
     // Tuning: each candidate once to warm up, then 5 times between events; C (and GELU's aux,
-    // DGELU's bias gradient) are only written, so the call below gives the result. A candidate must win by 2% to
-    // replace the heuristics' first (timing noise is about 1%).
+    // DGELU's bias gradient) are only written, so the call below gives the result. A candidate
+    // must win by 2% to replace the heuristics' first (timing noise is about 1%).
     auto t0 = std::chrono::steady_clock::now();
     CUevent e0 = nullptr, e1 = nullptr;
     check(api_->event_create(&e0, 0), "cuEventCreate");

@@ -734,29 +734,26 @@ static void test_memory_limit(void) {
 
 /* A distributed job of one rank from torchrun's variables; no job without them; a bad RANK is
  * TRACER_ERROR_JOB naming it. */
-static void test_job(void) {
+static void join_and_leave_world_of_one(void) {
   tracer_state* S = NULL;
   CHECK_OK(S, tracer_open(NULL, &S));
   int rank = -1, world = -1;
-  unsetenv("RANK");
-  unsetenv("WORLD_SIZE");
   CHECK_OK(S, tracer_join_job(S, &rank, &world));
   CHECK(rank == 0 && world == 1);
   CHECK_OK(S, tracer_leave_job(S));
   tracer_close(S);
+}
 
-  S = NULL;
-  CHECK_OK(S, tracer_open(NULL, &S));
+static void test_job(void) {
+  unsetenv("RANK");
+  unsetenv("WORLD_SIZE");
+  join_and_leave_world_of_one();  /* no job */
   setenv("RANK", "0", 1);
   setenv("WORLD_SIZE", "1", 1);
   setenv("MASTER_PORT", "29671", 1);
-  rank = world = -1;
-  CHECK_OK(S, tracer_join_job(S, &rank, &world));
-  CHECK(rank == 0 && world == 1);
-  CHECK_OK(S, tracer_leave_job(S));
-  tracer_close(S);
+  join_and_leave_world_of_one();  /* a job of one: rank 0 serves and meets itself */
 
-  S = NULL;
+  tracer_state* S = NULL;
   CHECK_OK(S, tracer_open(NULL, &S));
   setenv("RANK", "2", 1);
   CHECK(tracer_join_job(S, NULL, NULL) == TRACER_ERROR_JOB);
