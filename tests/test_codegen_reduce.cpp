@@ -1,0 +1,246 @@
+// Reduction, broadcast, column and row kernels: what they generate (how they accumulate, how
+// they read views and cats, where they vectorize) and that NVRTC compiles them. The GPU tests
+// (tests/gpu/ops.trace) check their numbers against the CPU.
+#include <catch2/catch.hpp>
+
+#include "codegen/cuda_codegen.h"
+#include "codegen/cuda_codegen_detail.h"
+#include "codegen/cuda_reduce.h"
+#include "codegen/nvrtc.h"
+#include "interpreter/passes.h"
+#include "ir/fusion.h"
+#include "ir/group.h"
+#include "tests/codegen_support.h"
+#include "tests/support.h"
+
+namespace tracer::test {
+
+TEST_CASE("reduction and broadcast kernels generate and compile, non-contiguous reductions through strides", "[codegen][nvrtc]") {
+  SourceManager sm;
+  interp::Interpreter in{sm};
+  DiagnosticList diags;
+  auto m = in.load("m.trace", R"(
+def f(x: bf16[8, 16, 4], y: f64[6, 5], z: i32[7, 3], q: f32[65536, 4], w: bf16[1, 1048576]):
+    a = prims.sum(x, (1,))
+    b = prims.amax(x, (2,))
+    c = prims.sum(y, (0, 1))
+    d = prims.amin(z, (0,))
+    e = prims.prod(y, (1,), keepdim=True)
+    g = prims.broadcast_in_dim(a, (8, 3, 4), (0, 2))
+    h = prims.sum(x, (0, 2))
+    u = prims.sum(q, (0,))
+    v = prims.amax(w, (1,))
+    n = prims.sum(x, -1)
+    return a, b, c, d, e, g, h, u, v, n
+)", diags);
+  REQUIRE(m);
+  auto t = in.trace(*m->globals.at("f").as<interp::FunctionObj>(), {});
+  std::string why;
+  auto nvrtc = codegen::Nvrtc::load(&why);
+  REQUIRE(nvrtc);
+  int made = 0;
+  for (const ir::Stmt& s : t->stmts) {
+    codegen::SimpleKernel k;
+    std::string no;
+    bool ok = s.op->name == "broadcast_in_dim" ? codegen::generate_broadcast(s, &k, &no) : codegen::generate_reduction(s, &k, &no);
+    INFO(ir::print_stmt_line(s) << ": " << no);
+    REQUIRE(ok);
+    if (s.outputs[0]->name == "h") {  // dims 0 and 2 are not contiguous: one thread per output
+      INFO(k.source);
+      CHECK_THAT(k.source, Catch::Contains("(not contiguous)"));
+      // x is [8, 16, 4]: the kept dimension 1 has stride 4; the reduced ones 64 and 1.
+      CHECK_THAT(k.source, Catch::Contains("const long long base = o * 4LL;"));
+      CHECK_THAT(k.source, Catch::Contains("x[base + (r % 4LL) * 1LL + (r / 4LL) * 64LL]"));
+      CHECK(k.threads == 16);
+    }
+    ++made;
+    CHECK(k.symbol.rfind("tr_", 0) == 0);
+    // Long reductions with few outputs split into chunks and combine them in a second kernel.
+    bool long_one = s.outputs[0]->name == "u" || s.outputs[0]->name == "v";
+    CHECK(k.symbol2.empty() != long_one);
+    if (long_one) {
+      CHECK(k.partials > 4);
+      CHECK_THAT(k.source, Catch::Contains(k.symbol2 + "("));
+    }
+    auto r = nvrtc->compile(k.source, k.symbol, "sm_90", codegen::Emit::cubin);
+    INFO(r.log);
+    CHECK(r.ok);
+  }
+  CHECK(made == 10);
+  // Edge cases refused up front (the CPU path reports or handles them), never a crash.
+  auto m2 = in.load("m2.trace", R"(
+def g(e: f32[0, 5], z: f32[3, 0]):
+    return prims.sum(e, (1,)), prims.sum(z, (0,)), prims.amax(z, (1,))
+)", diags);
+  REQUIRE(m2);
+  auto t2 = in.trace(*m2->globals.at("g").as<interp::FunctionObj>(), {});
+  std::vector<std::string> reasons;
+  for (const ir::Stmt& s : t2->stmts) {
+    codegen::SimpleKernel k;
+    std::string no;
+    CHECK_FALSE(codegen::generate_reduction(s, &k, &no));
+    reasons.push_back(no);
+  }
+  REQUIRE(reasons.size() == 3);
+  CHECK(reasons[0] == "the output is empty");
+  CHECK(reasons[1] == "the output is empty");
+  CHECK_THAT(reasons[2], Catch::Contains("empty max or min"));
+}
+
+TEST_CASE("column kernels read 16 bytes a thread where the row length allows, and compile", "[codegen][nvrtc]") {
+  std::string why;
+  auto nvrtc = codegen::Nvrtc::load(&why);
+  INFO(why);
+  REQUIRE(nvrtc);
+  // A bias gradient fused with the elementwise value it sums (and writes): bf16 rows of 40 (8
+  // columns a thread, 5 threads a row), f32 rows of 12 (4 a thread), rows of 7 (not a multiple:
+  // one a thread), and a sum over two leading dimensions.
+  struct Case {
+    std::string src;
+    int width;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"def f(x: bf16[96, 40], y: bf16[96, 40], big: f32[4096, 64]):\n    g = x * y\n    return g, prims.sum(g, (0,)), big * 2.0\n", 8},
+           {"def f(x: f32[33, 12], y: f32[33, 12], big: f32[4096, 64]):\n    g = x * y\n    return g, prims.sum(g, (0,)), big * 2.0\n", 4},
+           {"def f(x: bf16[50, 7], y: bf16[50, 7], big: f32[4096, 64]):\n    g = x * y\n    return g, prims.sum(g, (0,)), big * 2.0\n", 1},
+           {"def f(x: bf16[3, 5, 24], y: bf16[3, 5, 24], big: f32[4096, 64]):\n    g = x + y\n    return g, prims.sum(g, (0, 1)), big * 2.0\n", 8}}) {
+    auto ks = kernels_of(c.src, "f");
+    const codegen::Kernel* col = nullptr;
+    for (const auto& k : ks)
+      if (k.columns) col = &k;
+    INFO(c.src);
+    REQUIRE(col);
+    CHECK(col->vector_width == c.width);
+    // Every thread's columns: whole blocks of 32 threads or more, dividing the columns evenly
+    // where they can.
+    CHECK(col->column_block >= 32);
+    if (c.width > 1) {
+      CHECK_THAT(col->source, Catch::Contains("if (vec_ok) {"));
+      CHECK_THAT(col->source, Catch::Contains("tr_copy<" + std::to_string(c.width) + " * sizeof("));
+    }
+    auto r = nvrtc->compile(col->source, col->name, "sm_90", codegen::Emit::cubin);
+    INFO(r.log);
+    CHECK(r.ok);
+  }
+}
+
+// A qkv bias gradient over the attention gradients put back out of heads (transpose, merge, cat):
+// the vector path reads each piece 8 bf16 at a time, marks the pieces' bases for the launcher's
+// alignment check, and compiles. A transpose that moves the columns (a stride other than one)
+// keeps one element at a time.
+TEST_CASE("column kernels read views and cats of views in runs of 16 bytes where the offsets allow", "[codegen][nvrtc]") {
+  std::string why;
+  auto nvrtc = codegen::Nvrtc::load(&why);
+  INFO(why);
+  REQUIRE(nvrtc);
+  const std::string heads =
+      "def f(big: f32[4096, 64], dq: bf16[2, 3, 10, 16], dk: bf16[2, 3, 10, 16], dv: bf16[2, 3, 10, 16], w: bf16[144, 8]):\n"
+      "    y = big * 2.0\n"
+      "    a = prims.reshape(prims.transpose(dq, (0, 2, 1, 3)), (2, 10, 48))\n"
+      "    b = prims.reshape(prims.transpose(dk, (0, 2, 1, 3)), (2, 10, 48))\n"
+      "    c = prims.reshape(prims.transpose(dv, (0, 2, 1, 3)), (2, 10, 48))\n"
+      "    g = prims.cat([a, b, c], 2)\n"
+      "    db = prims.sum(g, (0, 1))\n"
+      "    return y, prims.matmul(g, w), db\n";
+  const std::string moved =
+      "def f(x: bf16[2, 48, 10], y: bf16[2, 10, 48], big: f32[4096, 64]):\n"
+      "    g = prims.transpose(x, (0, 2, 1)) + y\n"
+      "    return g, prims.sum(g, (0, 1)), big * 2.0\n";
+  for (const std::string& src : {heads, moved}) {
+    auto ks = kernels_of(src, "f");
+    const codegen::Kernel* col = nullptr;
+    for (const auto& k : ks)
+      if (k.columns) col = &k;
+    INFO(src);
+    REQUIRE(col);
+    CHECK(col->vector_width == 8);
+    int marked = 0;
+    for (const auto& p : col->params) marked += p.vector;
+    if (src == heads) {
+      CHECK(marked == 3);
+      CHECK_THAT(col->source, Catch::Contains("tr_src = tr_cc < 48LL ? p_dq + ("));
+      CHECK_THAT(col->source, Catch::Contains(": p_dv + ("));
+      CHECK_THAT(col->source, Catch::Contains("tr_copy<8 * sizeof(tr_bf16)>(g_b[tr_u], tr_src);"));
+    } else {
+      CHECK(marked == 0);
+      CHECK_THAT(col->source, !Catch::Contains("_b[tr_u], p_x + ("));
+    }
+    auto r = nvrtc->compile(col->source, col->name, "sm_90", codegen::Emit::cubin);
+    INFO(r.log);
+    CHECK(r.ok);
+  }
+}
+
+// How column and row kernels accumulate: f32 values reduce in f32 over a batch of rows (columns)
+// or a vector (rows) before one double operation; f64 values never pass through f32. A column
+// kernel whose output may be written over its input issues a batch's loads before computing any
+// of its rows (a second loop over the batch), one that aliases nothing keeps one loop.
+TEST_CASE("column and row kernels reduce f32 in f32 batches, f64 in double, and batch loads where outputs alias", "[codegen][nvrtc]") {
+  std::string why;
+  auto nvrtc = codegen::Nvrtc::load(&why);
+  INFO(why);
+  REQUIRE(nvrtc);
+  auto fused_trace = [](const std::string& source) {
+    SourceManager sm;
+    interp::Interpreter in{sm};
+    DiagnosticList diags;
+    auto m = in.load("m.trace", source, diags);
+    REQUIRE(m);
+    auto t = in.trace(*m->globals.at("f").as<interp::FunctionObj>(), {});
+    return interp::run_passes(in, {t}, {"fuse"}, {}, nullptr)[0];
+  };
+  for (const std::string dt : {"f32", "bf16", "f64"}) {
+    INFO(dt);
+    const bool narrow = dt != "f64";
+    auto t = fused_trace("def f(x: " + dt + "[300, 64], y: " + dt + "[300, 64]):\n    g = x * y + 1.0\n    return prims.sum(g, (0,)), prims.amax(g, (0,))\n");
+    const ir::Stmt* col = nullptr;
+    for (const auto& s : t->stmts)
+      if (codegen::is_column_group(s)) col = &s;
+    REQUIRE(col);
+    codegen::Kernel plain = codegen::generate_columns(*col, "k");
+    CHECK((plain.source.find("float tr_p0[") != std::string::npos) == narrow);
+    CHECK((plain.source.find("float tr_p1[") != std::string::npos) == narrow);
+    auto count = [](const std::string& s, const std::string& what) {
+      size_t n = 0;
+      for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+      return n;
+    };
+    // The vector path's batch loop and the scalar path's: one each where nothing aliases.
+    if (plain.vector_width > 1) CHECK(count(plain.source, "for (int tr_u = 0;") == 2);
+    auto r = nvrtc->compile(plain.source, plain.name, "sm_90", codegen::Emit::cubin);
+    INFO(r.log);
+    CHECK(r.ok);
+
+    auto rows = fused_trace("def f(x: " + dt + "[16, 5000]):\n    return ltorch.logsumexp(x, 1, keepdim=True)\n");
+    const ir::Stmt* row = nullptr;
+    for (const auto& s : rows->stmts)
+      if (codegen::is_row_group(s)) row = &s;
+    REQUIRE(row);
+    codegen::Kernel rk = codegen::generate_row(*row, "r", {}, 48 * 1024);
+    CHECK((rk.source.find("float tr_vp0 = ") != std::string::npos) == narrow);
+    auto rr = nvrtc->compile(rk.source, rk.name, "sm_90", codegen::Emit::cubin);
+    INFO(rr.log);
+    CHECK(rr.ok);
+  }
+  // An output written over its input: the loads of the batch in a loop of their own.
+  auto t = fused_trace("def f(x: bf16[300, 64], y: bf16[300, 64]):\n    g = x * y\n    return g, prims.sum(g, (0,))\n");
+  const ir::Stmt* col = nullptr;
+  for (const auto& s : t->stmts)
+    if (codegen::is_column_group(s)) col = &s;
+  REQUIRE(col);
+  std::unordered_set<const ir::Proxy*> alias;
+  for (const auto& a : col->args) ir::for_each_proxy(a, [&](const ir::ProxyPtr& p) { alias.insert(p.get()); });
+  codegen::Kernel aliased = codegen::generate_columns(*col, "k", alias);
+  codegen::Kernel apart = codegen::generate_columns(*col, "k");
+  REQUIRE(aliased.vector_width == 8);
+  size_t n_alias = 0, n_apart = 0;
+  for (size_t at = aliased.source.find("for (int tr_u = 0;"); at != std::string::npos; at = aliased.source.find("for (int tr_u = 0;", at + 1)) ++n_alias;
+  for (size_t at = apart.source.find("for (int tr_u = 0;"); at != std::string::npos; at = apart.source.find("for (int tr_u = 0;", at + 1)) ++n_apart;
+  CHECK(n_alias == 3);
+  CHECK(n_apart == 2);
+  auto r = nvrtc->compile(aliased.source, aliased.name, "sm_90", codegen::Emit::cubin);
+  INFO(r.log);
+  CHECK(r.ok);
+}
+
+}  // namespace tracer::test
