@@ -52,7 +52,9 @@ struct Kernel {
   // A column group's two kernels (columns): rows x row_length, blocks of column_block columns
   // by column_chunks chunks of rows; parameters: the pointers, then the double partials buffer
   // of `partials` elements (generate_columns).
-  bool columns = false;
+  // column_fold: one column read as row_length folded columns (a reduction of every element):
+  // the first kernel's blocks each write one partial per reduction, and the second is one block.
+  bool columns = false, column_fold = false;
   int64_t column_block = 0, column_chunks = 0, partials = 0;
 };
 

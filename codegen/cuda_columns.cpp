@@ -38,10 +38,30 @@ struct ColumnShape {
   int64_t R = 1, C = 1, Ct = 32, Ly = 8, chunks = 1, per_lane = kRowsPerLane;
 };
 
-// V: columns per thread (consecutive, read 16 bytes at a time); C % V == 0.
-ColumnShape column_shape(const ir::GroupPlan& g, int64_t V) {
+// A reduction of every element to one value (a loss) has one column: a block would keep one
+// thread of 32 busy. Such a group is read as R / F rows of F columns instead (the flat index is
+// the same), F the widest divisor of R up to 2048, a multiple of 8 where one of at least 256
+// divides R (16-byte accesses); each block then folds its columns into one partial (folded
+// kernels below). 1: nothing to fold.
+int64_t fold_width(int64_t R) {
+  if (R < 64) return 1;
+  int64_t any = 1, vec = 0;
+  for (int64_t d = std::min<int64_t>(R, 2048); d > 1; --d) {
+    if (R % d != 0) continue;
+    if (any == 1) any = d;
+    if (d % 8 == 0) {
+      vec = d;
+      break;
+    }
+  }
+  return vec >= 256 ? vec : any;
+}
+
+// R rows of C columns; V: columns per thread (consecutive, read 16 bytes at a time); C % V == 0.
+ColumnShape column_shape(int64_t R, int64_t C, int64_t V) {
   ColumnShape c;
-  for (size_t d = 0; d < g.shape.size(); ++d) (d < g.lead ? c.R : c.C) *= g.shape[d];
+  c.R = R;
+  c.C = C;
   c.Ct = 32;
   while (c.Ct * V < c.C && c.Ct < 256) c.Ct *= 2;
   // Blocks that divide the thread columns evenly where one can (384 of them: 3 blocks of 128,
@@ -87,6 +107,13 @@ Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool cano
   std::vector<const Stmt*> prims;
   prims_of(s, prims);
   const ir::Shape& S = plan.shape;
+  // The rows and columns the kernels iterate over: the group's, or for one column folded (above).
+  int64_t Rg = 1, Cg = 1;
+  for (size_t d = 0; d < S.size(); ++d) (d < plan.lead ? Rg : Cg) *= S[d];
+  const int64_t F = Cg == 1 ? fold_width(Rg) : 1;
+  const bool fold = F > 1;
+  Rg /= F;
+  Cg *= F;
   // Columns per thread: V consecutive ones, the full-shape inputs and outputs read and written 16
   // bytes at a time (one 2-byte access per thread and row held these kernels near 1.2 TB/s). V
   // is 1 when the row length is not a multiple of it, or nothing is of the full shape. The
@@ -94,8 +121,6 @@ Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool cano
   // threads then read one element at a time, summing in the same order (the same results).
   int64_t V = 1;
   {
-    int64_t Cg = 1;
-    for (size_t d = plan.lead; d < S.size(); ++d) Cg *= S[d];
     size_t narrow = 16;
     bool any = false;
     for (const auto& p : plan.inputs)
@@ -105,7 +130,9 @@ Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool cano
     V = any ? static_cast<int64_t>(std::min<size_t>(8, 16 / narrow)) : 1;
     while (V > 1 && Cg % V != 0) V /= 2;
   }
-  ColumnShape cs = column_shape(plan, V);
+  ColumnShape cs = column_shape(Rg, Cg, V);
+  // Folded: the column blocks of a chunk of rows (grid x) each write one partial per reduction.
+  const int64_t gx = (cs.C + cs.Ct * V - 1) / (cs.Ct * V);
   Kernel k;
   k.name = name;
   k.origin = ir::print_stmt_line(s);
@@ -115,6 +142,7 @@ Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool cano
   k.columns = true;
   k.column_block = cs.Ct;
   k.column_chunks = cs.chunks;
+  k.column_fold = fold;
   k.vector_width = static_cast<int>(V);
 
   const std::vector<ir::ProxyPtr>& inputs = plan.inputs;
@@ -145,7 +173,7 @@ Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool cano
   };
   for (const auto& p : inputs) k.params.push_back({p->name, p->type, false, p, may_alias.count(p.get()) > 0});
   for (const auto& o : s.outputs) k.params.push_back({o->name, o->type, true, o, !post.count(o.get()) && aliased_output(o)});
-  k.partials = cs.chunks * static_cast<int64_t>(reductions.size()) * cs.C;
+  k.partials = cs.chunks * static_cast<int64_t>(reductions.size()) * (fold ? gx : cs.C);
   Namer name_of(canonical);
   std::vector<ir::ProxyPtr> targets, full_outs;
   for (const Stmt* r : reductions) targets.push_back(r->args[0].proxy);
@@ -378,7 +406,29 @@ Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool cano
     body << "          const int k = 0;\n" << element("          ", false) << "        }\n      }\n" << batch_merge("      ") << "    }\n";
   }
   body << "  }\n";
-  if (nr > 0) {
+  if (nr > 0 && fold) {
+    // Folded: each thread's V columns in order, then a tree over the block's threads (a fixed
+    // order), one partial per block and reduction. (Threads past the columns hold the initial
+    // value, which changes no sum, maximum or minimum.)
+    body << "  __shared__ double tr_part[" << nr << "][256];\n";
+    for (size_t j = 0; j < nr; ++j) {
+      const std::string& op = reductions[j]->op->name;
+      body << "  {\n    double a = tr_a" << j << "[0];\n";
+      body << "    for (int k = 1; k < " << V << "; ++k) a = " << acc_step(op, "a", "tr_a" + std::to_string(j) + "[k]") << ";\n";
+      body << "    tr_part[" << j << "][threadIdx.x] = a;\n  }\n";
+    }
+    body << "  __syncthreads();\n";
+    body << "  for (int w = 128; w > 0; w >>= 1) {\n    if (threadIdx.x < w) {\n";
+    for (size_t j = 0; j < nr; ++j)
+      body << "      tr_part[" << j << "][threadIdx.x] = "
+           << acc_step(reductions[j]->op->name, "tr_part[" + std::to_string(j) + "][threadIdx.x]", "tr_part[" + std::to_string(j) + "][threadIdx.x + w]")
+           << ";\n";
+    body << "    }\n    __syncthreads();\n  }\n";
+    body << "  if (threadIdx.x == 0) {\n";
+    for (size_t j = 0; j < nr; ++j)
+      body << "    tr_partial[((long long)blockIdx.y * " << gx << " + blockIdx.x) * " << nr << " + " << j << "] = tr_part[" << j << "][0];\n";
+    body << "  }\n";
+  } else if (nr > 0) {
     // Each of the thread's columns in turn: the lanes of rows combine in a fixed order.
     body << "  __shared__ double tr_part[" << nr << "][256];\n";
     body << "  for (int k = 0; k < " << V << "; ++k) {\n";
@@ -396,43 +446,75 @@ Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool cano
     body << "    }\n    __syncthreads();\n  }\n";
   }
   body << "}\n\n";
-  // The combination of the chunks, then the values per column. A block takes 32 columns and 8
-  // lanes of chunks (lane l adds chunks l, l + 8, ... in order); lane 0 adds the 8 lane sums in
-  // lane order: a fixed order, so the same numbers on every run. (One thread per column adding
-  // every chunk in turn put a [8192, 768] group's second kernel on 3 blocks of the whole GPU.)
-  body << "extern \"C\" __global__ void __launch_bounds__(256) " << name << "_2(" << params.str() << ") {\n";
-  body << "  const long long tr_C = " << cs.C << "LL;\n";
-  body << "  const int tr_tx = threadIdx.x % 32, tr_ty = threadIdx.x / 32;\n";
-  body << "  const long long tr_c = (long long)blockIdx.x * 32 + tr_tx;\n";
-  if (nr > 0) body << "  __shared__ double tr_lane[" << nr << "][256];\n";
-  for (size_t j = 0; j < nr; ++j) {
-    const std::string& op = reductions[j]->op->name;
-    const std::string a = "tr_a" + std::to_string(j);
-    body << "  double " << a << " = " << acc_init(op) << ";\n";
-    body << "  if (tr_c < tr_C)\n    for (long long q = tr_ty; q < " << cs.chunks << "LL; q += 8) { const double v = tr_partial[(q * " << nr << " + "
-         << j << ") * tr_C + tr_c]; " << a << " = " << acc_step(op, a, "v") << "; }\n";
-    body << "  tr_lane[" << j << "][threadIdx.x] = " << a << ";\n";
-  }
-  body << "  __syncthreads();\n";
-  body << "  if (tr_ty == 0 && tr_c < tr_C) {\n";
-  body << "    const long long i = tr_c;\n";
-  for (size_t j = 0; j < nr; ++j) {
-    const Stmt* r = reductions[j];
-    const std::string& op = r->op->name;
-    const ir::ProxyPtr& y = r->outputs[0];
-    const std::string a = "tr_a" + std::to_string(j);
-    body << "    for (int l = 1; l < 8; ++l) { const double v = tr_lane[" << j << "][l * 32 + tr_tx]; " << a << " = " << acc_step(op, a, "v") << "; }\n";
-    DType od = y->type.dtype;
-    std::string val = od == DType::f64 ? a : od == DType::bf16 ? "tr_round_bf16((float)" + a + ")"
-                      : od == DType::f16 ? "tr_round_f16((float)" + a + ")" : "(float)" + a;
-    body << "    const " << reg_name(reg_of(od)) << " " << name_of(y) << " = " << val << ";\n";
-  }
+  // The reduced values rounded to their dtypes (a_j: the double accumulator of reduction j), the
+  // values computed from them, and the per-column outputs, at column tr_c.
   std::vector<ir::ProxyPtr> post_outs;
   for (const auto& o : s.outputs)
     if (post.count(o.get())) post_outs.push_back(o);
-  body << value_lines(post_outs, "    ", true);
-  for (const auto& o : post_outs) body << "    p_" << name_of(o) << "[tr_c] = " << store_expr(o->type.dtype, name_of(o), true) << ";\n";
-  body << "  }\n}\n";
+  auto finish = [&](const std::string& ind) {
+    std::ostringstream o;
+    o << ind << "const long long i = tr_c;\n";
+    for (size_t j = 0; j < nr; ++j) {
+      const ir::ProxyPtr& y = reductions[j]->outputs[0];
+      const std::string a = "tr_a" + std::to_string(j);
+      DType od = y->type.dtype;
+      std::string val = od == DType::f64 ? a : od == DType::bf16 ? "tr_round_bf16((float)" + a + ")"
+                        : od == DType::f16 ? "tr_round_f16((float)" + a + ")" : "(float)" + a;
+      o << ind << "const " << reg_name(reg_of(od)) << " " << name_of(y) << " = " << val << ";\n";
+    }
+    o << value_lines(post_outs, ind, true);
+    for (const auto& q : post_outs) o << ind << "p_" << name_of(q) << "[tr_c] = " << store_expr(q->type.dtype, name_of(q), true) << ";\n";
+    return o.str();
+  };
+  body << "extern \"C\" __global__ void __launch_bounds__(256) " << name << "_2(" << params.str() << ") {\n";
+  if (fold) {
+    // Folded: one block; thread t adds partials t, t + 256, ... in order, then a tree (fixed).
+    const int64_t Q = cs.chunks * gx;
+    if (nr > 0) body << "  __shared__ double tr_lane[" << nr << "][256];\n";
+    for (size_t j = 0; j < nr; ++j) {
+      const std::string& op = reductions[j]->op->name;
+      body << "  {\n    double a = " << acc_init(op) << ";\n";
+      body << "    for (long long q = threadIdx.x; q < " << Q << "LL; q += 256) { const double v = tr_partial[q * " << nr << " + " << j
+           << "]; a = " << acc_step(op, "a", "v") << "; }\n";
+      body << "    tr_lane[" << j << "][threadIdx.x] = a;\n  }\n";
+    }
+    if (nr > 0) {
+      body << "  __syncthreads();\n  for (int w = 128; w > 0; w >>= 1) {\n    if (threadIdx.x < w) {\n";
+      for (size_t j = 0; j < nr; ++j)
+        body << "      tr_lane[" << j << "][threadIdx.x] = "
+             << acc_step(reductions[j]->op->name, "tr_lane[" + std::to_string(j) + "][threadIdx.x]", "tr_lane[" + std::to_string(j) + "][threadIdx.x + w]")
+             << ";\n";
+      body << "    }\n    __syncthreads();\n  }\n";
+    }
+    body << "  if (threadIdx.x == 0) {\n    const long long tr_c = 0;\n";
+    for (size_t j = 0; j < nr; ++j) body << "    const double tr_a" << j << " = tr_lane[" << j << "][0];\n";
+    body << finish("    ") << "  }\n}\n";
+  } else {
+    // The combination of the chunks, then the values per column. A block takes 32 columns and 8
+    // lanes of chunks (lane l adds chunks l, l + 8, ... in order); lane 0 adds the 8 lane sums in
+    // lane order: a fixed order, so the same numbers on every run. (One thread per column adding
+    // every chunk in turn put a [8192, 768] group's second kernel on 3 blocks of the whole GPU.)
+    body << "  const long long tr_C = " << cs.C << "LL;\n";
+    body << "  const int tr_tx = threadIdx.x % 32, tr_ty = threadIdx.x / 32;\n";
+    body << "  const long long tr_c = (long long)blockIdx.x * 32 + tr_tx;\n";
+    if (nr > 0) body << "  __shared__ double tr_lane[" << nr << "][256];\n";
+    for (size_t j = 0; j < nr; ++j) {
+      const std::string& op = reductions[j]->op->name;
+      const std::string a = "tr_a" + std::to_string(j);
+      body << "  double " << a << " = " << acc_init(op) << ";\n";
+      body << "  if (tr_c < tr_C)\n    for (long long q = tr_ty; q < " << cs.chunks << "LL; q += 8) { const double v = tr_partial[(q * " << nr << " + "
+           << j << ") * tr_C + tr_c]; " << a << " = " << acc_step(op, a, "v") << "; }\n";
+      body << "  tr_lane[" << j << "][threadIdx.x] = " << a << ";\n";
+    }
+    body << "  __syncthreads();\n";
+    body << "  if (tr_ty == 0 && tr_c < tr_C) {\n";
+    for (size_t j = 0; j < nr; ++j) {
+      const std::string& op = reductions[j]->op->name;
+      const std::string a = "tr_a" + std::to_string(j);
+      body << "    for (int l = 1; l < 8; ++l) { const double v = tr_lane[" << j << "][l * 32 + tr_tx]; " << a << " = " << acc_step(op, a, "v") << "; }\n";
+    }
+    body << finish("    ") << "  }\n}\n";
+  }
   k.source = std::string(cuda_prelude()) + "\n" + body.str();
   return k;
 }

@@ -463,8 +463,9 @@ void GpuExecutor::run_column_kernel(const ir::Stmt& s, Values& env, const std::u
   const int64_t per_block = k.column_block * std::max(1, k.vector_width);
   unsigned gx = static_cast<unsigned>((k.row_length + per_block - 1) / per_block);
   dev_.launch(kit->second.fn, gx, static_cast<unsigned>(k.column_chunks), 256, 0, args.data());
-  // The second kernel: 32 columns a block (cuda_columns.cpp), every column covered.
-  dev_.launch(kit->second.fn2, static_cast<unsigned>(std::max<int64_t>(1, (k.row_length + 31) / 32)), 256, args.data());
+  // The second kernel: 32 columns a block (cuda_columns.cpp), every column covered; one block
+  // for a folded column.
+  dev_.launch(kit->second.fn2, k.column_fold ? 1u : static_cast<unsigned>(std::max<int64_t>(1, (k.row_length + 31) / 32)), 256, args.data());
   stats_.launches += 2;
   bind_outputs(k, env);
 }

@@ -231,7 +231,11 @@ bool GpuExecutor::run_attention_cudnn_masked(const ir::Stmt& s, Values& env, con
   const size_t r = qs.size();
   std::vector<int64_t> m(r, 1);  // the mask's size along each score dimension
   for (size_t i = 0; i < ms.size() && i < r; ++i) m[r - ms.size() + i] = ms[i];
-  if (ms.size() > r || m[r - 2] != a.L || m[r - 1] != a.S) return refuse("the mask broadcasts over queries or keys");
+  // A mask of one row for every query (a key-padding mask, [b, 1, 1, S]) is read at stride 0
+  // over the queries; one that broadcasts over the keys is not given to cuDNN.
+  if (ms.size() > r || m[r - 1] != a.S) return refuse("the mask broadcasts over keys");
+  if (m[r - 2] != a.L && m[r - 2] != 1) return refuse("the mask's queries");
+  const int64_t mask_L = m[r - 2];
   int64_t bias_h = 1, bias_b = 1;
   if (r >= 3) {
     if (m[r - 3] != 1 && m[r - 3] != qs[r - 3]) return refuse("the mask's heads");
@@ -247,7 +251,7 @@ bool GpuExecutor::run_attention_cudnn_masked(const ir::Stmt& s, Values& env, con
   p.bias = true;
   p.bias_b = bias_b;
   p.bias_h = bias_h;
-  p.bias_s = {bias_h * a.L * a.S, static_cast<int64_t>(a.L) * a.S, a.S, 1};
+  p.bias_s = {bias_h * mask_L * a.S, mask_L * a.S, mask_L == 1 ? 0 : a.S, 1};
   bool worth = false;
   std::string why = cudnn_ready(p, a.backward, &worth);
   if (!why.empty()) {

@@ -120,7 +120,7 @@ bool column_reduction(const Stmt& s, Shape* in_shape, size_t* lead) {
   if (s.args[0].kind != K::Proxy) return false;
   const TensorType& in = s.args[0].proxy->type;
   const TensorType& out = s.outputs[0]->type;
-  if (in.shape.size() < 2 || rt::numel(in.shape) == 0 || !rt::is_float(in.dtype) || !rt::is_float(out.dtype)) return false;
+  if (in.shape.empty() || rt::numel(in.shape) == 0 || !rt::is_float(in.dtype) || !rt::is_float(out.dtype)) return false;
   std::vector<int64_t> dims;
   try {
     dims = reduce_dims(s.args[0], s.args[1]);
@@ -128,7 +128,9 @@ bool column_reduction(const Stmt& s, Shape* in_shape, size_t* lead) {
     return false;
   }
   std::sort(dims.begin(), dims.end());
-  if (dims.empty() || dims.size() >= in.shape.size()) return false;
+  // Every dimension (a loss summed to a scalar) counts: one column, which the GPU folds
+  // (codegen/cuda_columns.cpp).
+  if (dims.empty() || dims.size() > in.shape.size()) return false;
   for (size_t k = 0; k < dims.size(); ++k)
     if (dims[k] != static_cast<int64_t>(k)) return false;
   if (in_shape) *in_shape = in.shape;

@@ -91,9 +91,9 @@ bool group_prim(const Stmt& p);
 // prim: it materializes its value, as an elementwise op does.)
 bool layout_prim(const Stmt& p);
 
-// A sum, amax or amin of a float tensor over its leading dimensions 0..k-1 (k < rank; with or
-// without keepdim): the reduction of a column group. *in_shape gets the reduced tensor's shape,
-// *lead the number k.
+// A sum, amax or amin of a float tensor over its leading dimensions 0..k-1 (k <= rank, so a
+// reduction of every dimension to one value too; with or without keepdim): the reduction of a
+// column group. *in_shape gets the reduced tensor's shape, *lead the number k.
 bool column_reduction(const Stmt& s, Shape* in_shape = nullptr, size_t* lead = nullptr);
 
 // How prims (a group's primitives in order) with these outputs run as one kernel, or why not.

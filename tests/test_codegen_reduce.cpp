@@ -10,6 +10,8 @@
 #include "interpreter/passes.h"
 #include "ir/fusion.h"
 #include "ir/group.h"
+#include "ir/verify.h"
+#include "runtime/kernels.h"
 #include "tests/codegen_support.h"
 #include "tests/support.h"
 
@@ -241,6 +243,82 @@ TEST_CASE("column and row kernels reduce f32 in f32 batches, f64 in double, and 
   auto r = nvrtc->compile(aliased.source, aliased.name, "sm_90", codegen::Emit::cubin);
   INFO(r.log);
   CHECK(r.ok);
+}
+
+// A reduction of every dimension (a loss) is a column group of one column: it joins its
+// elementwise producers (one kernel reads o, nothing of the product is written), and the kernel
+// folds the column into rows of the widest divisor up to 2048 (a multiple of 8 where one of at
+// least 256 divides: 16-byte accesses). On the CPU the fused program gives the unfused one's
+// numbers bit for bit (both add in double, in order).
+TEST_CASE("reductions of every dimension join their producers and fold their one column", "[codegen][nvrtc]") {
+  const std::string src =
+      "def f(o: bf16[4, 16, 64, 32], x: f32[7, 1001], y: f32[5000]):\n"
+      "    a = sum(o.float() * o.float())\n"
+      "    b = prims.amax(x * 2.0, (0, 1))\n"
+      "    c = prims.convert_element_type(prims.sum(prims.exp(y), (0,)), bf16)\n"
+      "    return a, b, c\n";
+  SourceManager sm;
+  interp::Interpreter in{sm};
+  DiagnosticList diags;
+  auto m = in.load("m.trace", src, diags);
+  REQUIRE(m);
+  auto t = in.trace(*m->globals.at("f").as<interp::FunctionObj>(), {});
+  interp::Traces fused = interp::run_passes(in, {t}, {"fuse"}, {}, nullptr);
+  // Three fusions, each with its reduction inside: nothing of the full shape leaves them.
+  size_t fusions = 0;
+  for (const ir::Stmt& s : fused[0]->stmts) {
+    if (s.kind == ir::StmtKind::Del) continue;
+    INFO(ir::print_stmt_line(s));
+    CHECK(codegen::is_column_group(s));
+    for (const auto& o : s.outputs) CHECK(rt::numel(o->type.shape) == 1);
+    ++fusions;
+  }
+  CHECK(fusions == 3);
+  auto ks = codegen::kernels_for(*fused[0]);
+  REQUIRE(ks.size() == 3);
+  std::string why;
+  auto nvrtc = codegen::Nvrtc::load(&why);
+  INFO(why);
+  REQUIRE(nvrtc);
+  struct Want {
+    int64_t row_length;
+    int width;
+  };
+  // 131072 elements: 64 rows of 2048, 8 bf16 a thread; 7007 = 7 * 7 * 11 * 13: 7 rows of 1001,
+  // one a thread; 5000: rows of 1000 (a multiple of 8 of at least 256), 4 f32 a thread.
+  const Want want[] = {{2048, 8}, {1001, 1}, {1000, 4}};
+  for (size_t j = 0; j < ks.size(); ++j) {
+    const codegen::Kernel& k = ks[j];
+    INFO(k.origin);
+    CHECK(k.columns);
+    CHECK(k.column_fold);
+    CHECK(k.row_length == want[j].row_length);
+    CHECK(k.vector_width == want[j].width);
+    // One partial per block of the first kernel and reduction; the second kernel is one block.
+    const int64_t blocks = (k.row_length + k.column_block * k.vector_width - 1) / (k.column_block * k.vector_width) * k.column_chunks;
+    CHECK(k.partials == blocks);
+    CHECK_THAT(k.source, Catch::Contains("for (int w = 128; w > 0; w >>= 1)"));
+    auto r = nvrtc->compile(k.source, k.name, "sm_90", codegen::Emit::cubin);
+    INFO(r.log);
+    CHECK(r.ok);
+  }
+  // The CPU's numbers, fused and not.
+  std::vector<rt::Tensor> inputs;
+  for (const auto& p : t->inputs) inputs.push_back(rt::uniform_philox(p->type.shape, -2.0, 2.0, p->type.dtype, 11, inputs.size(), nullptr));
+  auto run = [&](const ir::Trace& tr) {
+    ir::ExecContext ctx;
+    std::vector<rt::Tensor> copies;
+    for (const auto& x : inputs) copies.push_back(rt::cast(x, x.dtype(), nullptr));
+    return ir::execute(tr, std::move(copies), ctx);
+  };
+  ir::Arg plain = run(*t), fast = run(*fused[0]);
+  REQUIRE(plain.items.size() == 3);
+  REQUIRE(fast.items.size() == 3);
+  for (size_t j = 0; j < 3; ++j) {
+    INFO("output " << j);
+    CHECK(plain.items[j].tensor.dtype() == fast.items[j].tensor.dtype());
+    CHECK(plain.items[j].tensor.get(0) == fast.items[j].tensor.get(0));
+  }
 }
 
 }  // namespace tracer::test

@@ -134,7 +134,7 @@ if [ -n "${CUDNN_CHECK:-}" ]; then  # tests/gpu/cudnn_attention.cpp, built
 fi
 ATTENTION_CASES="attention_causal attention_masked attention_heads64 attention_heads128 attention_heads20 attention_rows_f32
                  attention_rows_f64 attention_rows_wide attention_rows_ev attention_cudnn_d256 attention_cudnn_long
-                 attention_mask_bool attention_mask_add attention_mask_keys"
+                 attention_mask_bool attention_mask_add attention_mask_keys attention_mask_padding attention_mask_padding_add"
 for e in $ATTENTION_CASES; do
   for passes in "" "grad,philox,remat,del_last_used" "grad,philox,remat,fuse,del_last_used"; do
     args=(tests/gpu/attention.trace --entry "$e")
@@ -154,6 +154,7 @@ for e in $ATTENTION_CASES; do
   case $e in
     attention_causal|attention_heads64|attention_heads128|attention_rows_wide|attention_cudnn_d256|attention_cudnn_long) want="2 0" ;;
     attention_mask_bool|attention_mask_add) want="2 0" ;;  # a b8 or I/O-dtype mask [1|b, 1|h, L, S]: cuDNN's bias
+    attention_mask_padding|attention_mask_padding_add) want="2 0" ;;  # [b, 1, 1, S]: the bias at stride 0 over queries
     *) want="0 2" ;;  # f32, f64, head size 20, values of another head size, an f32 mask
   esac
   if [ "$paths" = "$want" ]; then echo "ok   attention.trace $e: cudnn, tracer = $paths"; else
