@@ -98,8 +98,9 @@ done
 # cuBLASLt's DGELU(_BGRAD) epilogue: the matmul giving a gelu's cotangent runs its gelu_backward;
 # by default (auto) only where no bias gradient is fused with it (backward_f32; backward_f16's
 # sum stays apart only without fuse), with TRACER_DGELU_EPILOGUE=apart or bgrad also there; a
-# hidden width that is no multiple of 8 never; nor under fuse_reorder, where remat's GELU joins
-# the gelu_backward's fusion (which then is no gelu_backward alone).
+# hidden width that is no multiple of 8 never. Under fuse_reorder as under fuse: remat's GELU
+# joins the gelu_backward's fusion only where that does not raise the estimated peak, which at
+# these sizes it would (the GPT's blocks take that move: bench/results).
 for mode in auto apart bgrad; do
   for passes in "grad,del_last_used" "grad,philox,remat,fuse,del_last_used" "grad,remat,fuse_reorder,del_last_used"; do
     for e in backward_f16 backward_f32 backward_odd; do
@@ -109,7 +110,6 @@ for mode in auto apart bgrad; do
       want=1
       [ "$e" = backward_odd ] && want=0
       [ "$e" = backward_f16 ] && [ $mode = auto ] && [ "${passes#*fuse}" != "$passes" ] && want=0
-      [ "${passes#*fuse_reorder}" != "$passes" ] && want=0
       [ "$used" = "$want" ] || { echo "FAIL $label: the GELU backward's epilogue used: $used, expected $want"; fail=1; }
     done
   done
