@@ -99,8 +99,8 @@ done
 # by default (auto) only where no bias gradient is fused with it (backward_f32; backward_f16's
 # sum stays apart only without fuse), with TRACER_DGELU_EPILOGUE=apart or bgrad also there; a
 # hidden width that is no multiple of 8 never. Under fuse_reorder as under fuse: remat's GELU
-# joins the gelu_backward's fusion only where that does not raise the estimated peak, which at
-# these sizes it would (the GPT's blocks take that move: bench/results).
+# joins the gelu_backward's fusion only where its guards allow (no rise of the estimated peak,
+# no run split from its producer), which these small cases do not (the GPT's blocks do).
 for mode in auto apart bgrad; do
   for passes in "grad,del_last_used" "grad,philox,remat,fuse,del_last_used" "grad,remat,fuse_reorder,del_last_used"; do
     for e in backward_f16 backward_f32 backward_odd; do
