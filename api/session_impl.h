@@ -22,6 +22,7 @@
 #include "interpreter/passes.h"
 #include "ir/verify.h"
 #include "runtime/cuda.h"
+#include "runtime/comm.h"
 #include "runtime/store.h"
 
 namespace tracer {
@@ -65,6 +66,7 @@ struct Session::Impl {
   std::unique_ptr<rt::dist::StoreServer> job_server;
   std::unique_ptr<rt::dist::StoreClient> job_store;
   std::chrono::milliseconds job_timeout{300000};
+  std::unique_ptr<rt::dist::Communicator> job_comm;  // Gloo, opened at the first collective
 
   // api/session_gpu.cpp
   bool run_gpu(const interp::Traces& prog, std::vector<rt::Tensor>& inputs, RunReport& rep,
@@ -77,6 +79,7 @@ struct Session::Impl {
     io.step_limit = opts.step_limit;
     io.memory_limit = opts.memory_limit;
     in = std::make_unique<Interpreter>(sm, io);
+    if (opts.world_size > 0) in->set_world(opts.world_size, opts.world_rank);
     in->on_print = opts.print ? opts.print : [](const std::string& s) { std::cout << s << std::flush; };
     pass_opts.on_print_after = [this](const std::string& pass, const interp::Traces& ts) {
       in->on_print("# after " + pass + "\n" + interp::print_traces(ts));
@@ -225,7 +228,9 @@ struct Session::Impl {
   void undefined_names(const interp::Module& m) {
     std::set<std::pair<uint32_t, std::string>> seen;
     for (const ast::Expr* e : m.global_refs) {
-      if (m.module_defs.count(e->name) || in->builtins().lookup(e->name) || pinned.count(e->name)) continue;
+      if (m.module_defs.count(e->name) || in->builtins().lookup(e->name) || pinned.count(e->name) ||
+          interp::Interpreter::is_thunder_object_name(e->name))
+        continue;
       if (!seen.insert({e->loc.offset, e->name}).second) continue;
       add(Diagnostic{Severity::error, e->loc, "name '" + e->name + "' is not defined", {}});
     }

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "api/session_impl.h"
+#include "runtime/comm.h"
 
 namespace tracer {
 
@@ -24,10 +25,21 @@ bool Session::join_job() {
     std::unique_ptr<rt::dist::StoreServer> server;
     if (env->rank == 0) server = rt::dist::StoreServer::start(env->master_addr, env->master_port);
     auto store = rt::dist::StoreClient::connect(env->master_addr, env->master_port, m.job_timeout);
+    if (m.opts.world_size > 0 && (m.opts.world_size != env->world_size || m.opts.world_rank != env->rank))
+      throw rt::dist::StoreError("--world-size " + std::to_string(m.opts.world_size) + " --rank " + std::to_string(m.opts.world_rank) +
+                                 " disagrees with the job (WORLD_SIZE=" + std::to_string(env->world_size) +
+                                 ", RANK=" + std::to_string(env->rank) + ")");
     rt::dist::join(*store, *env, m.job_timeout);
     m.job = env;
     m.job_server = std::move(server);
     m.job_store = std::move(store);
+    m.in->set_world(env->world_size, env->rank);
+    // Collectives in traces reach the job through Gloo (CPU tensors), opened at the first one
+    // that needs it, so that a job without collectives needs no plugin.
+    m.in->exec_context().communicator = [&m]() -> rt::dist::Communicator* {
+      if (!m.job_comm) m.job_comm = rt::dist::open_gloo(*m.job_store, *m.job, m.job_timeout);
+      return m.job_comm.get();
+    };
     return true;
   } catch (const std::exception& e) {
     const char* r = std::getenv("RANK");
@@ -66,6 +78,8 @@ bool Session::leave_job() {
     m.error("rank " + std::to_string(m.job->rank) + ", at the end of the run: " + e.what());
     ok = false;
   }
+  m.in->exec_context().communicator = nullptr;
+  m.job_comm.reset();
   m.job_store.reset();
   m.job_server.reset();  // rank 0: only now, when every rank is done with the store (or gone)
   return ok;

@@ -366,6 +366,36 @@ Value b_passthrough(Interpreter& in, CallArgs& a, SourceLoc loc) {
   return *in.builtins().lookup("no_autocast");
 }
 
+// Thunder's backward printouts empty a collection once it is unpacked (clear_collection before
+// May 2024, clear_mutable_collection since). Its values live on in the names unpacked from it and
+// die at their dels, so here it does nothing.
+Value b_clear_collection(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  want_args(in, a, "clear_collection", 1, 1, loc);
+  return Value();
+}
+
+// The job's world: dist.group() is ('world', N), the group every collective takes.
+Value b_dist_group(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  want_args(in, a, "dist.group", 0, 0, loc);
+  return in.world_group(nullptr);
+}
+
+Value b_dist_world_size(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  want_args(in, a, "dist.world_size", 0, 0, loc);
+  return Value::integer(in.world_size() > 0 ? in.world_size() : 1);
+}
+
+Value b_dist_rank(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  want_args(in, a, "dist.rank", 0, 0, loc);
+  return Value::integer(in.world_rank());
+}
+
+const BuiltinDef kDistBuiltins[] = {
+    {"group", b_dist_group, "dist.group(): the job's process group, ('world', N) for its N ranks (1 outside a job)."},
+    {"world_size", b_dist_world_size, "dist.world_size(): the number of ranks in the job (1 outside a job)."},
+    {"rank", b_dist_rank, "dist.rank(): this process's rank in the job (0 outside a job)."},
+};
+
 Value b_device(Interpreter& in, CallArgs& a, SourceLoc loc) {
   want_args(in, a, "device", 1, 1, loc);
   if (!a.pos[0].is(VT::Str)) in.fail(loc, "device() takes a string such as \"cpu\" or \"cuda:0\"");
@@ -442,6 +472,10 @@ const BuiltinDef kBuiltins[] = {
     {"no_autocast", b_passthrough, "A decorator from Thunder printouts; has no effect."},
     {"no_grad", b_passthrough, "A decorator from PyTorch printouts; has no effect."},
     {"device", b_device, "device(\"cuda:0\"): a device name (a string)."},
+    {"clear_collection", b_clear_collection,
+     "clear_collection(c): from Thunder's backward printouts (the collection's values die at their dels); does nothing."},
+    {"clear_mutable_collection", b_clear_collection,
+     "clear_mutable_collection(c): Thunder's later name for clear_collection; does nothing."},
     {"trace", b_trace, "trace(fn, *types): records fn on proxies of the given types and returns the trace."},
     {"ValueError", b_value_error, "ValueError(msg): an error message for raise."},
     {"TypeError", b_type_error, "TypeError(msg): an error message for raise."},
@@ -542,6 +576,9 @@ void Interpreter::install_builtins() {
   b.members["devices"] = devices;
   b.members["math"] = math;
   b.members["thunder"] = thunder;
+  dist_ = ns("dist");
+  for (const BuiltinDef& d : kDistBuiltins) nsref(dist_).members[d.name] = make<BuiltinObj>(&d);
+  b.members["dist"] = dist_;
   // Bare names of ops: ltorch first, then prims (the fallback), after Python's builtins.
   b.fallback = &nsref(ltorch_);
 }
@@ -582,7 +619,7 @@ std::shared_ptr<Module> Interpreter::load_stdlib_file(const stdlib::File& file) 
   DiagnosticList diags;
   auto m = parse(file.path, file.text, diags);
   if (!m) throw std::runtime_error("internal error: the embedded stdlib does not parse:\n" + diags.render_all(sm_));
-  m->composites = file.module == std::string("ltorch");
+  m->composites = file.module == std::string("ltorch") || file.module == std::string("dist");
   m->name = file.module;
   m->names_values = false;
   stdlib_files_.push_back(m->file);
@@ -602,7 +639,7 @@ void Interpreter::load_stdlib() {
     std::string mod = file.module;
     if (mod.rfind("passes.", 0) == 0) continue;
     auto m = load_stdlib_file(file);
-    NamespaceObj& target = mod == "ltorch" ? nsref(ltorch_) : nsref(builtins_);
+    NamespaceObj& target = mod == "ltorch" ? nsref(ltorch_) : mod == "dist" ? nsref(dist_) : nsref(builtins_);
     for (const auto& [k, v] : m->globals)
       if (!k.empty() && k[0] != '_' && v.is(VT::Function)) target.members[k] = v;
   }

@@ -34,6 +34,7 @@ Value Interpreter::load_name(const Expr& e, Frame& fr) {
       auto it = m.globals.find(e.name);
       if (it != m.globals.end()) v = &it->second;
       else v = builtins().lookup(e.name);
+      if (!v) v = thunder_object(e.name, m);
       if (!v) fail(e.loc, "name '" + e.name + "' is not defined");
       e.global_module = &m;
       e.global_version = m.globals_version;

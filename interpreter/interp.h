@@ -124,6 +124,19 @@ class Interpreter {
     if ((++polls_ & 0xfff) == 0 && interrupted_.load(std::memory_order_relaxed)) raise_interrupt(loc);
   }
   ir::ExecContext& exec_context() { return exec_; }
+  // The distributed job this interpreter runs in (dist.group(), dist.rank(), Thunder's printed
+  // process groups; interpreter/dist.cpp): size 0 while unknown (no job, no --world-size).
+  void set_world(int64_t size, int64_t rank) {
+    world_size_ = size;
+    world_rank_ = rank;
+  }
+  int64_t world_size() const { return world_size_; }
+  int64_t world_rank() const { return world_rank_; }
+  // ('world', N): N the job's size, else the one module m's collectives imply, else 1.
+  Value world_group(const Module* m);
+  // The value of a Thunder printout's object name (a process group, a reduce op), or null.
+  const Value* thunder_object(const std::string& name, const Module& m);
+  static bool is_thunder_object_name(const std::string& name);
   std::function<void(const std::string&)> on_print;  // print(); defaults to stdout
   const NamespaceObj& builtins() const { return *builtins_.as<NamespaceObj>(); }
   int64_t steps() const { return steps_; }
@@ -156,6 +169,7 @@ class Interpreter {
   ir::ExecContext exec_;
   Value builtins_;   // NamespaceObj of names visible everywhere
   Value ltorch_;     // NamespaceObj of the stdlib composites (falls back to prims)
+  Value dist_;       // NamespaceObj dist: the world (C++) and the collectives (stdlib/dist.trace)
   std::vector<std::shared_ptr<Module>> modules_;
   std::vector<int32_t> stdlib_files_;
   std::map<std::string, Value> passes_;
@@ -164,6 +178,8 @@ class Interpreter {
   Recorder rec_;
   int64_t steps_ = 0;
   int depth_ = 0;
+  int64_t world_size_ = 0, world_rank_ = 0;
+  std::deque<Value> thunder_objects_;  // stable addresses: names' inline caches point at them
 
   void install_builtins();
   void load_stdlib();

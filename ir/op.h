@@ -9,6 +9,10 @@
 #include "ir/trace.h"
 #include "runtime/kernels.h"
 
+namespace tracer::rt::dist {
+class Communicator;
+}
+
 namespace tracer::ir {
 
 // How codegen may group an op (see DESIGN section 4).
@@ -38,6 +42,9 @@ struct ExecContext {
   // For matmul: the operand's tensor is stored as the transpose of its last two dimensions (a
   // transpose the executor did not materialize; see lazy_transposes in ir/fusion.h).
   bool matmul_transposed[2] = {false, false};
+  // The job's communicator for collectives over more than one rank (opened on first use by the
+  // host; unset outside a job, where only groups of one rank run).
+  std::function<rt::dist::Communicator*()> communicator;
 };
 
 // Functions, not pointers: an embedding host's ops (OpDecl::ns "native") are closures over its

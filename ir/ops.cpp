@@ -344,8 +344,20 @@ std::vector<OpDecl> make_table() {
 
 }  // namespace
 
+std::vector<OpDecl> dist_ops();  // ir/ops_dist.cpp: the collectives
+
+namespace {
+
+std::vector<OpDecl> full_table() {
+  std::vector<OpDecl> t = make_table();
+  for (OpDecl& op : dist_ops()) t.push_back(std::move(op));
+  return t;
+}
+
+}  // namespace
+
 const std::vector<OpDecl>& all_ops() {
-  static const std::vector<OpDecl> table = make_table();
+  static const std::vector<OpDecl> table = full_table();
   return table;
 }
 
@@ -397,6 +409,13 @@ std::vector<Arg> bind_args(const OpDecl& op, std::vector<Arg> positional,
 
 std::vector<TensorType> infer(const OpDecl& op, const std::vector<Arg>& bound) {
   try {
+    // A FUTURE (an asynchronous collective's pending result) is read by prims.wait alone.
+    if (op.name != "wait")
+      for (size_t i = 0; i < bound.size(); ++i)
+        for_each_proxy(bound[i], [&](const ProxyPtr& p) {
+          if (p->type.future)
+            throw OpError(p->name + " is a FUTURE (the pending result of a collective): prims.wait(" + p->name + ") gives its tensor");
+        });
     return op.meta(bound);
   } catch (const OpError& e) {
     throw OpError(op.name + ": " + e.what());

@@ -12,7 +12,9 @@ namespace tracer::ir {
 
 using K = Arg::Kind;
 
-std::string TensorType::str() const { return device + " " + rt::dtype_name(dtype) + rt::shape_str(shape); }
+std::string TensorType::str() const {
+  return (future ? "FUTURE " : "") + device + " " + rt::dtype_name(dtype) + rt::shape_str(shape);
+}
 
 static std::string trim(const std::string& s) {
   size_t b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
@@ -22,6 +24,10 @@ static std::string trim(const std::string& s) {
 std::optional<TensorType> parse_type_string(const std::string& text, std::string* why) {
   std::string s = trim(text);
   TensorType t;
+  if (s.rfind("FUTURE ", 0) == 0) {
+    t.future = true;
+    s = trim(s.substr(7));
+  }
   size_t bracket = s.find('[');
   if (bracket == std::string::npos || s.back() != ']') {
     if (why) *why = "expected a tensor type like \"cpu f32[2, 3]\", got \"" + text + "\"";

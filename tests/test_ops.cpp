@@ -41,6 +41,8 @@ Arg ints(std::vector<int64_t> xs) {
   return Arg::of_seq(Arg::Kind::Tuple, std::move(a));
 }
 
+Arg world_of_one() { return Arg::of_seq(Arg::Kind::Tuple, {Arg::of_str("world"), Arg::of_int(1)}); }
+
 Gen unary(Domain d = Domain::Any) {
   return [d](DType dt, uint64_t s) { return std::vector<Arg>{T(dt, {3, 17}, s, d)}; };
 }
@@ -122,6 +124,21 @@ const std::map<std::string, Gen>& samples() {
                                  T(dt, {2, 5, 3}, s + 4, Domain::Unit), T(lse, {2, 5}, s + 5, Domain::Positive),
                                  Arg::of_bool(false),                   Arg::of_float(0.7)};
        }},
+      // Collectives over a group of one rank (the single process): each rank's value is its
+      // own. tests/runtime/test_comm.cpp and the CLI's launch tests run them over 2 and 4 ranks.
+      {"all_gather", [](DType dt, uint64_t s) {
+         return std::vector<Arg>{T(dt, {3, 5}, s), world_of_one(), Arg::of_bool(false), Arg::of_int(1)};
+       }},
+      {"reduce_scatter", [](DType dt, uint64_t s) {
+         return std::vector<Arg>{T(dt, {4, 3}, s), Arg::of_str("sum"), world_of_one(), Arg::of_bool(false)};
+       }},
+      {"all_reduce", [](DType dt, uint64_t s) {
+         return std::vector<Arg>{T(dt, {2, 7}, s), Arg::of_str("max"), world_of_one(), Arg::of_bool(false)};
+       }},
+      {"broadcast", [](DType dt, uint64_t s) {
+         return std::vector<Arg>{T(dt, {6}, s), Arg::of_int(0), world_of_one(), Arg::of_bool(false)};
+       }},
+      {"wait", [](DType dt, uint64_t s) { return std::vector<Arg>{T(dt, {2, 3}, s)}; }},
   };
   return m;
 }

@@ -21,6 +21,11 @@ struct SessionOptions {
   // Loading fails when a value given by set() names nothing the module mentions (a typo:
   // `tracer run --set NOPE=3`); off by default, so that a host may set sizes for several files.
   bool strict_settings = false;
+  // Trace for a job of world_size ranks, as rank world_rank, without joining one (tracer check,
+  // print and mem --world-size): dist.group() and Thunder's process groups get that size.
+  // 0: the joined job's size (join_job), else what a printout's collectives imply, else 1.
+  int world_size = 0;
+  int world_rank = 0;
 };
 
 // A diagnostic as data; `rendered` is the clang-style text with the source line and caret.

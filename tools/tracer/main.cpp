@@ -24,6 +24,7 @@ struct Common {
   int64_t step_limit = 500'000'000;
   uint64_t memory_limit = 0;
   bool json = false;
+  int world_size = 0, world_rank = 0;
 };
 
 tracer::SessionOptions session_options(const Common& c) {
@@ -32,6 +33,8 @@ tracer::SessionOptions session_options(const Common& c) {
   so.step_limit = c.step_limit;
   so.memory_limit = static_cast<size_t>(c.memory_limit);
   so.strict_settings = true;  // --set NAME=... for a name the file never mentions is an error
+  so.world_size = c.world_size;
+  so.world_rank = c.world_rank;
   return so;
 }
 
@@ -373,6 +376,10 @@ void add_common(CLI::App* app, Common& c, bool with_inputs) {
   app->add_option("file", c.file, "The .trace file")->required();
   app->add_option("--entry", c.entry, "The function to use (default: main, else the last function)");
   app->add_option("--set", c.sets, "Override a module-level value, e.g. --set T=64 (repeatable)");
+  app->add_option("--world-size", c.world_size,
+                  "Trace for a job of this many ranks without joining one (collectives' groups; under tracer launch: the job's)")
+      ->check(CLI::Range(1, 1 << 20));
+  app->add_option("--rank", c.world_rank, "With --world-size: trace as this rank (default 0)")->check(CLI::NonNegativeNumber);
   app->add_option("--step-limit", c.step_limit, "Stop scripts after this many statements and calls (0: no limit)");
   app->add_option("--memory-limit", c.memory_limit,
                   "Bytes the CPU may hold in tensors, and one list or string in the script (e.g. 8G, 512M; default 90% of RAM)")

@@ -1,0 +1,224 @@
+// Collectives as primitives (docs/distributed.md, "Collectives in traces"): all_gather,
+// reduce_scatter, all_reduce, broadcast and wait, with the parameters of Thunder's
+// thunder.distributed.prims (and its torch executor's torch_*_prim_impl names as aliases). A group
+// is the tuple (name, size): ('world', N) for the job's N ranks. An asynchronous collective
+// (do_async) gives a FUTURE, which only wait reads. On the CPU the collective runs when it is
+// issued, through the job's communicator (ExecContext::communicator); a group of one rank needs
+// none.
+#include <algorithm>
+#include <numeric>
+
+#include "ir/op.h"
+#include "ir/op_rules.h"
+#include "runtime/comm.h"
+
+namespace tracer::ir {
+namespace {
+
+using K = Arg::Kind;
+
+struct Group {
+  std::string name;
+  int64_t size = 1;
+};
+
+Group group_arg(const Arg& a) {
+  if (a.kind != K::Tuple || a.items.size() != 2 || a.items[0].kind != K::Str || a.items[1].kind != K::Int || a.items[1].i < 1)
+    throw OpError("group must be a process group: the tuple (name, size) that dist.group() gives, such as ('world', 2)");
+  if (a.items[0].s != "world")
+    throw OpError("group '" + a.items[0].s + "' is not known: the only group is 'world' (every rank of the job)");
+  return {a.items[0].s, a.items[1].i};
+}
+
+rt::dist::ReduceOp reduce_arg(const Arg& a) {
+  if (a.kind == K::Str) {
+    if (a.s == "sum") return rt::dist::ReduceOp::sum;
+    if (a.s == "avg") return rt::dist::ReduceOp::avg;
+    if (a.s == "max") return rt::dist::ReduceOp::max;
+    if (a.s == "min") return rt::dist::ReduceOp::min;
+  }
+  throw OpError("op must be 'sum', 'avg', 'max' or 'min'");
+}
+
+int64_t dim_arg(const Arg& d, size_t rank) {
+  if (rank == 0) throw OpError("a collective needs a tensor of at least one dimension");
+  int64_t r = static_cast<int64_t>(rank);
+  int64_t v = d.kind == K::None ? 0 : int_arg(d, "dim");
+  if (v < -r || v >= r) throw OpError("dim " + std::to_string(v) + " is out of range for a tensor of " + std::to_string(r) + " dimensions");
+  return v < 0 ? v + r : v;
+}
+
+TensorType input_type(const Arg& a) {
+  TensorType t = tensor_type(a, "a");
+  if (t.future) throw OpError("a is a FUTURE: prims.wait gives its tensor");
+  return t;
+}
+
+std::vector<TensorType> meta_all_gather(const std::vector<Arg>& a) {
+  TensorType t = input_type(a[0]);
+  Group g = group_arg(a[1]);
+  int64_t d = dim_arg(a[3], t.shape.size());
+  t.shape[static_cast<size_t>(d)] *= g.size;
+  t.future = bool_arg(a[2], "do_async");
+  return {t};
+}
+
+std::vector<TensorType> meta_reduce_scatter(const std::vector<Arg>& a) {
+  TensorType t = input_type(a[0]);
+  reduce_arg(a[1]);
+  Group g = group_arg(a[2]);
+  int64_t d = dim_arg(a[4], t.shape.size());
+  int64_t& n = t.shape[static_cast<size_t>(d)];
+  if (n % g.size != 0)
+    throw OpError("dimension " + std::to_string(d) + " of a (" + std::to_string(n) + ") does not divide among the group's " +
+                  std::to_string(g.size) + " ranks");
+  n /= g.size;
+  t.future = bool_arg(a[3], "do_async");
+  return {t};
+}
+
+std::vector<TensorType> meta_all_reduce(const std::vector<Arg>& a) {
+  TensorType t = input_type(a[0]);
+  rt::dist::ReduceOp op = reduce_arg(a[1]);
+  group_arg(a[2]);
+  if (op == rt::dist::ReduceOp::avg && !rt::is_float(t.dtype)) throw OpError("op 'avg' needs a floating-point tensor");
+  t.future = bool_arg(a[3], "do_async");
+  return {t};
+}
+
+std::vector<TensorType> meta_broadcast(const std::vector<Arg>& a) {
+  TensorType t = input_type(a[0]);
+  int64_t root = int_arg(a[1], "root");
+  Group g = group_arg(a[2]);
+  if (root < 0 || root >= g.size) throw OpError("root " + std::to_string(root) + " is not a rank of the group's " + std::to_string(g.size));
+  t.future = bool_arg(a[3], "do_async");
+  return {t};
+}
+
+std::vector<TensorType> meta_wait(const std::vector<Arg>& a) {
+  TensorType t = tensor_type(a[0], "a");
+  if (a[0].kind == K::Proxy && !t.future) throw OpError("a is a tensor, not a FUTURE: only the result of an asynchronous collective is waited on");
+  t.future = false;
+  return {t};
+}
+
+// The communicator for a group of size ranks (a group of one needs none).
+rt::dist::Communicator* comm_for(const Group& g, ExecContext& c) {
+  if (g.size == 1) return nullptr;
+  rt::dist::Communicator* comm = c.communicator ? c.communicator() : nullptr;
+  if (!comm)
+    throw OpError("a group of " + std::to_string(g.size) + " ranks needs a job of that many (run under tracer launch --nproc " +
+                  std::to_string(g.size) + ")");
+  if (comm->size() != g.size)
+    throw OpError("the group has " + std::to_string(g.size) + " ranks but the job has " + std::to_string(comm->size()) +
+                  " (the trace was made for another WORLD_SIZE)");
+  return comm;
+}
+
+rt::Tensor copy(const rt::Tensor& x, ExecContext& c) { return rt::cast(x, x.dtype(), c.allocator); }
+
+// x with dimension d moved to the front (contiguous), and the permutation that puts it back.
+rt::Tensor to_front(const rt::Tensor& x, int64_t d, ExecContext& c, std::vector<int64_t>* back) {
+  std::vector<int64_t> perm(static_cast<size_t>(x.dim()));
+  std::iota(perm.begin(), perm.end(), 0);
+  perm.erase(perm.begin() + d);
+  perm.insert(perm.begin(), d);
+  back->assign(perm.size(), 0);
+  for (size_t i = 0; i < perm.size(); ++i) (*back)[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+  return rt::permute(x, perm, c.allocator);
+}
+
+std::vector<rt::Tensor> cpu_all_gather(const std::vector<Arg>& a, ExecContext& c) {
+  TensorType t = meta_all_gather(a)[0];
+  Group g = group_arg(a[1]);
+  rt::dist::Communicator* comm = comm_for(g, c);
+  if (!comm) return {copy(a[0].tensor, c)};
+  int64_t d = dim_arg(a[3], t.shape.size());
+  if (d == 0) {
+    rt::Tensor out = rt::Tensor::empty(t.dtype, t.shape, c.allocator);
+    comm->all_gather(a[0].tensor, out);
+    return {out};
+  }
+  std::vector<int64_t> back;
+  rt::Tensor front = to_front(a[0].tensor, d, c, &back);
+  rt::Shape s = front.shape();
+  s[0] *= g.size;
+  rt::Tensor out = rt::Tensor::empty(t.dtype, s, c.allocator);
+  comm->all_gather(front, out);
+  return {rt::permute(out, back, c.allocator)};
+}
+
+std::vector<rt::Tensor> cpu_reduce_scatter(const std::vector<Arg>& a, ExecContext& c) {
+  TensorType t = meta_reduce_scatter(a)[0];
+  Group g = group_arg(a[2]);
+  rt::dist::ReduceOp op = reduce_arg(a[1]);
+  rt::dist::Communicator* comm = comm_for(g, c);
+  if (!comm) return {copy(a[0].tensor, c)};
+  int64_t d = dim_arg(a[4], t.shape.size());
+  if (d == 0) {
+    rt::Tensor out = rt::Tensor::empty(t.dtype, t.shape, c.allocator);
+    comm->reduce_scatter(a[0].tensor, out, op);
+    return {out};
+  }
+  std::vector<int64_t> back;
+  rt::Tensor front = to_front(a[0].tensor, d, c, &back);
+  rt::Shape s = front.shape();
+  s[0] /= g.size;
+  rt::Tensor out = rt::Tensor::empty(t.dtype, s, c.allocator);
+  comm->reduce_scatter(front, out, op);
+  return {rt::permute(out, back, c.allocator)};
+}
+
+std::vector<rt::Tensor> cpu_all_reduce(const std::vector<Arg>& a, ExecContext& c) {
+  meta_all_reduce(a);
+  rt::Tensor out = copy(a[0].tensor, c);
+  if (rt::dist::Communicator* comm = comm_for(group_arg(a[2]), c)) comm->all_reduce(out, reduce_arg(a[1]));
+  return {out};
+}
+
+std::vector<rt::Tensor> cpu_broadcast(const std::vector<Arg>& a, ExecContext& c) {
+  meta_broadcast(a);
+  rt::Tensor out = copy(a[0].tensor, c);
+  if (rt::dist::Communicator* comm = comm_for(group_arg(a[2]), c)) comm->broadcast(out, static_cast<int>(a[1].i));
+  return {out};
+}
+
+// The collective ran when it was issued: the future's value is its tensor.
+std::vector<rt::Tensor> cpu_wait(const std::vector<Arg>& a, ExecContext& c) {
+  (void)c;
+  return {a[0].tensor};
+}
+
+ParamSpec req(const char* n) { return {n, true, {}, false}; }
+ParamSpec opt(const char* n, Arg d) { return {n, false, std::move(d), false}; }
+
+}  // namespace
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+std::vector<OpDecl> dist_ops() {
+  const Arg kNone, kFalse = Arg::of_bool(false);
+  return {
+      {"all_gather", OpKind::Other, {req("a"), req("group"), req("do_async"), opt("dim", kNone)}, &meta_all_gather, &cpu_all_gather,
+       "all_gather(a, group, do_async, dim=None): every rank's a, in rank order, along dim (0 when None); a FUTURE when "
+       "do_async (prims.wait gives the tensor). group: ('world', N), as dist.group() gives.",
+       {"torch_all_gather_prim_impl"}},
+      {"reduce_scatter", OpKind::Other, {req("a"), req("op"), req("group"), req("do_async"), opt("dim", kNone)},
+       &meta_reduce_scatter, &cpu_reduce_scatter,
+       "reduce_scatter(a, op, group, do_async, dim=None): this rank's slice along dim (0 when None) of the reduction "
+       "('sum', 'avg', 'max', 'min') of every rank's a; the dimension must divide among the ranks.",
+       {"torch_reduce_scatter_prim_impl"}},
+      {"all_reduce", OpKind::Other, {req("a"), req("op"), req("group"), req("do_async"), opt("skip_clone", kFalse)},
+       &meta_all_reduce, &cpu_all_reduce,
+       "all_reduce(a, op, group, do_async, skip_clone=False): the reduction ('sum', 'avg', 'max', 'min') of every "
+       "rank's a, on every rank (a new tensor: a is not changed, whatever skip_clone says).",
+       {"torch_all_reduce_prim_impl"}},
+      {"broadcast", OpKind::Other, {req("a"), req("root"), req("group"), req("do_async")}, &meta_broadcast, &cpu_broadcast,
+       "broadcast(a, root, group, do_async): rank root's a, on every rank.", {"torch_broadcast_prim_impl"}},
+      {"wait", OpKind::Other, {req("a")}, &meta_wait, &cpu_wait,
+       "wait(a): the tensor of the FUTURE a (the result of an asynchronous collective).", {"torch_wait_prim_impl"}},
+  };
+}
+#pragma GCC diagnostic pop
+
+}  // namespace tracer::ir
