@@ -297,6 +297,21 @@ void run_fused(const Stmt& s, Env& env, ExecContext& ctx, const Dying& dying) {
     }
   }
   if (!post.empty()) {  // the reduced values, then what is computed from them, whole
+    // Values the blocks computed that those read (of the reduced shape, from the group's inputs
+    // alone: `a + b` in `(a + b) + sum(x)`) are computed again here, whole.
+    std::unordered_set<const Stmt*> again;
+    {
+      std::unordered_set<const Proxy*> need;
+      for (auto it = prims.rbegin(); it != prims.rend(); ++it) {
+        const Stmt* p = *it;
+        bool wanted = post_prims.count(p) > 0;
+        if (!wanted)
+          for (const auto& o : p->outputs) wanted = wanted || need.count(o.get()) > 0;
+        if (!wanted || cols.count(p)) continue;
+        if (!post_prims.count(p)) again.insert(p);
+        for (const Arg& a : p->args) for_each_proxy(a, [&](const ProxyPtr& q) { need.insert(q.get()); });
+      }
+    }
     Env done;
     auto value = [&](const ProxyPtr& p) -> rt::Tensor {
       auto it = done.find(p.get());
@@ -306,8 +321,12 @@ void run_fused(const Stmt& s, Env& env, ExecContext& ctx, const Dying& dying) {
       return outer->second;
     };
     for (const Stmt* p : prims) {
-      if (!post_prims.count(p)) continue;
+      if (!post_prims.count(p) && !again.count(p)) continue;
       const ProxyPtr& out = p->outputs[0];
+      if (auto v = g.views.find(out.get()); v != g.views.end()) {
+        done[out.get()] = gather_view(env.at(v->second.base), v->second, v->second.shape, 0, local_ctx.allocator);
+        continue;
+      }
       if (auto c = cols.find(p); c != cols.end()) {
         rt::Tensor t = rt::Tensor::empty(out->type.dtype, out->type.shape, local_ctx.allocator);
         for (size_t j = 0; j < c->second.acc.size(); ++j) t.set(static_cast<int64_t>(j), c->second.acc[j]);

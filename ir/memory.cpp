@@ -126,7 +126,8 @@ class Sim {
         for (const auto& p : s.deleted) drop(p.get());
         return;
       case StmtKind::Prim: {
-        bool alias = s.op && (s.op->name == "reshape" || (lazy_ && s.outputs.size() == 1 && lazy_->count(s.outputs[0].get()))) &&
+        // A reshape is a view, and a wait gives the tensor its future already holds.
+        bool alias = s.op && (s.op->name == "reshape" || s.op->name == "wait" || (lazy_ && s.outputs.size() == 1 && lazy_->count(s.outputs[0].get()))) &&
                      !s.args.empty() && s.args[0].kind == Arg::Kind::Proxy && storage(s.args[0].proxy.get()) >= 0;
         int donor = -1;
         if (!alias && !dying.empty() && s.op && s.op->kind == OpKind::Elementwise && s.outputs.size() == 1) {

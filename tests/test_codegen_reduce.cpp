@@ -249,13 +249,14 @@ TEST_CASE("column and row kernels reduce f32 in f32 batches, f64 in double, and 
 // elementwise producers (one kernel reads o, nothing of the product is written), and the kernel
 // folds the column into rows of the widest divisor up to 2048 (a multiple of 8 where one of at
 // least 256 divides: 16-byte accesses). On the CPU the fused program gives the unfused one's
-// numbers bit for bit (both add in double, in order).
+// numbers bit for bit (both add in double, in order), also where a value computed after the
+// reduction reads one the rows computed from the inputs alone (p + q).
 TEST_CASE("reductions of every dimension join their producers and fold their one column", "[codegen][nvrtc]") {
   const std::string src =
-      "def f(o: bf16[4, 16, 64, 32], x: f32[7, 1001], y: f32[5000]):\n"
+      "def f(o: bf16[4, 16, 64, 32], x: f32[7, 1001], y: f32[5000], p: f32[1], q: f32[1]):\n"
       "    a = sum(o.float() * o.float())\n"
       "    b = prims.amax(x * 2.0, (0, 1))\n"
-      "    c = prims.convert_element_type(prims.sum(prims.exp(y), (0,)), bf16)\n"
+      "    c = prims.convert_element_type(prims.add(prims.reshape(prims.add(p, q), ()), prims.sum(prims.exp(y), (0,))), bf16)\n"
       "    return a, b, c\n";
   SourceManager sm;
   interp::Interpreter in{sm};
