@@ -332,7 +332,8 @@ static void check_type_comments(Interpreter& in, const Stmt& s, const Value& v) 
     std::string why;
     auto t = ir::parse_type_string(tc.type_string, &why);
     if (!t) in.fail(tc.loc, why);
-    if (!t->same_layout(p.type))
+    // A distribution is checked where the comment states one (Thunder's never do).
+    if (!t->same_layout(p.type) || (t->dist != ir::Dist::unknown && !t->same_dist(p.type)))
       in.fail(tc.loc, "type comment says '" + tc.name + "' is " + t->str() + " but it is " + p.type.str());
   }
 }

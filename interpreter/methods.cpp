@@ -360,6 +360,31 @@ const BuiltinDef kList[] = {
     {"sort", l_sort, "xs.sort(key=None, reverse=False)"}, {"copy", l_copy, "xs.copy()"}, {"clear", l_clear, "xs.clear()"},
 };
 const BuiltinDef kTuple[] = {{"index", l_index, "t.index(x)"}, {"count", l_count, "t.count(x)"}};
+
+// A tensor type with its distribution over the job's ranks (docs/distributed.md): f32[64, 64].sharded(0).
+Value with_dist(Interpreter& in, CallArgs& a, SourceLoc loc, ir::Dist d, const char* name) {
+  size_t want = d == ir::Dist::sharded ? 2 : 1;
+  if (a.pos.size() != want || !a.kw.empty())
+    in.fail(loc, std::string("type.") + name + (d == ir::Dist::sharded ? "(dim) takes one dimension" : "() takes no arguments"));
+  ir::TensorType t = a.pos[0].as<TypeObj>()->type;
+  t.dist = d;
+  t.shard_dim = 0;
+  if (d == ir::Dist::sharded) {
+    if (!a.pos[1].is(VT::Int)) in.fail(loc, "type.sharded(dim): dim must be an integer");
+    int64_t r = static_cast<int64_t>(t.shape.size()), v = a.pos[1].as_int();
+    if (v < -r || v >= r) in.fail(loc, "type.sharded(" + std::to_string(v) + "): out of range for " + std::to_string(r) + " dimensions");
+    t.shard_dim = static_cast<int>(v < 0 ? v + r : v);
+  }
+  return make<TypeObj>(std::move(t));
+}
+Value t_replicated(Interpreter& in, CallArgs& a, SourceLoc loc) { return with_dist(in, a, loc, ir::Dist::replicated, "replicated"); }
+Value t_sharded(Interpreter& in, CallArgs& a, SourceLoc loc) { return with_dist(in, a, loc, ir::Dist::sharded, "sharded"); }
+Value t_per_rank(Interpreter& in, CallArgs& a, SourceLoc loc) { return with_dist(in, a, loc, ir::Dist::per_rank, "per_rank"); }
+const BuiltinDef kType[] = {
+    {"replicated", t_replicated, "f32[4, 4].replicated(): the same on every rank of the job"},
+    {"sharded", t_sharded, "f32[32, 64].sharded(dim): this rank's slice along dim of a tensor split over the ranks"},
+    {"per_rank", t_per_rank, "f32[8, 64].per_rank(): different on each rank (a data-parallel batch)"},
+};
 const BuiltinDef kDict[] = {
     {"get", d_get, "d.get(k, default=None)"}, {"keys", d_keys, "d.keys(): list of keys"},
     {"values", d_values, "d.values(): list of values"}, {"items", d_items, "d.items(): list of (key, value)"},
@@ -382,6 +407,7 @@ const BuiltinDef* find_method(VT t, const std::string& name) {
     case VT::List: return find_in(kList, name);
     case VT::Tuple: return find_in(kTuple, name);
     case VT::Dict: return find_in(kDict, name);
+    case VT::Type: return find_in(kType, name);
     default: return nullptr;
   }
 }
@@ -479,6 +505,7 @@ Value Interpreter::get_attr(const Value& obj, const std::string& name, SourceLoc
     case VT::Type:
       if (name == "shape") return shape_tuple(obj.as<TypeObj>()->type.shape);
       if (name == "dtype") return Value::dtype(obj.as<TypeObj>()->type.dtype);
+      if (const BuiltinDef* m = find_method(obj.type(), name)) return make<BoundMethodObj>(obj, make<BuiltinObj>(m));
       break;
     case VT::Function:
       if (name == "__name__") return str_value(obj.as<FunctionObj>()->info->name);

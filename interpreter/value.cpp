@@ -476,7 +476,11 @@ std::string repr(const Value& v) {
     case VT::Trace: return "<trace " + v.as<TraceObj>()->trace->name + ">";
     case VT::Type: {
       const ir::TensorType& t = v.as<TypeObj>()->type;
-      return std::string(rt::dtype_name(t.dtype)) + rt::shape_str(t.shape);
+      std::string d = t.dist == ir::Dist::replicated ? ".replicated()"
+                      : t.dist == ir::Dist::sharded  ? ".sharded(" + std::to_string(t.shard_dim) + ")"
+                      : t.dist == ir::Dist::per_rank ? ".per_rank()"
+                                                     : "";
+      return std::string(rt::dtype_name(t.dtype)) + rt::shape_str(t.shape) + d;
     }
     case VT::Namespace: return "<module '" + v.as<NamespaceObj>()->name + "'>";
     case VT::Op: return "<op prims." + v.as<OpObj>()->op->name + ">";

@@ -407,6 +407,33 @@ std::vector<Arg> bind_args(const OpDecl& op, std::vector<Arg> positional,
   return bound;
 }
 
+namespace {
+
+// The distribution of an op's results (docs/distributed.md): the collectives state theirs (their
+// meta functions); the stateful random draws may differ between ranks; otherwise per rank if any
+// tensor read differs between ranks (per rank, or a sharded operand: what is computed from this
+// rank's slice is its own), else not known if any tensor read is not, else the same on every
+// rank (constants are).
+void propagate_dist(const OpDecl& op, const std::vector<Arg>& bound, std::vector<TensorType>& out) {
+  static const std::unordered_map<std::string, bool> collective = {
+      {"all_gather", true}, {"reduce_scatter", true}, {"all_reduce", true}, {"broadcast", true}, {"wait", true}};
+  if (collective.count(op.name) && op.ns == "prims") return;
+  Dist d = Dist::replicated;
+  if (op.name == "uniform" || op.name == "rng_state") d = Dist::per_rank;
+  bool unknown = false;
+  for (const Arg& a : bound)
+    for_each_proxy(a, [&](const ProxyPtr& p) {
+      if (p->type.dist == Dist::unknown) unknown = true;
+      else if (p->type.dist != Dist::replicated) d = Dist::per_rank;
+    });
+  for (TensorType& t : out) {
+    t.dist = d == Dist::per_rank ? d : unknown ? Dist::unknown : d;
+    t.shard_dim = 0;
+  }
+}
+
+}  // namespace
+
 std::vector<TensorType> infer(const OpDecl& op, const std::vector<Arg>& bound) {
   try {
     // A FUTURE (an asynchronous collective's pending result) is read by prims.wait alone.
@@ -416,7 +443,9 @@ std::vector<TensorType> infer(const OpDecl& op, const std::vector<Arg>& bound) {
           if (p->type.future)
             throw OpError(p->name + " is a FUTURE (the pending result of a collective): prims.wait(" + p->name + ") gives its tensor");
         });
-    return op.meta(bound);
+    std::vector<TensorType> out = op.meta(bound);
+    propagate_dist(op, bound, out);
+    return out;
   } catch (const OpError& e) {
     throw OpError(op.name + ": " + e.what());
   }

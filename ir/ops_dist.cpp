@@ -60,6 +60,7 @@ std::vector<TensorType> meta_all_gather(const std::vector<Arg>& a) {
   int64_t d = dim_arg(a[3], t.shape.size());
   t.shape[static_cast<size_t>(d)] *= g.size;
   t.future = bool_arg(a[2], "do_async");
+  t.dist = Dist::replicated;  // every rank's pieces, in rank order: the same on every rank
   return {t};
 }
 
@@ -74,6 +75,8 @@ std::vector<TensorType> meta_reduce_scatter(const std::vector<Arg>& a) {
                   std::to_string(g.size) + " ranks");
   n /= g.size;
   t.future = bool_arg(a[3], "do_async");
+  t.dist = Dist::sharded;  // this rank's slice of the reduction
+  t.shard_dim = static_cast<int>(d);
   return {t};
 }
 
@@ -83,6 +86,7 @@ std::vector<TensorType> meta_all_reduce(const std::vector<Arg>& a) {
   group_arg(a[2]);
   if (op == rt::dist::ReduceOp::avg && !rt::is_float(t.dtype)) throw OpError("op 'avg' needs a floating-point tensor");
   t.future = bool_arg(a[3], "do_async");
+  t.dist = Dist::replicated;
   return {t};
 }
 
@@ -92,6 +96,7 @@ std::vector<TensorType> meta_broadcast(const std::vector<Arg>& a) {
   Group g = group_arg(a[2]);
   if (root < 0 || root >= g.size) throw OpError("root " + std::to_string(root) + " is not a rank of the group's " + std::to_string(g.size));
   t.future = bool_arg(a[3], "do_async");
+  t.dist = Dist::replicated;
   return {t};
 }
 

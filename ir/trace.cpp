@@ -13,7 +13,11 @@ namespace tracer::ir {
 using K = Arg::Kind;
 
 std::string TensorType::str() const {
-  return (future ? "FUTURE " : "") + device + " " + rt::dtype_name(dtype) + rt::shape_str(shape);
+  std::string d = dist == Dist::replicated ? " replicated"
+                  : dist == Dist::sharded  ? " sharded(" + std::to_string(shard_dim) + ")"
+                  : dist == Dist::per_rank ? " per-rank"
+                                           : "";
+  return (future ? "FUTURE " : "") + device + " " + rt::dtype_name(dtype) + rt::shape_str(shape) + d;
 }
 
 static std::string trim(const std::string& s) {
@@ -27,6 +31,28 @@ std::optional<TensorType> parse_type_string(const std::string& text, std::string
   if (s.rfind("FUTURE ", 0) == 0) {
     t.future = true;
     s = trim(s.substr(7));
+  }
+  // The distribution, after the shape.
+  if (size_t close = s.rfind(']'); close != std::string::npos && close + 1 < s.size()) {
+    std::string d = trim(s.substr(close + 1));
+    if (d == "replicated") {
+      t.dist = Dist::replicated;
+    } else if (d == "per-rank") {
+      t.dist = Dist::per_rank;
+    } else if (d.rfind("sharded(", 0) == 0 && d.back() == ')') {
+      char* end = nullptr;
+      long v = std::strtol(d.c_str() + 8, &end, 10);
+      if (end != d.c_str() + d.size() - 1 || v < 0) {
+        if (why) *why = "bad shard dimension in type \"" + text + "\"";
+        return std::nullopt;
+      }
+      t.dist = Dist::sharded;
+      t.shard_dim = static_cast<int>(v);
+    } else {
+      if (why) *why = "unknown distribution '" + d + "' in type \"" + text + "\" (replicated, sharded(DIM) or per-rank)";
+      return std::nullopt;
+    }
+    s = trim(s.substr(0, close + 1));
   }
   size_t bracket = s.find('[');
   if (bracket == std::string::npos || s.back() != ']') {
@@ -61,6 +87,10 @@ std::optional<TensorType> parse_type_string(const std::string& text, std::string
       return std::nullopt;
     }
     t.shape.push_back(v);
+  }
+  if (t.dist == Dist::sharded && static_cast<size_t>(t.shard_dim) >= t.shape.size()) {
+    if (why) *why = "shard dimension " + std::to_string(t.shard_dim) + " is out of range for the shape in type \"" + text + "\"";
+    return std::nullopt;
   }
   return t;
 }

@@ -11,6 +11,13 @@ namespace tracer::ir {
 using rt::DType;
 using rt::Shape;
 
+// How a tensor is spread over a job's ranks (docs/distributed.md, "Distribution in types"):
+// not known (outside a job, or never declared), the same on every rank (replicated), this rank's
+// slice along shard_dim of a tensor split over the ranks in rank order (sharded; the shape is the
+// slice's), or different on each rank for another reason (per_rank: data parallelism's batches
+// and activations).
+enum class Dist : uint8_t { unknown, replicated, sharded, per_rank };
+
 struct TensorType {
   DType dtype = DType::f32;
   Shape shape;
@@ -18,12 +25,19 @@ struct TensorType {
   // The pending result of an asynchronous collective (Thunder's "FUTURE cuda:0 f32[64]"): only
   // prims.wait reads it, and gives the tensor.
   bool future = false;
+  Dist dist = Dist::unknown;
+  int shard_dim = 0;  // sharded: the dimension split over the ranks
   size_t nbytes() const { return static_cast<size_t>(rt::numel(shape)) * rt::dtype_size(dtype); }
-  // "cpu f32[2, 3]" (Thunder's type comment form), "FUTURE cpu f32[2, 3]" for a future.
+  // "cpu f32[2, 3]" (Thunder's type comment form), "FUTURE cpu f32[2, 3]" for a future, and the
+  // distribution after the shape when known: "cpu f32[32, 64] sharded(0)", "... replicated",
+  // "... per-rank".
   std::string str() const;
   // Same dtype, shape and futureness (devices may differ: a trace printed for cuda:0 runs on the CPU).
   bool same_layout(const TensorType& o) const { return dtype == o.dtype && shape == o.shape && future == o.future; }
-  bool operator==(const TensorType& o) const { return same_layout(o) && device == o.device; }
+  bool operator==(const TensorType& o) const {
+    return same_layout(o) && device == o.device && dist == o.dist && (dist != Dist::sharded || shard_dim == o.shard_dim);
+  }
+  bool same_dist(const TensorType& o) const { return dist == o.dist && (dist != Dist::sharded || shard_dim == o.shard_dim); }
 };
 
 // Parses Thunder's "cuda:0 f32[2, 3]" or "f32[2, 3]" (device optional; "bool" and long dtype
