@@ -432,7 +432,12 @@ std::vector<rt::Tensor> Session::Impl::make_inputs(const ir::Trace& t, const std
     } else {
       try {
         auto b = bounds.find(&p);
-        xs.push_back(api::random_input(p.type.dtype, p.type.shape, opts.seed, i, &al, b != bounds.end() ? b->second : 16));
+        // Each rank draws its own values for an input that differs between ranks (per rank, or
+        // its slice of a sharded one), and the same for the others.
+        uint64_t seed = opts.seed;
+        if (p.type.dist == ir::Dist::per_rank || p.type.dist == ir::Dist::sharded)
+          seed += static_cast<uint64_t>(in->world_rank()) * 0x9E3779B97F4A7C15ULL;
+        xs.push_back(api::random_input(p.type.dtype, p.type.shape, seed, i, &al, b != bounds.end() ? b->second : 16));
       } catch (const rt::OutOfMemory& e) {
         error("input '" + p.name + "' (" + rt::dtype_name(p.type.dtype) + rt::shape_str(p.type.shape) +
               ") does not fit in memory: " + e.what());
