@@ -237,6 +237,19 @@ bool trace_attr(Interpreter& in, const Value& obj, const std::string& name, Valu
     *out = Value::integer(static_cast<int64_t>(obj.as<ProxyObj>()->p->type.nbytes()));
     return true;
   }
+  // The distribution over the job's ranks (docs/distributed.md): "replicated", "sharded",
+  // "per-rank", or None when not known; shard_dim for a sharded one; future for a collective's
+  // pending result.
+  if (obj.is(VT::Proxy) && (name == "dist" || name == "shard_dim" || name == "future")) {
+    const ir::TensorType& t = obj.as<ProxyObj>()->p->type;
+    if (name == "future") *out = Value::boolean(t.future);
+    else if (name == "shard_dim") *out = t.dist == ir::Dist::sharded ? Value::integer(t.shard_dim) : Value();
+    else if (t.dist == ir::Dist::replicated) *out = str_value("replicated");
+    else if (t.dist == ir::Dist::sharded) *out = str_value("sharded");
+    else if (t.dist == ir::Dist::per_rank) *out = str_value("per-rank");
+    else *out = Value();
+    return true;
+  }
   (void)in;
   return false;
 }
@@ -566,6 +579,7 @@ Value b_rename(Interpreter& in, CallArgs& a, SourceLoc loc) {
   const ir::ProxyPtr& p = a.pos[1].as<ProxyObj>()->p;
   const std::string& n = a.pos[2].as<StrObj>()->s;
   if (t->names.count(n)) return Value::boolean(false);
+  t->names.erase(p->name);  // its old name is free again (ddp names a gradient's average so)
   t->names.insert(n);
   p->name = n;
   p->auto_named = false;
@@ -690,7 +704,7 @@ const BuiltinDef kTraceBuiltins[] = {
      "estimates them (dels included)."},
     {"producers", b_producers, "producers(t): dict name -> index of the statement defining it."},
     {"consumers", b_consumers, "consumers(t): dict name -> indices of the statements reading it."},
-    {"rename", b_rename, "rename(t, proxy, name): gives proxy a free name; returns whether it did."},
+    {"rename", b_rename, "rename(t, proxy, name): gives proxy a free name (its old one becomes free); returns whether it did."},
 };
 
 }  // namespace
