@@ -11,14 +11,7 @@ OUT=${OUT:-/tmp/out}; mkdir -p $OUT
 start=$(date +%s)
 W=$(ls /opt/torch/.venv/lib/python3*/site-packages/nvidia/cudnn/lib/libcudnn.so.9 2>/dev/null | head -1)
 tmp=$(mktemp -d)
-check() {
-  local label=$1; shift
-  rm -rf $tmp/cpu $tmp/gpu
-  $T run "$@" --output $tmp/cpu > $tmp/c.log 2>&1 || { echo "FAIL $label CPU"; tail -3 $tmp/c.log; return; }
-  $T run "$@" --device cuda --output $tmp/gpu > $tmp/g.log 2>&1 || { echo "FAIL $label GPU"; tail -3 $tmp/g.log; return; }
-  python3 tests/gpu/compare.py $tmp/cpu $tmp/gpu "$label" > $tmp/cmp.log 2>/dev/null
-  echo "$(grep -c '^ok' $tmp/cmp.log) ok, $(grep -c '^FAIL' $tmp/cmp.log) FAIL: $label $(grep '^warning' $tmp/g.log | head -1 | cut -c1-150)"; grep '^FAIL' $tmp/cmp.log | head -3 | cut -c1-200
-}
+. bench/sessions/lib.sh
 for e in ops_total ops_columns ops_reduce_f32 ops_reduce_lowp; do
   check "ops $e" tests/gpu/ops.trace --entry $e
   check "ops $e fuse" tests/gpu/ops.trace --entry $e --passes fuse
@@ -34,13 +27,6 @@ done
 check "attention.trace L=256 remat (9.14)" bench/attention.trace --set L=256 --passes grad,remat,del_last_used
 echo "checks done at $(( $(date +%s) - start )) s"
 # The benchmark: tracer on both cuDNNs, two pipelines, with and without graphs; PyTorch's backends.
-bench() {
-  local label=$1; shift
-  timeout 60 "$@" > $tmp/b.json 2>$tmp/b.err
-  python3 -c "
-import json,sys; j=json.load(open(sys.argv[1])); b=j['bench']
-print('%-44s median %.3f min %.3f ms  peak %d  launches %s  cudnn %s' % (sys.argv[2], b['median_ms'], b.get('min_ms', 0), j.get('device_peak_bytes', 0), j.get('kernels_launched'), j.get('cudnn', {}).get('version')))" $tmp/b.json "$label" || tail -3 $tmp/b.err
-}
 for lib in system wheel; do
   for p in grad,del_last_used grad,remat,del_last_used; do
     for g in "" --cuda-graph; do

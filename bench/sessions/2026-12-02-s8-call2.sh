@@ -7,17 +7,11 @@ export TRACER_CACHE_DIR=/tmp/trk PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p $OUT
 W=$(ls /opt/torch/.venv/lib/python3*/site-packages/nvidia/cudnn/lib/libcudnn.so.9 2>/dev/null | head -1)
 tmp=$(mktemp -d)
+. bench/sessions/lib.sh
 rm -rf $tmp/cpu $tmp/gpu
 $T run bench/attention.trace --set L=256 --passes grad,remat,fuse,del_last_used --output $tmp/cpu > /dev/null 2>&1
 $T run bench/attention.trace --set L=256 --passes grad,remat,fuse,del_last_used --device cuda --output $tmp/gpu > /dev/null 2>&1
 python3 tests/gpu/compare.py $tmp/cpu $tmp/gpu "attention L=256 grad,remat,fuse,del_last_used" | tail -5
-bench() {
-  local label=$1; shift
-  timeout 60 "$@" > $tmp/b.json 2>$tmp/b.err
-  python3 -c "
-import json,sys; j=json.load(open(sys.argv[1])); b=j['bench']
-print('%-52s median %.3f min %.3f ms  peak %d  launches %s  cudnn %s' % (sys.argv[2], b['median_ms'], b.get('min_ms', 0), j.get('device_peak_bytes', 0), j.get('kernels_launched'), j.get('cudnn', {}).get('version')))" $tmp/b.json "$label" || tail -3 $tmp/b.err
-}
 for round in 1 2; do
   for lib in system wheel; do
     for p in grad,fuse,del_last_used grad,remat,fuse,del_last_used; do

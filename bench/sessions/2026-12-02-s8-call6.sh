@@ -7,14 +7,7 @@ set -uo pipefail
 T=.dev/tracer
 export TRACER_CACHE_DIR=/tmp/trk PYTHONUNBUFFERED=1
 tmp=$(mktemp -d)
-check() {
-  local label=$1; shift
-  rm -rf $tmp/cpu $tmp/gpu
-  $T run "$@" --output $tmp/cpu > $tmp/c.log 2>&1 || { echo "FAIL $label CPU"; tail -3 $tmp/c.log; return; }
-  $T run "$@" --device cuda --output $tmp/gpu > $tmp/g.log 2>&1 || { echo "FAIL $label GPU"; tail -3 $tmp/g.log; return; }
-  python3 tests/gpu/compare.py $tmp/cpu $tmp/gpu "$label" > $tmp/cmp.log 2>/dev/null
-  echo "$(grep -c '^ok' $tmp/cmp.log) ok, $(grep -c '^FAIL' $tmp/cmp.log) FAIL: $label; $(grep '^# .*statements on the CPU' $tmp/g.log | cut -c1-120)"; grep '^FAIL' $tmp/cmp.log | head -3 | cut -c1-200
-}
+. bench/sessions/lib.sh
 check "dist collectives, world of one" tests/dist/collectives.trace
 check "dist grad, world of one" tests/dist/grad.trace --passes grad,remat,fuse,del_last_used
 check "ddp, world of one" tests/dist/ddp.trace --passes grad,ddp,remat,fuse,del_last_used
