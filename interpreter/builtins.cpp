@@ -567,6 +567,10 @@ void Interpreter::install_builtins() {
   Value thunder = ns("thunder");
   for (const char* n : {"no_autocast", "no_grad"}) nsref(thunder).members[n] = b.members[n];
   nsref(thunder).fallback = &nsref(ltorch_);
+  // thunder.distributed.prims.all_gather(...) in printouts: the collectives among the prims.
+  Value thunder_dist = ns("thunder.distributed");
+  nsref(thunder_dist).members["prims"] = prims;
+  nsref(thunder).members["distributed"] = thunder_dist;
 
   b.members["prims"] = prims;
   b.members["ltorch"] = ltorch_;
