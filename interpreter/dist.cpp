@@ -85,17 +85,16 @@ bool Interpreter::is_thunder_object_name(const std::string& name) {
 }
 
 const Value* Interpreter::thunder_object(const std::string& name, const Module& m) {
+  // One value per source file, world size and name (names' inline caches point at it; std::map
+  // keeps addresses; source file ids are never reused).
+  auto key = std::make_tuple(m.file, world_size_, name);
+  if (auto it = thunder_objects_.find(key); it != thunder_objects_.end()) return &it->second;
   // Thunder prints objects it cannot write as values by their type and a counter.
-  if (has_prefix_and_number(name, "_torch_distributed_distributed_c10d_ProcessGroup_")) {
-    thunder_objects_.push_back(world_group(&m));
-    return &thunder_objects_.back();
-  }
+  if (has_prefix_and_number(name, "_torch_distributed_distributed_c10d_ProcessGroup_"))
+    return &thunder_objects_.emplace(key, world_group(&m)).first->second;
   // Thunder's FSDP and DDP reduce with DistributedReduceOps.SUM (scaling by the world size
   // before): the printed object names the op's type, not its value.
-  if (has_prefix_and_number(name, "_DistributedReduceOps_")) {
-    thunder_objects_.push_back(str_value("sum"));
-    return &thunder_objects_.back();
-  }
+  if (has_prefix_and_number(name, "_DistributedReduceOps_")) return &thunder_objects_.emplace(key, str_value("sum")).first->second;
   return nullptr;
 }
 

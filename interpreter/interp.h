@@ -5,6 +5,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <tuple>
 #include <memory>
 #include <string>
 #include <vector>
@@ -179,7 +180,7 @@ class Interpreter {
   int64_t steps_ = 0;
   int depth_ = 0;
   int64_t world_size_ = 0, world_rank_ = 0;
-  std::deque<Value> thunder_objects_;  // stable addresses: names' inline caches point at them
+  std::map<std::tuple<int32_t, int64_t, std::string>, Value> thunder_objects_;  // thunder_object's values
 
   void install_builtins();
   void load_stdlib();
