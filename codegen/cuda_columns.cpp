@@ -406,6 +406,18 @@ Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool cano
     body << "          const int k = 0;\n" << element("          ", false) << "        }\n      }\n" << batch_merge("      ") << "    }\n";
   }
   body << "  }\n";
+  // A folded kernel's fixed-order tree over its block's 256 threads: arr[j][0] becomes the
+  // combination of arr[j][0..255] for each reduction j.
+  auto block_tree = [&](const std::string& arr) {
+    std::ostringstream o;
+    o << "  __syncthreads();\n  for (int w = 128; w > 0; w >>= 1) {\n    if (threadIdx.x < w) {\n";
+    for (size_t j = 0; j < nr; ++j) {
+      const std::string at = arr + "[" + std::to_string(j) + "][threadIdx.x";
+      o << "      " << at << "] = " << acc_step(reductions[j]->op->name, at + "]", at + " + w]") << ";\n";
+    }
+    o << "    }\n    __syncthreads();\n  }\n";
+    return o.str();
+  };
   if (nr > 0 && fold) {
     // Folded: each thread's V columns in order, then a tree over the block's threads (a fixed
     // order), one partial per block and reduction. (Threads past the columns hold the initial
@@ -417,13 +429,7 @@ Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool cano
       body << "    for (int k = 1; k < " << V << "; ++k) a = " << acc_step(op, "a", "tr_a" + std::to_string(j) + "[k]") << ";\n";
       body << "    tr_part[" << j << "][threadIdx.x] = a;\n  }\n";
     }
-    body << "  __syncthreads();\n";
-    body << "  for (int w = 128; w > 0; w >>= 1) {\n    if (threadIdx.x < w) {\n";
-    for (size_t j = 0; j < nr; ++j)
-      body << "      tr_part[" << j << "][threadIdx.x] = "
-           << acc_step(reductions[j]->op->name, "tr_part[" + std::to_string(j) + "][threadIdx.x]", "tr_part[" + std::to_string(j) + "][threadIdx.x + w]")
-           << ";\n";
-    body << "    }\n    __syncthreads();\n  }\n";
+    body << block_tree("tr_part");
     body << "  if (threadIdx.x == 0) {\n";
     for (size_t j = 0; j < nr; ++j)
       body << "    tr_partial[((long long)blockIdx.y * " << gx << " + blockIdx.x) * " << nr << " + " << j << "] = tr_part[" << j << "][0];\n";
@@ -479,12 +485,7 @@ Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool cano
       body << "    tr_lane[" << j << "][threadIdx.x] = a;\n  }\n";
     }
     if (nr > 0) {
-      body << "  __syncthreads();\n  for (int w = 128; w > 0; w >>= 1) {\n    if (threadIdx.x < w) {\n";
-      for (size_t j = 0; j < nr; ++j)
-        body << "      tr_lane[" << j << "][threadIdx.x] = "
-             << acc_step(reductions[j]->op->name, "tr_lane[" + std::to_string(j) + "][threadIdx.x]", "tr_lane[" + std::to_string(j) + "][threadIdx.x + w]")
-             << ";\n";
-      body << "    }\n    __syncthreads();\n  }\n";
+      body << block_tree("tr_lane");
     }
     body << "  if (threadIdx.x == 0) {\n    const long long tr_c = 0;\n";
     for (size_t j = 0; j < nr; ++j) body << "    const double tr_a" << j << " = tr_lane[" << j << "][0];\n";
