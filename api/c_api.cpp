@@ -519,18 +519,7 @@ void tracer_values_release(tracer_value* values, size_t n) {
 
 tracer_status tracer_set_passes(tracer_state* S, const char* passes) {
   return guarded(S, [&] {
-    std::vector<std::string> ps;
-    std::string cur;
-    for (const char* c = passes ? passes : ""; ; ++c) {
-      if (*c == ',' || *c == '\0') {
-        size_t b = cur.find_first_not_of(" \t"), e = cur.find_last_not_of(" \t");
-        if (b != std::string::npos) ps.push_back(cur.substr(b, e - b + 1));
-        cur.clear();
-        if (!*c) break;
-      } else {
-        cur += *c;
-      }
-    }
+    std::vector<std::string> ps = tracer::split_passes(passes ? passes : "");
     size_t before = S->impl->diags.size();
     // A pass that does not exist is not found; an order the passes refuse, an argument error.
     if (!S->session->set_passes(ps)) {

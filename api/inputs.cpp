@@ -8,11 +8,12 @@
 
 namespace tracer::api {
 
-rt::Tensor random_input(rt::DType dt, const rt::Shape& shape, uint64_t seed, uint64_t index, rt::Allocator* al, int64_t bound) {
+rt::Tensor random_input(rt::DType dt, const rt::Shape& shape, uint64_t seed, uint64_t index, rt::Allocator* al, int64_t bound,
+                        uint64_t start) {
   uint64_t offset = (uint64_t{1} << 32) + index;
-  if (rt::is_float(dt)) return rt::uniform_philox(shape, -1.0, 1.0, dt, seed, offset, al);
+  if (rt::is_float(dt)) return rt::uniform_philox(shape, -1.0, 1.0, dt, seed, offset, al, start);
   if (rt::is_bool(dt)) {
-    rt::Tensor u = rt::uniform_philox(shape, 0.0, 1.0, rt::DType::f32, seed, offset, al);
+    rt::Tensor u = rt::uniform_philox(shape, 0.0, 1.0, rt::DType::f32, seed, offset, al, start);
     rt::Scalar half;
     half.value = 0.5;
     return rt::binary(rt::BinaryOp::lt, u, half, rt::DType::f32, rt::DType::b8, al);
@@ -20,7 +21,7 @@ rt::Tensor random_input(rt::DType dt, const rt::Shape& shape, uint64_t seed, uin
   // Integers uniform in [0, bound): floor of a uniform draw in [0, bound), in double so that
   // large bounds (a 50304-word vocabulary) stay exact.
   if (bound < 1) bound = 1;
-  rt::Tensor u = rt::uniform_philox(shape, 0.0, static_cast<double>(bound), rt::DType::f64, seed, offset, al);
+  rt::Tensor u = rt::uniform_philox(shape, 0.0, static_cast<double>(bound), rt::DType::f64, seed, offset, al, start);
   rt::Tensor r = rt::cast(u, dt, al);
   // The cast truncates toward zero (all values are >= 0); a draw that rounds up to bound itself
   // (u just below it, in the dtype) is clamped.

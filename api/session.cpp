@@ -23,6 +23,7 @@
 #include "ir/memory.h"
 #include "ir/verify.h"
 #include "runtime/io.h"
+#include "runtime/kernels.h"
 #include "runtime/summary.h"
 
 namespace tracer {
@@ -227,9 +228,18 @@ bool Session::set_pass_options(bool verify, const std::vector<std::string>& prin
 
 const std::vector<PassInfo>& Session::pass_timings() const { return impl_->timings; }
 
+std::vector<std::string> split_passes(const std::string& list) { return interp::split_pass_list(list); }
+
 bool Session::set_passes(const std::vector<std::string>& passes) {
   std::vector<std::string> known = known_passes();
-  for (const std::string& p : passes) {
+  for (const std::string& entry : passes) {
+    interp::PassSpec spec;
+    std::string bad = interp::parse_pass_spec(entry, &spec);
+    if (!bad.empty()) {
+      impl_->error("--passes: " + bad);
+      return false;
+    }
+    const std::string& p = spec.name;
     if (std::find(known.begin(), known.end(), p) != known.end()) continue;
     std::string list;
     for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
@@ -432,12 +442,27 @@ std::vector<rt::Tensor> Session::Impl::make_inputs(const ir::Trace& t, const std
     } else {
       try {
         auto b = bounds.find(&p);
-        // Each rank draws its own values for an input that differs between ranks (per rank, or
-        // its slice of a sharded one), and the same for the others.
-        uint64_t seed = opts.seed;
-        if (p.type.dist == ir::Dist::per_rank || p.type.dist == ir::Dist::sharded)
-          seed += static_cast<uint64_t>(in->world_rank()) * 0x9E3779B97F4A7C15ULL;
-        xs.push_back(api::random_input(p.type.dtype, p.type.shape, seed, i, &al, b != bounds.end() ? b->second : 16));
+        // An input that differs between ranks is this rank's piece of one value that the job
+        // draws: a per-rank one, the rank's part of the input's stream (a data-parallel batch
+        // is its rows of the global batch); a sharded one, its slice of the whole. So a run on
+        // N ranks sees the values a single process sees for the whole tensors (docs/distributed.md).
+        int64_t bound = b != bounds.end() ? b->second : 16;
+        uint64_t rank = static_cast<uint64_t>(in->world_rank());
+        uint64_t n = static_cast<uint64_t>(rt::numel(p.type.shape));
+        if (p.type.dist == ir::Dist::per_rank || (p.type.dist == ir::Dist::sharded && p.type.shard_dim == 0)) {
+          xs.push_back(api::random_input(p.type.dtype, p.type.shape, opts.seed, i, &al, bound, rank * n));
+        } else if (p.type.dist == ir::Dist::sharded) {
+          rt::Shape whole = p.type.shape;
+          const size_t d = static_cast<size_t>(p.type.shard_dim);
+          whole[d] *= std::max<int64_t>(1, in->world_size());
+          rt::Tensor all = api::random_input(p.type.dtype, whole, opts.seed, i, &al, bound);
+          std::vector<int64_t> lo(whole.size(), 0), hi(whole.begin(), whole.end());
+          lo[d] = p.type.shape[d] * static_cast<int64_t>(rank);
+          hi[d] = lo[d] + p.type.shape[d];
+          xs.push_back(rt::slice(all, lo, hi, std::vector<int64_t>(lo.size(), 1), &al));
+        } else {
+          xs.push_back(api::random_input(p.type.dtype, p.type.shape, opts.seed, i, &al, bound));
+        }
       } catch (const rt::OutOfMemory& e) {
         error("input '" + p.name + "' (" + rt::dtype_name(p.type.dtype) + rt::shape_str(p.type.shape) +
               ") does not fit in memory: " + e.what());
@@ -600,10 +625,14 @@ std::optional<RunReport> Session::run(const std::string& entry, const std::strin
     rep.peak_bytes = first_peak ? first_peak : al.peak_bytes();
     // On a GPU, allocations are counted in the device allocator's granules, as it counts them.
     rep.estimated_peak_bytes = ir::estimate_memory(raw(*prog), false, impl_->gexec ? &rt::cuda::allocation_size : nullptr).peak_bytes;
+    // In a job of several ranks, each rank writes below a directory of its own (DIR/rank1/...),
+    // so that no rank's outputs overwrite another's.
+    std::string dir = output_dir;
+    if (!dir.empty() && impl_->in->world_size() > 1) dir += "/rank" + std::to_string(impl_->in->world_rank());
     for (const auto& [name, a] : results) {
       OutputInfo o;
       std::string err;
-      if (!describe_output(name, a, output_dir, &o, &err)) {
+      if (!describe_output(name, a, dir, &o, &err)) {
         impl_->error(err);
         return std::nullopt;
       }

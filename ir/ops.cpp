@@ -416,7 +416,8 @@ namespace {
 // rank (constants are).
 void propagate_dist(const OpDecl& op, const std::vector<Arg>& bound, std::vector<TensorType>& out) {
   static const std::unordered_map<std::string, bool> collective = {
-      {"all_gather", true}, {"reduce_scatter", true}, {"all_reduce", true}, {"broadcast", true}, {"wait", true}};
+      {"all_gather", true}, {"reduce_scatter", true}, {"all_reduce", true}, {"broadcast", true}, {"wait", true},
+      {"local_shard", true}};
   if (collective.count(op.name) && op.ns == "prims") return;
   Dist d = Dist::replicated;
   if (op.name == "uniform" || op.name == "rng_state") d = Dist::per_rank;

@@ -107,6 +107,26 @@ std::vector<TensorType> meta_wait(const std::vector<Arg>& a) {
   return {t};
 }
 
+// This rank's slice along dim: no communication. Of a value the same on every rank, the slice is
+// sharded(dim); of anything else, it differs between ranks as its input does.
+std::vector<TensorType> meta_local_shard(const std::vector<Arg>& a) {
+  TensorType t = input_type(a[0]);
+  Group g = group_arg(a[1]);
+  int64_t d = dim_arg(a[2], t.shape.size());
+  int64_t& n = t.shape[static_cast<size_t>(d)];
+  if (n % g.size != 0)
+    throw OpError("dimension " + std::to_string(d) + " of a (" + std::to_string(n) + ") does not divide among the group's " +
+                  std::to_string(g.size) + " ranks (pad it first)");
+  n /= g.size;
+  if (t.dist == Dist::replicated) {
+    t.dist = Dist::sharded;
+    t.shard_dim = static_cast<int>(d);
+  } else if (t.dist != Dist::unknown) {
+    t.dist = Dist::per_rank;
+  }
+  return {t};
+}
+
 // The communicator for a group of size ranks (a group of one needs none).
 rt::dist::Communicator* comm_for(const Group& g, ExecContext& c) {
   if (g.size == 1) return nullptr;
@@ -188,6 +208,19 @@ std::vector<rt::Tensor> cpu_broadcast(const std::vector<Arg>& a, ExecContext& c)
   return {out};
 }
 
+std::vector<rt::Tensor> cpu_local_shard(const std::vector<Arg>& a, ExecContext& c) {
+  TensorType t = meta_local_shard(a)[0];
+  Group g = group_arg(a[1]);
+  rt::dist::Communicator* comm = comm_for(g, c);
+  if (!comm) return {copy(a[0].tensor, c)};
+  int64_t d = dim_arg(a[2], t.shape.size());
+  int64_t n = t.shape[static_cast<size_t>(d)];
+  std::vector<int64_t> lo(t.shape.size(), 0), hi(a[0].tensor.shape().begin(), a[0].tensor.shape().end());
+  lo[static_cast<size_t>(d)] = n * comm->rank();
+  hi[static_cast<size_t>(d)] = n * (comm->rank() + 1);
+  return {rt::slice(a[0].tensor, lo, hi, std::vector<int64_t>(lo.size(), 1), c.allocator)};
+}
+
 // The collective ran when it was issued: the future's value is its tensor.
 std::vector<rt::Tensor> cpu_wait(const std::vector<Arg>& a, ExecContext& c) {
   (void)c;
@@ -220,6 +253,10 @@ std::vector<OpDecl> dist_ops() {
        {"torch_all_reduce_prim_impl"}},
       {"broadcast", OpKind::Other, {req("a"), req("root"), req("group"), req("do_async")}, &meta_broadcast, &cpu_broadcast,
        "broadcast(a, root, group, do_async): rank root's a, on every rank.", {"torch_broadcast_prim_impl"}},
+      {"local_shard", OpKind::Other, {req("a"), req("group"), req("dim")}, &meta_local_shard, &cpu_local_shard,
+       "local_shard(a, group, dim): this rank's slice along dim of a (no communication; the dimension must divide "
+       "among the ranks). Of a replicated a, the slice is sharded(dim); the shard pass saves such slices.",
+       {}},
       {"wait", OpKind::Other, {req("a")}, &meta_wait, &cpu_wait,
        "wait(a): the tensor of the FUTURE a (the result of an asynchronous collective).", {"torch_wait_prim_impl"}},
   };

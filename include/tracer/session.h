@@ -152,6 +152,10 @@ struct JobInfo {
   std::string store;  // MASTER_ADDR:MASTER_PORT, where rank 0 serves the job's store
 };
 
+// Splits a pass list at the commas outside parentheses: "grad, fsdp(zero=3, prefetch=2)" gives
+// {"grad", "fsdp(zero=3, prefetch=2)"}.
+std::vector<std::string> split_passes(const std::string& list);
+
 class Session {
  public:
   explicit Session(SessionOptions opts = {});
@@ -192,7 +196,8 @@ class Session {
   bool add_input(const std::string& name, const std::string& path);
 
   // Passes to apply after tracing, validated by name: the standard ones (stdlib/passes) and
-  // every public function of the files given to add_pass_file.
+  // every public function of the files given to add_pass_file. An entry may give the pass
+  // keyword options: "fsdp(zero=3, prefetch=2)" (docs/passes.md).
   bool add_pass_file(const std::string& path);
   bool set_passes(const std::vector<std::string>& passes);
   std::vector<std::string> known_passes() const;

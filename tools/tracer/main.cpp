@@ -38,21 +38,6 @@ tracer::SessionOptions session_options(const Common& c) {
   return so;
 }
 
-std::vector<std::string> split_commas(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size() && !s.empty()) {
-    size_t c = s.find(',', start);
-    std::string part = s.substr(start, c == std::string::npos ? std::string::npos : c - start);
-    size_t b = part.find_first_not_of(" \t"), e = part.find_last_not_of(" \t");  // "grad, del_last_used"
-    part = b == std::string::npos ? "" : part.substr(b, e - b + 1);
-    if (!part.empty()) out.push_back(part);
-    if (c == std::string::npos) break;
-    start = c + 1;
-  }
-  return out;
-}
-
 int fail(const tracer::Session& s) {
   std::cerr << s.rendered_diagnostics();
   return 1;
@@ -70,7 +55,7 @@ bool prepare(tracer::Session& s, const Common& c) {
   }
   for (const std::string& f : c.pass_files)
     if (!s.add_pass_file(f)) return false;
-  if (!s.set_passes(split_commas(c.passes))) return false;
+  if (!s.set_passes(tracer::split_passes(c.passes))) return false;
   if (!s.set_pass_options(c.verify, c.print_after)) return false;
   return s.load_file(c.file);
 }
@@ -320,7 +305,7 @@ int cmd_mem(const Common& c, const std::string& plot, const std::string& device)
     nlohmann::json j;
     j["file"] = c.file;
     j["entry"] = *entry;
-    j["passes"] = split_commas(c.passes);
+    j["passes"] = tracer::split_passes(c.passes);
     j["peak_bytes"] = m->peak_bytes;
     j["peak_trace"] = m->peak_trace;
     j["peak_index"] = m->peak_index;

@@ -358,16 +358,7 @@ class Repl {
         std::cout << "passes: " << (passes_.empty() ? "(none)" : passes_) << "\n";
         return true;
       }
-      std::vector<std::string> ps;
-      std::string cur;
-      for (char c : rest + ",") {
-        if (c == ',') {
-          if (!trim(cur).empty()) ps.push_back(trim(cur));
-          cur.clear();
-        } else {
-          cur += c;
-        }
-      }
+      std::vector<std::string> ps = tracer::split_passes(rest);
       if (s_.set_passes(ps)) passes_ = rest;
       else report_errors();
       return true;

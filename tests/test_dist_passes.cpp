@@ -1,0 +1,156 @@
+// The distributed passes against one process (docs/distributed.md, "Passes"): each case runs a
+// file once alone (`tracer run --passes grad`) and once on N CPU ranks (`tracer launch --nproc N
+// -- run --passes grad,...`), each rank writing its outputs (--output DIR: DIR/rankR/NAME.npy),
+// and puts the ranks' pieces back together as each output's distribution says: a slice of the
+// whole along dim 0 (padded up to a multiple of N), this rank's rows of the global batch, or
+// the same on every rank. The single process draws the whole tensors the ranks draw pieces of
+// (per-rank and sharded random inputs are the rank's part of one stream: api/session.cpp).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <unistd.h>
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "runtime/io.h"
+#include "runtime/kernels.h"
+#include "tests/support.h"
+
+#ifndef TRACER_CLI_PATH
+#define TRACER_CLI_PATH "tracer"
+#endif
+
+namespace {
+
+using tracer::rt::Tensor;
+using tracer::test::source_dir;
+
+std::string tmp_dir(const std::string& name) {
+  std::string d = (std::filesystem::temp_directory_path() / ("tracer_dist_" + std::to_string(::getpid()) + "_" + name)).string();
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+// Runs `tracer ARGS` in the source tree; returns its status, its output in *log.
+int tracer(const std::string& args, std::string* log) {
+  std::string out = tmp_dir("log") + "/log.txt";
+  std::string cmd = "cd '" + source_dir() + "' && '" + std::string(TRACER_CLI_PATH) + "' " + args + " > '" + out + "' 2>&1";
+  int rc = std::system(cmd.c_str());
+  std::FILE* f = std::fopen(out.c_str(), "r");
+  log->clear();
+  if (f) {
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) log->append(buf, n);
+    std::fclose(f);
+  }
+  return rc;
+}
+
+enum class Piece { same, mean, rows, shard0 };
+
+Tensor as_f64(const Tensor& t) { return tracer::rt::cast(t, tracer::rt::DType::f64, nullptr); }
+
+// The ranks' outputs NAME put back together: the same on every rank (checked: bitwise), rows of
+// the global batch (concatenated), or dim-0 slices of one tensor of `rows` rows (concatenated,
+// the padding cut off).
+Tensor assemble(const std::string& dir, const std::string& name, int n, Piece how, int64_t rows) {
+  std::vector<Tensor> parts;
+  for (int r = 0; r < n; ++r) parts.push_back(tracer::rt::read_npy(dir + "/rank" + std::to_string(r) + "/" + name + ".npy"));
+  if (how == Piece::same) {
+    for (int r = 1; r < n; ++r) {
+      INFO(name << ": rank " << r << " differs from rank 0");
+      REQUIRE(parts[static_cast<size_t>(r)].nbytes() == parts[0].nbytes());
+      REQUIRE(std::memcmp(parts[static_cast<size_t>(r)].data(), parts[0].data(), parts[0].nbytes()) == 0);
+    }
+    return parts[0];
+  }
+  if (how == Piece::mean) {
+    Tensor m = as_f64(parts[0]);
+    for (int r = 1; r < n; ++r) {
+      Tensor x = as_f64(parts[static_cast<size_t>(r)]);
+      for (int64_t k = 0; k < m.numel(); ++k) m.set(k, m.get(k) + x.get(k));
+    }
+    for (int64_t k = 0; k < m.numel(); ++k) m.set(k, m.get(k) / n);
+    return m;
+  }
+  Tensor all = tracer::rt::cat(parts, 0, nullptr);
+  if (how == Piece::rows) return all;
+  std::vector<int64_t> lo(all.shape().size(), 0), hi(all.shape().begin(), all.shape().end()), step(lo.size(), 1);
+  hi[0] = rows;
+  return tracer::rt::slice(all, lo, hi, step, nullptr);
+}
+
+// The largest difference between a / over and b, relative to b's largest magnitude (1 if that
+// is below 1).
+double rel_diff(const Tensor& a, const Tensor& b, double over) {
+  REQUIRE(a.shape() == b.shape());
+  Tensor x = as_f64(a), y = as_f64(b);
+  double worst = 0, scale = 1;
+  for (int64_t k = 0; k < y.numel(); ++k) scale = std::max(scale, std::fabs(y.get(k)));
+  for (int64_t k = 0; k < y.numel(); ++k) worst = std::max(worst, std::fabs(x.get(k) / over - y.get(k)));
+  return worst / scale;
+}
+
+bool bitwise(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() && a.dtype() == b.dtype() && std::memcmp(a.data(), b.data(), a.nbytes()) == 0;
+}
+
+struct Expect {
+  std::string name;
+  Piece how;
+  double scale = 1;  // the single process's value times this is what the ranks put together give
+};
+
+// Runs file alone and on n ranks with passes; compares every expected output; returns the worst
+// relative difference (0 when bitwise equal).
+double compare(const std::string& file, const std::string& passes, int n, const std::vector<Expect>& outs, const std::string& tag) {
+  std::string one = tmp_dir(tag + "_one"), many = tmp_dir(tag + "_many"), log;
+  INFO(file << " alone");
+  REQUIRE(tracer("run " + file + " --passes grad --output '" + one + "'", &log) == 0);
+  INFO(log);
+  INFO(file << " on " << n << " ranks with " << passes);
+  int rc = tracer("launch --nproc " + std::to_string(n) + " -- run " + file + " --passes '" + passes + "' --output '" + many + "'", &log);
+  INFO(log);
+  REQUIRE(rc == 0);
+  double worst = 0;
+  for (const Expect& e : outs) {
+    Tensor ref = tracer::rt::read_npy(one + "/" + e.name + ".npy");
+    Tensor got = assemble(many, e.name, n, e.how, ref.shape().empty() ? 1 : ref.shape()[0]);
+    double d = e.scale == 1 && bitwise(got, ref) ? 0.0 : rel_diff(got, ref, e.scale);
+    INFO(e.name << ": largest relative difference " << d);
+    CHECK(d <= 2e-6);
+    worst = std::max(worst, d);
+  }
+  std::filesystem::remove_all(one);
+  std::filesystem::remove_all(many);
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("fsdp (ZeRO-2 and ZeRO-3) gives one process's gradients of the whole batch, on 2 and 4 ranks", "[dist]") {
+  // Each rank's loss is the mean over its rows; their average is the whole batch's mean. The
+  // gradient of x is each rank's rows of the whole batch's, times N (a mean over fewer rows).
+  for (int n : {2, 4}) {
+    for (const char* passes : {"grad,fsdp", "grad,fsdp(zero=3, prefetch=1)", "grad,fsdp(zero=3),remat,fuse,del_last_used"}) {
+      std::vector<Expect> outs = {{"loss", Piece::mean}, {"grad_w1", Piece::shard0}, {"grad_b1", Piece::shard0}, {"grad_w2", Piece::shard0},
+                                  {"grad_x", Piece::rows, static_cast<double>(n)}};
+      compare("tests/dist/fsdp.trace", passes, n, outs, "fsdp" + std::to_string(n));
+    }
+  }
+}
+
+TEST_CASE("fsdp with the same data on every rank equals one process bit for bit", "[dist]") {
+  for (int n : {2, 4}) {
+    for (const char* passes : {"grad,fsdp", "grad,fsdp(zero=3)"}) {
+      std::vector<Expect> outs = {{"loss", Piece::same}, {"grad_w", Piece::shard0}, {"grad_v", Piece::shard0}, {"grad_x", Piece::shard0}};
+      CHECK(compare("tests/dist/fsdp_replicated.trace", passes, n, outs, "fsdp_rep" + std::to_string(n)) == 0.0);
+    }
+  }
+}
