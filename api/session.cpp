@@ -302,6 +302,13 @@ std::optional<MemoryReport> Session::memory(const std::string& entry, const std:
     r.peak_index = m.peak_index;
     r.peak_statement = m.peak_stmt;
     r.saved_for_backward_bytes = m.saved_bytes;
+    r.saved_replicated_bytes = m.saved_replicated_bytes;
+    r.saved_sharded_bytes = m.saved_sharded_bytes;
+    r.saved_per_rank_bytes = m.saved_per_rank_bytes;
+    r.peak_comm_bytes = m.peak_comm_bytes;
+    r.comm_peak_bytes = m.comm_peak_bytes;
+    r.world_size = static_cast<int>(std::max<int64_t>(1, impl_->in->world_size()));
+    r.rank = static_cast<int>(impl_->in->world_rank());
     r.input_bytes = m.input_bytes;
     r.traces = m.phases;
     r.peak_live = m.peak_live;

@@ -19,16 +19,26 @@ class Sim {
   size_t (*allocation)(size_t) = nullptr;  // the allocator's size for a request (null: exact)
 
   size_t alloc_size(size_t bytes) const { return allocation ? allocation(bytes) : bytes; }
-  int new_storage(size_t bytes) {
+  int new_storage(size_t bytes, bool comm = false) {
     bytes_.push_back(alloc_size(bytes));
     refs_.push_back(0);
+    comm_.push_back(comm);
     return static_cast<int>(bytes_.size() - 1);
   }
   void hold(int s) {
-    if (refs_[s]++ == 0) live_ += bytes_[s];
+    if (refs_[s]++ == 0) {
+      live_ += bytes_[s];
+      if (comm_[s]) {
+        comm_live_ += bytes_[s];
+        rep.comm_peak_bytes = std::max(rep.comm_peak_bytes, comm_live_);
+      }
+    }
   }
   void release(int s) {
-    if (--refs_[s] == 0) live_ -= bytes_[s];
+    if (--refs_[s] == 0) {
+      live_ -= bytes_[s];
+      if (comm_[s]) comm_live_ -= bytes_[s];
+    }
   }
   void define(const Proxy* p, int s) {
     if (static_cast<size_t>(s) >= first_name_.size()) first_name_.resize(bytes_.size());
@@ -64,6 +74,7 @@ class Sim {
     if (calls_ == describe_at_) {
       rep.peak_stmt = s ? print_stmt_line(*s) : "inputs";
       rep.peak_live = live_set();
+      rep.peak_comm_bytes = comm_live_;
     }
   }
   long long peak_call() const { return peak_call_; }
@@ -150,8 +161,12 @@ class Sim {
           }
         }
         live_ += transient;
+        // A collective's result is its communication buffer (a FUTURE until it is waited on).
+        const bool comm = s.op && s.op->ns == "prims" &&
+                          (s.op->name == "all_gather" || s.op->name == "reduce_scatter" || s.op->name == "all_reduce" ||
+                           s.op->name == "broadcast");
         for (const auto& p : s.outputs)
-          define(p.get(), alias ? storage(s.args[0].proxy.get()) : donor >= 0 ? donor : new_storage(p->type.nbytes()));
+          define(p.get(), alias ? storage(s.args[0].proxy.get()) : donor >= 0 ? donor : new_storage(p->type.nbytes(), comm));
         note_peak(phase, index, &s);
         live_ -= transient;
         return;
@@ -206,8 +221,9 @@ class Sim {
   std::vector<size_t> bytes_;
   std::vector<std::string> first_name_;  // by storage: the first value defined in it
   std::vector<int> refs_;
+  std::vector<bool> comm_;  // by storage: a collective's result
   std::unordered_map<const Proxy*, int> env_;
-  size_t live_ = 0;
+  size_t live_ = 0, comm_live_ = 0;
   const std::unordered_set<const Proxy*>* lazy_ = nullptr;  // this trace's lazy transposes
   long long calls_ = 0, peak_call_ = 0, describe_at_ = -1;
 };
@@ -242,7 +258,15 @@ void walk(Sim& sim, const std::vector<const Trace*>& traces) {
     });
   std::unordered_set<int> counted;
   for (const auto& [p, s] : saved)
-    if (!input_storage.count(s) && counted.insert(s).second) sim.rep.saved_bytes += sim.bytes(s);
+    if (!input_storage.count(s) && counted.insert(s).second) {
+      sim.rep.saved_bytes += sim.bytes(s);
+      switch (p->type.dist) {
+        case Dist::replicated: sim.rep.saved_replicated_bytes += sim.bytes(s); break;
+        case Dist::sharded: sim.rep.saved_sharded_bytes += sim.bytes(s); break;
+        case Dist::per_rank: sim.rep.saved_per_rank_bytes += sim.bytes(s); break;
+        default: break;
+      }
+    }
   const Trace& bw = *traces[1];
   std::unordered_set<const Proxy*> moved;
   for (const auto& p : bw.inputs) {
@@ -271,6 +295,7 @@ MemReport estimate_memory(const std::vector<const Trace*>& traces, bool describe
     walk(again, traces);
     sim.rep.peak_stmt = again.rep.peak_stmt;
     sim.rep.peak_live = again.rep.peak_live;
+    sim.rep.peak_comm_bytes = again.rep.peak_comm_bytes;
   }
   return sim.rep;
 }

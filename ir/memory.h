@@ -21,6 +21,12 @@ struct MemReport {
   std::string peak_stmt;       // the statement running at the peak
   size_t input_bytes = 0;      // the first trace's inputs, held by the caller throughout
   size_t saved_bytes = 0;      // tensors the forward hands to the backward, inputs excluded
+  // ... of which, by their distribution over a job's ranks (docs/distributed.md); the rest is
+  // not known.
+  size_t saved_replicated_bytes = 0, saved_sharded_bytes = 0, saved_per_rank_bytes = 0;
+  // Communication buffers (the results of collectives, until they die): live at the peak, and
+  // the most live at any point.
+  size_t peak_comm_bytes = 0, comm_peak_bytes = 0;
   std::vector<std::string> phases;  // trace names
   std::vector<MemPoint> timeline;
   // What is live at the peak, largest first: a name per storage (the first proxy holding it;

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "runtime/io.h"
+#include "tracer/session.h"
 #include "runtime/kernels.h"
 #include "tests/support.h"
 
@@ -152,5 +153,54 @@ TEST_CASE("fsdp with the same data on every rank equals one process bit for bit"
       std::vector<Expect> outs = {{"loss", Piece::same}, {"grad_w", Piece::shard0}, {"grad_v", Piece::shard0}, {"grad_x", Piece::shard0}};
       CHECK(compare("tests/dist/fsdp_replicated.trace", passes, n, outs, "fsdp_rep" + std::to_string(n)) == 0.0);
     }
+  }
+}
+
+TEST_CASE("shard slices the replicated saved tensors and gathers them back: gradients bit for bit", "[dist]") {
+  // Every activation of this file is replicated (the same data on every rank): shard slices each
+  // saved one (dims 0 and 1, padded where none divides); alone, after fsdp (the gathered
+  // weights), and under remat, fuse and del_last_used.
+  for (int n : {2, 4}) {
+    for (const char* passes : {"grad,shard", "grad,shard(prefetch=2),remat,fuse,del_last_used", "grad,fsdp,shard,del_last_used"}) {
+      bool fsdp = std::string(passes).find("fsdp") != std::string::npos;
+      Piece grads = fsdp ? Piece::shard0 : Piece::same;
+      std::vector<Expect> outs = {{"loss", Piece::same}, {"grad_w", grads}, {"grad_v", grads}, {"grad_x", grads}};
+      CHECK(compare("tests/dist/fsdp_replicated.trace", passes, n, outs, "shard_rep" + std::to_string(n)) == 0.0);
+    }
+  }
+  // Data parallel with fsdp(zero=2): the gathered weights are the replicated saved tensors.
+  std::vector<Expect> outs = {{"loss", Piece::mean}, {"grad_w1", Piece::shard0}, {"grad_b1", Piece::shard0}, {"grad_w2", Piece::shard0},
+                              {"grad_x", Piece::rows, 2.0}};
+  compare("tests/dist/fsdp.trace", "grad,fsdp,shard,remat,fuse,del_last_used", 2, outs, "shard_fsdp");
+}
+
+TEST_CASE("tracer mem per rank: shard removes (N-1)/N of the replicated saved bytes, and the peak falls by at least 90% of that", "[dist]") {
+  // examples/llama_mlp_fsdp.trace, small, under fsdp (ZeRO-2: the gathered weights are saved,
+  // replicated) with and without shard, estimated for rank 0 of N without running.
+  for (int n : {2, 4}) {
+    auto estimate = [&](const std::string& passes) {
+      tracer::SessionOptions so;
+      so.world_size = n;
+      tracer::Session s(so);
+      for (auto [k, v] : {std::pair{"T", "64"}, {"L", "3"}, {"D", "128"}, {"H", "352"}}) s.set(k, v);
+      REQUIRE(s.load_file(source_dir() + "/examples/llama_mlp_fsdp.trace"));
+      REQUIRE(s.set_passes(tracer::split_passes(passes)));
+      auto m = s.memory("main", "cpu");
+      INFO(s.rendered_diagnostics());
+      REQUIRE(m);
+      return *m;
+    };
+    tracer::MemoryReport without = estimate("grad,fsdp,del_last_used");
+    tracer::MemoryReport with = estimate("grad,fsdp,shard,del_last_used");
+    INFO(n << " ranks: peak " << without.peak_bytes << " -> " << with.peak_bytes << ", replicated saved " << without.saved_replicated_bytes);
+    CHECK(without.world_size == n);
+    // The gathered weights: 3 blocks of 2 * [352, 128] + [128, 352] bf16.
+    CHECK(without.saved_replicated_bytes == 3u * 3u * 352u * 128u * 2u);
+    CHECK(with.saved_replicated_bytes == 0);
+    CHECK(with.saved_sharded_bytes == without.saved_replicated_bytes / static_cast<size_t>(n));
+    CHECK(with.saved_per_rank_bytes == without.saved_per_rank_bytes);
+    const double sliced = static_cast<double>(without.saved_replicated_bytes) * (n - 1) / n;
+    CHECK(static_cast<double>(without.peak_bytes) - static_cast<double>(with.peak_bytes) >= 0.9 * sliced);
+    CHECK(with.comm_peak_bytes > 0);
   }
 }

@@ -110,6 +110,13 @@ struct MemoryReport {
   size_t peak_index = 0;        // its statement index
   std::string peak_statement;   // that statement, printed
   size_t saved_for_backward_bytes = 0;
+  // ... of which by distribution over the job's ranks: the same on every rank, this rank's
+  // slice of a sharded tensor, its own (docs/distributed.md); the rest is not known.
+  size_t saved_replicated_bytes = 0, saved_sharded_bytes = 0, saved_per_rank_bytes = 0;
+  // Communication buffers (collectives' results until they die): live at the peak; the most
+  // live at any point.
+  size_t peak_comm_bytes = 0, comm_peak_bytes = 0;
+  int world_size = 1, rank = 0;  // the rank this estimate is for
   size_t input_bytes = 0;       // the forward's inputs (parameters and data), held throughout
   std::vector<std::string> traces;
   std::vector<std::pair<std::string, size_t>> peak_live;  // live at the peak, largest first

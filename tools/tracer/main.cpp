@@ -311,6 +311,14 @@ int cmd_mem(const Common& c, const std::string& plot, const std::string& device)
     j["peak_index"] = m->peak_index;
     j["peak_statement"] = m->peak_statement;
     j["saved_for_backward_bytes"] = m->saved_for_backward_bytes;
+    j["saved_by_distribution"] = {{"replicated", m->saved_replicated_bytes}, {"sharded", m->saved_sharded_bytes},
+                                  {"per_rank", m->saved_per_rank_bytes},
+                                  {"unknown", m->saved_for_backward_bytes - m->saved_replicated_bytes - m->saved_sharded_bytes -
+                                                  m->saved_per_rank_bytes}};
+    j["comm_bytes_at_peak"] = m->peak_comm_bytes;
+    j["comm_peak_bytes"] = m->comm_peak_bytes;
+    j["world_size"] = m->world_size;
+    j["rank"] = m->rank;
     j["input_bytes"] = m->input_bytes;
     j["traces"] = m->traces;
     j["peak_live"] = nlohmann::json::array();
@@ -325,6 +333,16 @@ int cmd_mem(const Common& c, const std::string& plot, const std::string& device)
             << "  statement:        " << m->peak_statement << "\n"
             << "inputs (held):      " << gib(m->input_bytes) << "\n"
             << "saved for backward: " << gib(m->saved_for_backward_bytes) << "\n";
+  if (m->world_size > 1 || m->saved_replicated_bytes || m->saved_sharded_bytes || m->saved_per_rank_bytes) {
+    std::cout << fmt::format("  by distribution:  replicated {}, sharded {}, per-rank {}", gib(m->saved_replicated_bytes),
+                             gib(m->saved_sharded_bytes), gib(m->saved_per_rank_bytes));
+    size_t unknown = m->saved_for_backward_bytes - m->saved_replicated_bytes - m->saved_sharded_bytes - m->saved_per_rank_bytes;
+    if (unknown) std::cout << ", not known " << gib(unknown);
+    std::cout << "\n";
+  }
+  if (m->world_size > 1 || m->comm_peak_bytes)
+    std::cout << fmt::format("rank:               {} of {}\ncommunication:      {} at the peak, at most {} live\n", m->rank,
+                             m->world_size, gib(m->peak_comm_bytes), gib(m->comm_peak_bytes));
   std::cout << "live at the peak (largest first):\n";
   size_t shown = 0, rest = 0;
   for (const auto& [name, bytes] : m->peak_live) {
