@@ -417,7 +417,7 @@ namespace {
 void propagate_dist(const OpDecl& op, const std::vector<Arg>& bound, std::vector<TensorType>& out) {
   static const std::unordered_map<std::string, bool> collective = {
       {"all_gather", true}, {"reduce_scatter", true}, {"all_reduce", true}, {"broadcast", true}, {"wait", true},
-      {"local_shard", true}};
+      {"local_shard", true}, {"copy_to_tp", true}, {"reduce_from_tp", true}, {"gather_from_tp", true}};
   if (collective.count(op.name) && op.ns == "prims") return;
   Dist d = Dist::replicated;
   if (op.name == "uniform" || op.name == "rng_state") d = Dist::per_rank;

@@ -127,6 +127,34 @@ std::vector<TensorType> meta_local_shard(const std::vector<Arg>& a) {
   return {t};
 }
 
+// Tensor parallelism's conjugate pair and its gather (Megatron's mappings; the tp pass inserts
+// them before grad). copy_to_tp: the same tensor (the input of column-parallel linears); its
+// gradient sums every rank's partial cotangent. reduce_from_tp: the sum over the ranks of each
+// rank's partial result (a row-parallel linear's), the same on every rank; its gradient is the
+// cotangent itself. gather_from_tp: every rank's slice along dim; its gradient is this rank's
+// slice of the cotangent. The objective is then the replicated loss counted once, as in Megatron.
+std::vector<TensorType> meta_copy_to_tp(const std::vector<Arg>& a) {
+  TensorType t = input_type(a[0]);
+  group_arg(a[1]);
+  return {t};
+}
+
+std::vector<TensorType> meta_reduce_from_tp(const std::vector<Arg>& a) {
+  TensorType t = input_type(a[0]);
+  group_arg(a[1]);
+  t.dist = Dist::replicated;
+  return {t};
+}
+
+std::vector<TensorType> meta_gather_from_tp(const std::vector<Arg>& a) {
+  TensorType t = input_type(a[0]);
+  Group g = group_arg(a[1]);
+  int64_t d = dim_arg(a[2], t.shape.size());
+  t.shape[static_cast<size_t>(d)] *= g.size;
+  t.dist = Dist::replicated;
+  return {t};
+}
+
 // The communicator for a group of size ranks (a group of one needs none).
 rt::dist::Communicator* comm_for(const Group& g, ExecContext& c) {
   if (g.size == 1) return nullptr;
@@ -221,6 +249,24 @@ std::vector<rt::Tensor> cpu_local_shard(const std::vector<Arg>& a, ExecContext& 
   return {rt::slice(a[0].tensor, lo, hi, std::vector<int64_t>(lo.size(), 1), c.allocator)};
 }
 
+std::vector<rt::Tensor> cpu_copy_to_tp(const std::vector<Arg>& a, ExecContext& c) {
+  meta_copy_to_tp(a);
+  return {copy(a[0].tensor, c)};
+}
+
+std::vector<rt::Tensor> cpu_reduce_from_tp(const std::vector<Arg>& a, ExecContext& c) {
+  meta_reduce_from_tp(a);
+  rt::Tensor out = copy(a[0].tensor, c);
+  if (rt::dist::Communicator* comm = comm_for(group_arg(a[1]), c)) comm->all_reduce(out, rt::dist::ReduceOp::sum);
+  return {out};
+}
+
+std::vector<rt::Tensor> cpu_gather_from_tp(const std::vector<Arg>& a, ExecContext& c) {
+  meta_gather_from_tp(a);
+  // all_gather(a, group, False, dim)
+  return cpu_all_gather({a[0], a[1], Arg::of_bool(false), a[2]}, c);
+}
+
 // The collective ran when it was issued: the future's value is its tensor.
 std::vector<rt::Tensor> cpu_wait(const std::vector<Arg>& a, ExecContext& c) {
   (void)c;
@@ -256,6 +302,18 @@ std::vector<OpDecl> dist_ops() {
       {"local_shard", OpKind::Other, {req("a"), req("group"), req("dim")}, &meta_local_shard, &cpu_local_shard,
        "local_shard(a, group, dim): this rank's slice along dim of a (no communication; the dimension must divide "
        "among the ranks). Of a replicated a, the slice is sharded(dim); the shard pass saves such slices.",
+       {}},
+      {"copy_to_tp", OpKind::Other, {req("a"), req("group")}, &meta_copy_to_tp, &cpu_copy_to_tp,
+       "copy_to_tp(a, group): a itself (the input of column-parallel linears); its gradient is the sum over the ranks "
+       "of their cotangents (Megatron's f; the tp pass inserts it).",
+       {}},
+      {"reduce_from_tp", OpKind::Other, {req("a"), req("group")}, &meta_reduce_from_tp, &cpu_reduce_from_tp,
+       "reduce_from_tp(a, group): the sum over the ranks of a (a row-parallel linear's partial result), on every rank; "
+       "its gradient is the cotangent itself (Megatron's g; the tp pass inserts it).",
+       {}},
+      {"gather_from_tp", OpKind::Other, {req("a"), req("group"), req("dim")}, &meta_gather_from_tp, &cpu_gather_from_tp,
+       "gather_from_tp(a, group, dim): every rank's slice along dim, in rank order (a column-parallel output that "
+       "leaves the parallel region); its gradient is this rank's slice of the cotangent.",
        {}},
       {"wait", OpKind::Other, {req("a")}, &meta_wait, &cpu_wait,
        "wait(a): the tensor of the FUTURE a (the result of an asynchronous collective).", {"torch_wait_prim_impl"}},

@@ -53,7 +53,7 @@ int tracer(const std::string& args, std::string* log) {
   return rc;
 }
 
-enum class Piece { same, mean, rows, shard0 };
+enum class Piece { same, mean, rows, shard0, shard1 };
 
 Tensor as_f64(const Tensor& t) { return tracer::rt::cast(t, tracer::rt::DType::f64, nullptr); }
 
@@ -80,8 +80,8 @@ Tensor assemble(const std::string& dir, const std::string& name, int n, Piece ho
     for (int64_t k = 0; k < m.numel(); ++k) m.set(k, m.get(k) / n);
     return m;
   }
-  Tensor all = tracer::rt::cat(parts, 0, nullptr);
-  if (how == Piece::rows) return all;
+  Tensor all = tracer::rt::cat(parts, how == Piece::shard1 ? 1 : 0, nullptr);
+  if (how == Piece::rows || how == Piece::shard1) return all;
   std::vector<int64_t> lo(all.shape().size(), 0), hi(all.shape().begin(), all.shape().end()), step(lo.size(), 1);
   hi[0] = rows;
   return tracer::rt::slice(all, lo, hi, step, nullptr);
@@ -202,5 +202,19 @@ TEST_CASE("tracer mem per rank: shard removes (N-1)/N of the replicated saved by
     const double sliced = static_cast<double>(without.saved_replicated_bytes) * (n - 1) / n;
     CHECK(static_cast<double>(without.peak_bytes) - static_cast<double>(with.peak_bytes) >= 0.9 * sliced);
     CHECK(with.comm_peak_bytes > 0);
+  }
+}
+
+TEST_CASE("tp (column- and row-parallel linears) gives one process's loss and gradients, on 2 and 4 ranks", "[dist]") {
+  // The loss counts once: every rank's loss, and the gradients of the replicated inputs, are the
+  // single process's; each rank has its slices of the sharded weights' gradients. With shard,
+  // the normed input of the column-parallel linears (replicated, saved) keeps 1/N.
+  for (int n : {2, 4}) {
+    for (const char* passes : {"tp,grad", "tp,grad,shard,remat,fuse,del_last_used", "tp,grad,checkpoint,shard(prefetch=2),del_last_used"}) {
+      std::vector<Expect> outs = {{"loss", Piece::same},       {"grad_x", Piece::same},    {"grad_g", Piece::same},
+                                  {"grad_fc1", Piece::shard0}, {"grad_b1", Piece::shard0}, {"grad_fc2", Piece::shard0},
+                                  {"grad_proj", Piece::shard1}, {"grad_pb", Piece::same}};
+      compare("tests/dist/tp.trace", passes, n, outs, "tp" + std::to_string(n));
+    }
   }
 }
