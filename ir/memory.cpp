@@ -137,8 +137,9 @@ class Sim {
         for (const auto& p : s.deleted) drop(p.get());
         return;
       case StmtKind::Prim: {
-        // A reshape is a view, and a wait gives the tensor its future already holds.
-        bool alias = s.op && (s.op->name == "reshape" || s.op->name == "wait" || (lazy_ && s.outputs.size() == 1 && lazy_->count(s.outputs[0].get()))) &&
+        // A reshape is a view, a wait gives the tensor its future already holds, and copy_to_tp
+        // its input.
+        bool alias = s.op && (s.op->name == "reshape" || s.op->name == "wait" || s.op->name == "copy_to_tp" || (lazy_ && s.outputs.size() == 1 && lazy_->count(s.outputs[0].get()))) &&
                      !s.args.empty() && s.args[0].kind == Arg::Kind::Proxy && storage(s.args[0].proxy.get()) >= 0;
         int donor = -1;
         if (!alias && !dying.empty() && s.op && s.op->kind == OpKind::Elementwise && s.outputs.size() == 1) {
