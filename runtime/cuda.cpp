@@ -114,6 +114,7 @@ struct Api {
   CUresult (*graph_node_count)(CUgraph, void*, size_t*) = nullptr;
   CUresult (*func_set_attr)(void*, int, int) = nullptr;
   CUresult (*launch_host_func)(CUstream, void (*)(void*), void*) = nullptr;  // optional (timing gates)
+  CUresult (*stream_wait_event)(CUstream, CUevent, unsigned) = nullptr;     // optional (the communication stream)
   // The driver stays loaded for the life of the process (as NVRTC does; unloading a driver
   // while its threads may still run is not safe).
 };
@@ -226,6 +227,7 @@ std::shared_ptr<Api> load_driver(std::string* why) {
   bind(h, a->graph_node_count, "cuGraphGetNodes", &missing);
   bind(h, a->func_set_attr, "cuFuncSetAttribute", &missing);
   a->launch_host_func = reinterpret_cast<decltype(a->launch_host_func)>(dlsym(h, "cuLaunchHostFunc"));
+  a->stream_wait_event = reinterpret_cast<decltype(a->stream_wait_event)>(dlsym(h, "cuStreamWaitEvent"));
   if (!missing.empty()) {
     *why = "the CUDA driver is too old (missing:" + missing + ")";
     return nullptr;
@@ -349,6 +351,10 @@ Device::~Device() {
     for (DevPtr p : ptrs) api_->mem_free(p);
   free_.clear();
   for (auto& [k, m] : modules_) api_->module_unload(m);
+  if (comm_stream_) {
+    api_->stream_sync(comm_stream_);
+    api_->stream_destroy(comm_stream_);
+  }
   if (stream_) api_->stream_destroy(stream_);
   if (ctx_) api_->primary_release(dev_);
 }
@@ -546,6 +552,37 @@ void Device::make_current() { check(api_->ctx_set(ctx_), "cuCtxSetCurrent"); }
 
 void Device::synchronize() {
   if (stream_) check(api_->stream_sync(stream_), "cuStreamSynchronize");
+  if (comm_stream_) check(api_->stream_sync(comm_stream_), "cuStreamSynchronize");
+}
+
+namespace {
+constexpr unsigned kCommStreamNonBlocking = 1;  // CU_STREAM_NON_BLOCKING
+constexpr unsigned kEventDisableTiming = 2;     // CU_EVENT_DISABLE_TIMING
+}  // namespace
+
+void* Device::comm_stream() {
+  if (!comm_stream_) {
+    if (!api_->stream_wait_event) throw CudaError("the CUDA driver has no cuStreamWaitEvent: a communication stream needs it");
+    check(api_->stream_create(&comm_stream_, kCommStreamNonBlocking), "cuStreamCreate");
+  }
+  return comm_stream_;
+}
+
+void* Device::new_event() {
+  CUevent e = nullptr;
+  check(api_->event_create(&e, kEventDisableTiming), "cuEventCreate");
+  return e;
+}
+
+void Device::destroy_event(void* e) {
+  if (e) api_->event_destroy(static_cast<CUevent>(e));
+}
+
+void Device::record(void* event, void* stream) { check(api_->event_record(static_cast<CUevent>(event), static_cast<CUstream>(stream)), "cuEventRecord"); }
+
+void Device::stream_wait(void* stream, void* event) {
+  if (!api_->stream_wait_event) throw CudaError("the CUDA driver has no cuStreamWaitEvent");
+  check(api_->stream_wait_event(static_cast<CUstream>(stream), static_cast<CUevent>(event), 0), "cuStreamWaitEvent");
 }
 
 namespace {

@@ -96,6 +96,16 @@ class Device {
   // thread, or several sessions on several GPUs in one thread).
   void make_current();
 
+  // ---- the communication stream and events ----
+  // A second stream, created on first use, on which a communicator's collectives run while the
+  // compute stream goes on; events order the two (record on one, wait on the other).
+  // synchronize() waits for both.
+  void* comm_stream();
+  void* new_event();  // a CUevent without timing; destroy_event frees it
+  void destroy_event(void* event);
+  void record(void* event, void* stream);
+  void stream_wait(void* stream, void* event);  // work issued on stream later waits for event
+
   // ---- graphs ----
   // Work issued between begin_capture and end_capture is recorded (relaxed capture mode), not
   // run. Nothing may synchronize meanwhile (no copies to the host). end_capture instantiates
@@ -157,6 +167,7 @@ class Device {
   std::unique_ptr<LtPlans> lt_plans_;
   void* ctx_ = nullptr;
   void* stream_ = nullptr;
+  void* comm_stream_ = nullptr;
   void* lt_handle_ = nullptr;
   DevPtr workspace_ = 0;
   size_t workspace_bytes_ = 0;

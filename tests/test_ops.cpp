@@ -139,6 +139,10 @@ const std::map<std::string, Gen>& samples() {
          return std::vector<Arg>{T(dt, {6}, s), Arg::of_int(0), world_of_one(), Arg::of_bool(false)};
        }},
       {"wait", [](DType dt, uint64_t s) { return std::vector<Arg>{T(dt, {2, 3}, s)}; }},
+      {"local_shard", [](DType dt, uint64_t s) { return std::vector<Arg>{T(dt, {3, 4}, s), world_of_one(), Arg::of_int(1)}; }},
+      {"copy_to_tp", [](DType dt, uint64_t s) { return std::vector<Arg>{T(dt, {2, 5}, s), world_of_one()}; }},
+      {"reduce_from_tp", [](DType dt, uint64_t s) { return std::vector<Arg>{T(dt, {3, 2}, s), world_of_one()}; }},
+      {"gather_from_tp", [](DType dt, uint64_t s) { return std::vector<Arg>{T(dt, {2, 3}, s), world_of_one(), Arg::of_int(-1)}; }},
   };
   return m;
 }
