@@ -152,6 +152,7 @@ std::optional<CompileReport> Session::compile(const std::string& entry, const st
 
 bool Session::set_device(const std::string& device) {
   if (device == "cpu") {
+    impl_->job_nccl.reset();  // its communicator belongs to the device
     impl_->gexec.reset();
     impl_->gpu.reset();
     return true;
@@ -163,6 +164,7 @@ bool Session::set_device(const std::string& device) {
   }
   int ordinal = m[2].matched ? std::stoi(m[2].str()) : 0;
   std::string why;
+  impl_->job_nccl.reset();
   impl_->gexec.reset();
   impl_->gpu = rt::cuda::Device::open(ordinal, &why);
   if (!impl_->gpu) {

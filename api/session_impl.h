@@ -23,6 +23,7 @@
 #include "ir/verify.h"
 #include "runtime/cuda.h"
 #include "runtime/comm.h"
+#include "runtime/nccl.h"
 #include "runtime/store.h"
 
 namespace tracer {
@@ -67,6 +68,7 @@ struct Session::Impl {
   std::unique_ptr<rt::dist::StoreClient> job_store;
   std::chrono::milliseconds job_timeout{300000};
   std::unique_ptr<rt::dist::Communicator> job_comm;  // Gloo, opened at the first collective
+  std::unique_ptr<rt::dist::DeviceCommunicator> job_nccl;  // NCCL, at the first collective of CUDA tensors
 
   // api/session_gpu.cpp
   bool run_gpu(const interp::Traces& prog, std::vector<rt::Tensor>& inputs, RunReport& rep,

@@ -6,6 +6,8 @@
 
 #include "api/session_impl.h"
 #include "runtime/comm.h"
+#include "runtime/cuda.h"
+#include "runtime/nccl.h"
 
 namespace tracer {
 
@@ -39,6 +41,16 @@ bool Session::join_job() {
     m.in->exec_context().communicator = [&m]() -> rt::dist::Communicator* {
       if (!m.job_comm) m.job_comm = rt::dist::open_gloo(*m.job_store, *m.job, m.job_timeout);
       return m.job_comm.get();
+    };
+    // And through NCCL on the GPU (the executor's collectives of CUDA tensors), likewise opened
+    // at the first, on the session's device.
+    m.in->exec_context().device_communicator = [&m]() -> rt::dist::DeviceCommunicator* {
+      if (!m.job_nccl) {
+        if (!m.gpu) throw rt::dist::StoreError("a collective of CUDA tensors without the session's GPU");
+        m.gpu->make_current();
+        m.job_nccl = rt::dist::open_nccl(*m.job_store, *m.job, m.gpu->ordinal(), m.job_timeout);
+      }
+      return m.job_nccl.get();
     };
     return true;
   } catch (const std::exception& e) {
@@ -79,6 +91,9 @@ bool Session::leave_job() {
     ok = false;
   }
   m.in->exec_context().communicator = nullptr;
+  m.in->exec_context().device_communicator = nullptr;
+  if (m.job_nccl && m.gpu) m.gpu->synchronize();
+  m.job_nccl.reset();
   m.job_comm.reset();
   m.job_store.reset();
   m.job_server.reset();  // rank 0: only now, when every rank is done with the store (or gone)

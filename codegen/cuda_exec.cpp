@@ -616,6 +616,10 @@ void GpuExecutor::run_stmt(const ir::Stmt& s, Values& env, ir::ExecContext& ctx,
       transposed_[s.outputs[0].get()] = true;
       return;
     }
+    if (is_collective(op)) {
+      run_collective(s, env, ctx);
+      return;
+    }
     if ((op == "matmul" || op == "linear") && run_matmul(s, env, lazy)) return;
     if ((op == "attention" || op == "attention_backward") && run_attention(s, env, ctx)) return;
     if (op == "uniform" && run_uniform(s, env, ctx)) return;
@@ -710,6 +714,7 @@ GpuExecutor::Values GpuExecutor::run(const ir::Trace& t, std::vector<DeviceTenso
   inputs.clear();
   if (check_ && !in_graph_) check_begin(t, env, ctx);
   run_stmts(t.stmts, env, ctx, ir::lazy_transposes(t.stmts, &t.output));
+  finish_collectives();
   Values out;
   ir::for_each_proxy(t.output, [&](const ir::ProxyPtr& p) {
     auto it = env.find(p.get());

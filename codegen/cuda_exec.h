@@ -38,6 +38,7 @@ struct GpuStats {
   size_t gelu_epilogues = 0; // of them, linears that ran the following gelu (tanh) in their epilogue
   size_t dgelu_epilogues = 0; // matmuls that ran the following gelu_backward (tanh, and its bias sum)
   size_t fallbacks = 0;      // statements run on the CPU
+  size_t collectives = 0;    // collectives run through NCCL
   size_t graph_launches = 0; // CUDA graph replays
   size_t compiled = 0;       // NVRTC compilations (cache misses)
   size_t disk_hits = 0;      // kernels read from the disk cache
@@ -85,6 +86,9 @@ struct GpuGraph {
 class GpuExecutor {
  public:
   GpuExecutor(rt::cuda::Device& dev, std::shared_ptr<Nvrtc> nvrtc, KernelCache cache = KernelCache());
+  ~GpuExecutor();
+  GpuExecutor(const GpuExecutor&) = delete;
+  GpuExecutor& operator=(const GpuExecutor&) = delete;
 
   using Values = std::unordered_map<const ir::Proxy*, rt::cuda::DeviceTensor>;
   // Runs t over device inputs (parallel to t.inputs; moved in); returns the device values of the
@@ -316,6 +320,25 @@ class GpuExecutor {
   bool run_uniform(const ir::Stmt& s, Values& env, ir::ExecContext& ctx);
   void ensure_rng_base(ir::ExecContext& ctx);  // the base written once per run (or by a replay)
   rt::cuda::DeviceTensor alloc(const ir::TensorType& t);
+  // Collectives (codegen/cuda_exec_dist.cpp): through the job's NCCL communicator on the device's
+  // communication stream, ordered against the compute stream by events; an asynchronous one's
+  // result is handed over at its wait, its buffers kept until then.
+  static bool is_collective(const std::string& op);
+  void run_collective(const ir::Stmt& s, Values& env, ir::ExecContext& ctx);
+  void finish_collectives();  // at the end of a run: the compute stream waits for any left pending
+  // x (packed, of type from) permuted by perm, by a transpose kernel generated once per (owner, role).
+  rt::cuda::DeviceTensor permuted(const ir::Stmt& owner, int role, const rt::cuda::DeviceTensor& x, const std::vector<int64_t>& perm);
+  rt::cuda::DeviceTensor sliced(const ir::Stmt& owner, int role, const rt::cuda::DeviceTensor& x, int64_t dim, int64_t lo, int64_t hi);
+  void* take_event();
+  struct PendingCollective {
+    void* event = nullptr;                          // recorded on the communication stream after it
+    std::vector<rt::cuda::DeviceTensor> keep;       // its input and output, alive until the wait
+    rt::cuda::DeviceTensor result;                  // what the wait hands on (before `back`)
+    std::vector<int64_t> back;                      // a permutation the wait applies (dim != 0), or empty
+  };
+  std::unordered_map<const ir::Proxy*, PendingCollective> pending_;
+  std::vector<void*> events_;  // events free for reuse
+  std::unordered_map<const ir::Stmt*, std::vector<std::unique_ptr<ir::Stmt>>> dist_stmts_;  // synthesized transposes, slices
   // TRACER_GPU_CHECK (codegen/cuda_exec_check.cpp): statement-by-statement comparison with the CPU.
   rt::Tensor host_value(const ir::Proxy* p, const Values& env, rt::Allocator* al);
   void check_begin(const ir::Trace& t, const Values& env, ir::ExecContext& ctx);

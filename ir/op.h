@@ -11,6 +11,7 @@
 
 namespace tracer::rt::dist {
 class Communicator;
+class DeviceCommunicator;
 }
 
 namespace tracer::ir {
@@ -45,6 +46,9 @@ struct ExecContext {
   // The job's communicator for collectives over more than one rank (opened on first use by the
   // host; unset outside a job, where only groups of one rank run).
   std::function<rt::dist::Communicator*()> communicator;
+  // The same for CUDA tensors (NCCL), for the GPU executor; in a job it serves every group the
+  // job's size, that of one rank included (the same code path as many).
+  std::function<rt::dist::DeviceCommunicator*()> device_communicator;
 };
 
 // Functions, not pointers: an embedding host's ops (OpDecl::ns "native") are closures over its

@@ -55,6 +55,7 @@ CUresult cuEventCreate(void** e, unsigned f) { (void)f; *e = &event_token; retur
 CUresult cuEventDestroy_v2(void* e) { (void)e; return 0; }
 CUresult cuEventRecord(void* e, void* s) { (void)e; (void)s; return 0; }
 CUresult cuEventSynchronize(void* e) { (void)e; return 0; }
+CUresult cuStreamWaitEvent(void* s, void* e, unsigned f) { (void)s; (void)e; (void)f; return 0; }
 CUresult cuEventElapsedTime_v2(float* ms, void* a, void* b) { (void)a; (void)b; *ms = 0; return 0; }
 CUresult cuGetErrorString(CUresult rc, const char** s) { (void)rc; *s = "fake driver error"; return 0; }
 CUresult cuGetErrorName(CUresult rc, const char** s) { (void)rc; *s = "CUDA_ERROR_FAKE"; return 0; }
