@@ -277,6 +277,7 @@ bool Session::Impl::run_gpu(const interp::Traces& program_traces, std::vector<rt
       rep.matmul_tune_ms = dev.matmul_tuning().ms;
       rep.matmul_tune_saved_ms = dev.matmul_tuning().saved_ms;
       rep.cpu_fallbacks = st.fallbacks;
+      rep.collectives = st.collectives;
       rep.compile_ms = st.compile_ms;
       rep.compile_wall_ms = st.compile_wall_ms;
       rep.fallback_ops = st.fallback_ops;

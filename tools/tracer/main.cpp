@@ -98,6 +98,7 @@ nlohmann::json report_json(const std::string& file, const std::string& entry, co
                             {"ms", r.matmul_tune_ms}, {"saved_ms_per_call", r.matmul_tune_saved_ms}};
     j["take_backward_adds_in_place"] = r.take_adds_in_place;
     j["cpu_fallbacks"] = r.cpu_fallbacks;
+    j["collectives"] = r.collectives;
     j["fallback_ops"] = r.fallback_ops;
     j["compile_ms"] = r.compile_ms;
     j["compile_wall_ms"] = r.compile_wall_ms;
