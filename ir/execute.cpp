@@ -94,6 +94,10 @@ void run_prim(const Stmt& s, Env& env, ExecContext& ctx, const Dying& dying, con
   ctx.matmul_transposed[0] = ctx.matmul_transposed[1] = false;
   if (outs.size() != s.outputs.size()) throw std::runtime_error("kernel returned the wrong number of outputs");
   for (size_t i = 0; i < outs.size(); ++i) env[s.outputs[i].get()] = std::move(outs[i]);
+  // An asynchronous collective's input stays until its wait (as on the GPU, where NCCL reads it
+  // until then), so that the CPU's peak is the one the estimate and the GPU have.
+  if (async_collective(s) && args[0].kind == K::Tensor) ctx.in_flight[s.outputs[0].get()] = args[0].tensor;
+  if (s.op->name == "wait" && s.args[0].kind == K::Proxy) ctx.in_flight.erase(s.args[0].proxy.get());
 }
 
 bool row_split(const TensorType& t, size_t rank, int64_t rows) { return t.shape.size() == rank && t.shape[0] == rows; }
@@ -415,7 +419,14 @@ Arg execute(const Trace& t, std::vector<rt::Tensor> inputs, ExecContext& ctx) {
     env[t.inputs[i].get()] = std::move(inputs[i]);
   }
   inputs.clear();
-  run_stmts(t.stmts, env, ctx, lazy_transposes(t.stmts, &t.output));
+  ctx.in_flight.clear();
+  try {
+    run_stmts(t.stmts, env, ctx, lazy_transposes(t.stmts, &t.output));
+  } catch (...) {
+    ctx.in_flight.clear();
+    throw;
+  }
+  ctx.in_flight.clear();  // a collective never waited on is done by the trace's end
   try {
     return substitute(t.output, env);
   } catch (const std::exception& e) {

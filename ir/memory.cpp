@@ -161,6 +161,21 @@ class Sim {
               transient += alloc_size(rows * static_cast<size_t>(q.shape.back()) * 4);
           }
         }
+        // A gather or reduce-scatter along a dimension other than 0, over several ranks, moves it
+        // to the front (a copy of its input) and collects into a buffer of the output's size,
+        // which it then permutes into the output: both live while the output is made.
+        if (s.op && s.op->ns == "prims" && (s.op->name == "all_gather" || s.op->name == "reduce_scatter" || s.op->name == "gather_from_tp") &&
+            s.args.size() > 2 && s.args[0].kind == Arg::Kind::Proxy && !s.outputs.empty()) {
+          const size_t dim_at = s.op->name == "all_gather" ? 3 : s.op->name == "reduce_scatter" ? 4 : 2;
+          const size_t group_at = s.op->name == "reduce_scatter" ? 2 : 1;
+          const Arg& g = s.args[group_at];
+          const bool many = g.kind == Arg::Kind::Tuple && g.items.size() == 2 && g.items[1].kind == Arg::Kind::Int && g.items[1].i > 1;
+          const int64_t rank = static_cast<int64_t>(s.args[0].proxy->type.shape.size());
+          int64_t d = s.args.size() > dim_at && s.args[dim_at].kind == Arg::Kind::Int ? s.args[dim_at].i : 0;
+          if (d < 0) d += rank;
+          if (many && d != 0)
+            transient += alloc_size(s.args[0].proxy->type.nbytes()) + alloc_size(s.outputs[0]->type.nbytes());
+        }
         live_ += transient;
         // A collective's result is its communication buffer (a FUTURE until it is waited on).
         const bool comm = s.op && s.op->ns == "prims" &&
@@ -168,8 +183,23 @@ class Sim {
                            s.op->name == "broadcast");
         for (const auto& p : s.outputs)
           define(p.get(), alias ? storage(s.args[0].proxy.get()) : donor >= 0 ? donor : new_storage(p->type.nbytes(), comm));
+        // An asynchronous collective reads its input until its wait: held until then.
+        if (async_collective(s) && s.args[0].kind == Arg::Kind::Proxy) {
+          int in = storage(s.args[0].proxy.get());
+          if (in >= 0) {
+            hold(in);
+            in_flight_[s.outputs[0].get()] = in;
+          }
+        }
         note_peak(phase, index, &s);
         live_ -= transient;
+        if (s.op && s.op->name == "wait" && s.args[0].kind == Arg::Kind::Proxy) {
+          auto f = in_flight_.find(s.args[0].proxy.get());
+          if (f != in_flight_.end()) {
+            release(f->second);
+            in_flight_.erase(f);
+          }
+        }
         return;
       }
       case StmtKind::Composite:
@@ -213,6 +243,8 @@ class Sim {
     std::vector<const Proxy*> all;
     for (const auto& kv : env_) all.push_back(kv.first);
     for (const Proxy* p : all) drop(p);
+    for (const auto& [f, in] : in_flight_) release(in);  // never waited on: done by the trace's end
+    in_flight_.clear();
     return held;
   }
 
@@ -224,6 +256,7 @@ class Sim {
   std::vector<int> refs_;
   std::vector<bool> comm_;  // by storage: a collective's result
   std::unordered_map<const Proxy*, int> env_;
+  std::unordered_map<const Proxy*, int> in_flight_;  // an asynchronous collective's input, by its FUTURE
   size_t live_ = 0, comm_live_ = 0;
   const std::unordered_set<const Proxy*>* lazy_ = nullptr;  // this trace's lazy transposes
   long long calls_ = 0, peak_call_ = 0, describe_at_ = -1;

@@ -4,6 +4,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ir/trace.h"
@@ -49,7 +50,15 @@ struct ExecContext {
   // The same for CUDA tensors (NCCL), for the GPU executor; in a job it serves every group the
   // job's size, that of one rank included (the same code path as many).
   std::function<rt::dist::DeviceCommunicator*()> device_communicator;
+  // The inputs of asynchronous collectives not yet waited on, by their FUTURE: a collective
+  // reads its input until it completes (NCCL on the GPU), so every executor keeps it until the
+  // wait, and the memory estimate counts it so (ir/memory.cpp).
+  std::unordered_map<const Proxy*, rt::Tensor> in_flight;
 };
+
+// Whether s is an asynchronous collective (all_gather, reduce_scatter, all_reduce or broadcast
+// with do_async): its input is read until the wait of its FUTURE output.
+bool async_collective(const Stmt& s);
 
 // Functions, not pointers: an embedding host's ops (OpDecl::ns "native") are closures over its
 // callbacks.

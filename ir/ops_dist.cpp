@@ -280,6 +280,13 @@ ParamSpec opt(const char* n, Arg d) { return {n, false, std::move(d), false}; }
 
 }  // namespace
 
+bool async_collective(const Stmt& s) {
+  if (s.kind != StmtKind::Prim || !s.op || s.op->ns != "prims" || s.args.empty()) return false;
+  const std::string& n = s.op->name;
+  size_t at = n == "all_gather" ? 2 : n == "reduce_scatter" || n == "all_reduce" || n == "broadcast" ? 3 : 0;
+  return at && s.args.size() > at && s.args[at].kind == Arg::Kind::Bool && s.args[at].b;
+}
+
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 std::vector<OpDecl> dist_ops() {

@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <filesystem>
 #include <map>
+#include <regex>
 #include <string>
 
 #include "runtime/io.h"
@@ -38,7 +39,7 @@ std::string tmp_dir(const std::string& name) {
 }
 
 // Runs `tracer ARGS` in the source tree; returns its status, its output in *log.
-int tracer(const std::string& args, std::string* log) {
+int run_tracer(const std::string& args, std::string* log) {
   std::string out = tmp_dir("log") + "/log.txt";
   std::string cmd = "cd '" + source_dir() + "' && '" + std::string(TRACER_CLI_PATH) + "' " + args + " > '" + out + "' 2>&1";
   int rc = std::system(cmd.c_str());
@@ -114,10 +115,10 @@ double compare(const std::string& file, const std::string& passes, int n, const 
                const std::string& extra = "") {
   std::string one = tmp_dir(tag + "_one"), many = tmp_dir(tag + "_many"), log;
   INFO(file << " alone");
-  REQUIRE(tracer("run " + file + extra + " --passes grad --output '" + one + "'", &log) == 0);
+  REQUIRE(run_tracer("run " + file + extra + " --passes grad --output '" + one + "'", &log) == 0);
   INFO(log);
   INFO(file << " on " << n << " ranks with " << passes);
-  int rc = tracer("launch --nproc " + std::to_string(n) + " -- run " + file + extra + " --passes '" + passes + "' --output '" + many + "'", &log);
+  int rc = run_tracer("launch --nproc " + std::to_string(n) + " -- run " + file + extra + " --passes '" + passes + "' --output '" + many + "'", &log);
   INFO(log);
   REQUIRE(rc == 0);
   double worst = 0;
@@ -198,13 +199,15 @@ TEST_CASE("tracer mem per rank: shard removes at least (N-1)/N of the replicated
     CHECK(without.world_size == n);
     // The gathered weights: 3 blocks of 2 * [352, 128] + [128, 352] bf16.
     CHECK(without.saved_replicated_bytes == 3u * 3u * 352u * 128u * 2u);
-    CHECK(with.saved_replicated_bytes == 0);
+    // shard may leave a weight whole that the backward gathers by its peak (it saves nothing
+    // there); most are sliced.
+    CHECK(with.saved_replicated_bytes <= without.saved_replicated_bytes / 4);
     // What is saved instead is each weight's slice, which this rank holds already (the fsdp
-    // input): nothing is copied, and the saved bytes fall by all of the replicated ones.
+    // input): nothing is copied, and the saved bytes fall by all of those sliced.
     CHECK(with.saved_sharded_bytes == 0);
-    CHECK(with.saved_for_backward_bytes == without.saved_for_backward_bytes - without.saved_replicated_bytes);
+    CHECK(with.saved_for_backward_bytes == without.saved_for_backward_bytes - (without.saved_replicated_bytes - with.saved_replicated_bytes));
     CHECK(with.saved_per_rank_bytes == without.saved_per_rank_bytes);
-    const double sliced = static_cast<double>(without.saved_replicated_bytes) * (n - 1) / n;
+    const double sliced = static_cast<double>(without.saved_replicated_bytes - with.saved_replicated_bytes) * (n - 1) / n;
     CHECK(static_cast<double>(without.peak_bytes) - static_cast<double>(with.peak_bytes) >= 0.9 * sliced);
     CHECK(with.comm_peak_bytes > 0);
   }
@@ -259,5 +262,33 @@ TEST_CASE("tracer mem per rank: shard slices tp's replicated activations to 1/N"
       CHECK(with.saved_sharded_bytes * static_cast<size_t>(n) == without.saved_replicated_bytes - with.saved_replicated_bytes);
       CHECK(static_cast<double>(without.peak_bytes) - static_cast<double>(with.peak_bytes) >= 0.9 * sliced);
     }
+  }
+}
+
+TEST_CASE("each rank's measured peak is the estimate's (tracer run --json on 2 ranks)", "[dist]") {
+  // The estimate models what the ranks do: an asynchronous collective's input kept until its
+  // wait, the copies a gather along another dimension than 0 makes (ir/memory.cpp).
+  struct Case {
+    const char* file;
+    const char* sets;
+    const char* passes;
+  };
+  for (const Case& c : {Case{"examples/llama_mlp_fsdp.trace", " --set T=64 --set L=3 --set D=128 --set H=352", "grad,fsdp,del_last_used"},
+                        Case{"examples/llama_mlp_fsdp.trace", " --set T=64 --set L=3 --set D=128 --set H=352",
+                             "grad,fsdp(zero=3, prefetch=1),remat,fuse,shard,del_last_used"},
+                        Case{"tests/dist/tp.trace", " --set L=4 --set T=64 --set D=32 --set H=48", "tp,grad,remat,fuse,shard,del_last_used"},
+                        Case{"tests/dist/tp.trace", " --set L=3 --set T=7 --set D=6", "tp,grad,shard(every=True),del_last_used"},
+                        Case{"tests/dist/ddp.trace", "", "grad,ddp,del_last_used"}}) {
+    std::string log;
+    INFO(c.file << c.sets << " --passes " << c.passes);
+    REQUIRE(run_tracer(std::string("launch --nproc 2 -- run ") + c.file + c.sets + " --passes '" + c.passes + "' --json", &log) == 0);
+    INFO(log);
+    std::smatch m;
+    std::regex peak("\\[rank ([01])\\] +\"peak_bytes\": ([0-9]+)"), est("\\[rank ([01])\\] +\"estimated_peak_bytes\": ([0-9]+)");
+    std::map<std::string, std::string> measured, estimated;
+    for (auto it = std::sregex_iterator(log.begin(), log.end(), peak); it != std::sregex_iterator(); ++it) measured[(*it)[1]] = (*it)[2];
+    for (auto it = std::sregex_iterator(log.begin(), log.end(), est); it != std::sregex_iterator(); ++it) estimated[(*it)[1]] = (*it)[2];
+    REQUIRE(measured.size() == 2);
+    CHECK(measured == estimated);
   }
 }
