@@ -1,7 +1,8 @@
 // Communicators of a distributed job (DESIGN section 5, docs/distributed.md): one interface for
 // the collectives, over CPU tensors with Gloo (TCP; the plugin libtracer_gloo.so, loaded at run
-// time). NCCL for CUDA tensors comes next. Knows nothing of the language. The collectives are
-// synchronous today: the asynchronous handles and the communication stream are not built yet.
+// time). Knows nothing of the language. These run when called (the CPU executor issues a
+// collective and hands its result to the wait); CUDA tensors have their own interface, NCCL's,
+// asynchronous on a communication stream (runtime/nccl.h).
 #pragma once
 #include <memory>
 #include <string>
