@@ -597,6 +597,16 @@ std::optional<RunReport> Session::run(const std::string& entry, const std::strin
     rep.trace_ms = std::chrono::duration<double, std::milli>(t1 - t0).count() - rep.passes_ms;
     for (const auto& t : *prog) rep.statements += t->stmts.size();
     const ir::Trace& fw = *prog->front();
+    try {
+      std::string differ = impl_->check_collectives(*prog);
+      if (!differ.empty()) {
+        impl_->error("rank " + std::to_string(impl_->job->rank) + ": " + differ);
+        return std::nullopt;
+      }
+    } catch (const std::exception& e) {
+      impl_->error("rank " + std::to_string(impl_->job->rank) + ": comparing the ranks' programs: " + e.what());
+      return std::nullopt;
+    }
     bool ok = false;
     std::vector<rt::Tensor> inputs = impl_->make_inputs(fw, entry, rep, &ok);
     if (!ok) return std::nullopt;

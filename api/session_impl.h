@@ -67,6 +67,13 @@ struct Session::Impl {
   std::unique_ptr<rt::dist::StoreServer> job_server;
   std::unique_ptr<rt::dist::StoreClient> job_store;
   std::chrono::milliseconds job_timeout{300000};
+  int job_runs = 0;  // programs run in the job so far (the key of each one's check)
+  // In a job: the program's collectives, in order, the same on every rank? Each rank publishes
+  // its list through the store and compares every other's; a difference (a shape, a dtype, an
+  // order, a count) is reported on every rank, naming the first collective that differs, so that
+  // no rank runs into a collective the others do not run alike (a wrong number, or a hang).
+  // api/session_job.cpp. Returns "" or the error.
+  std::string check_collectives(const interp::Traces& prog);
   std::unique_ptr<rt::dist::Communicator> job_comm;  // Gloo, opened at the first collective
   std::unique_ptr<rt::dist::DeviceCommunicator> job_nccl;  // NCCL, at the first collective of CUDA tensors
 

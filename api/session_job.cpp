@@ -60,6 +60,77 @@ bool Session::join_job() {
   }
 }
 
+namespace {
+
+// One line per collective of the traces, in the order they run: its op and what every rank must
+// give alike (the operand's dtype and shape, the group, the op, the dimension, the root).
+void collective_lines(const std::vector<ir::Stmt>& stmts, const std::string& trace, std::vector<std::string>& out) {
+  static const char* kOps[] = {"all_gather", "reduce_scatter", "all_reduce", "broadcast", "reduce_from_tp", "gather_from_tp"};
+  for (const ir::Stmt& s : stmts) {
+    if (s.kind != ir::StmtKind::Prim) {
+      collective_lines(s.subsymbols, trace, out);
+      continue;
+    }
+    if (!s.op || s.op->ns != "prims") continue;
+    bool is = false;
+    for (const char* o : kOps) is = is || s.op->name == o;
+    if (!is) continue;
+    std::string line = s.op->name + "(";
+    for (size_t i = 0; i < s.args.size(); ++i) {
+      const ir::Arg& a = s.args[i];
+      if (i) line += ", ";
+      if (a.kind == ir::Arg::Kind::Proxy) line += std::string(rt::dtype_name(a.proxy->type.dtype)) + rt::shape_str(a.proxy->type.shape);
+      else line += ir::print_arg(a);
+    }
+    out.push_back(line + ") in " + trace);
+  }
+}
+
+std::string join_lines(const std::vector<std::string>& xs) {
+  std::string s;
+  for (const auto& x : xs) s += x + "\n";
+  return s;
+}
+
+std::vector<std::string> split_lines(const std::string& s) {
+  std::vector<std::string> out;
+  size_t a = 0;
+  while (a < s.size()) {
+    size_t b = s.find('\n', a);
+    if (b == std::string::npos) b = s.size();
+    out.push_back(s.substr(a, b - a));
+    a = b + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string Session::Impl::check_collectives(const interp::Traces& prog) {
+  if (!job_store || !job || job->world_size < 2) return "";
+  std::vector<std::string> mine;
+  for (const auto& t : prog) collective_lines(t->stmts, t->name, mine);
+  const std::string key = "program/" + std::to_string(job_runs++) + "/";
+  job_store->set(key + std::to_string(job->rank), join_lines(mine));
+  for (int r = 0; r < job->world_size; ++r) {
+    if (r == job->rank) continue;
+    std::vector<std::string> theirs = split_lines(job_store->get(key + std::to_string(r), job_timeout));
+    if (theirs == mine) continue;
+    // Said the same way on every rank: the lower rank's list first.
+    const bool first = r < job->rank;
+    const std::vector<std::string>& lo = first ? theirs : mine;
+    const std::vector<std::string>& hi = first ? mine : theirs;
+    const int rlo = first ? r : job->rank, rhi = first ? job->rank : r;
+    size_t i = 0;
+    while (i < lo.size() && i < hi.size() && lo[i] == hi[i]) ++i;
+    auto say = [](const std::vector<std::string>& xs, size_t k) { return k < xs.size() ? xs[k] : std::string("no collective (its program ends)"); };
+    return "the ranks' programs differ at collective " + std::to_string(i + 1) + ": rank " + std::to_string(rlo) + " runs " + say(lo, i) +
+           ", rank " + std::to_string(rhi) + " runs " + say(hi, i) +
+           " (every rank must run the same collectives on tensors of the same shapes and dtypes; nothing ran)";
+  }
+  return "";
+}
+
 std::optional<JobInfo> Session::job() const {
   const Impl& m = *impl_;
   if (!m.job) return std::nullopt;
