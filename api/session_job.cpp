@@ -112,6 +112,9 @@ std::string Session::Impl::check_collectives(const interp::Traces& prog) {
   for (const auto& t : prog) collective_lines(t->stmts, t->name, mine);
   const std::string key = "program/" + std::to_string(job_runs++) + "/";
   job_store->set(key + std::to_string(job->rank), join_lines(mine));
+  // A program without collectives cannot wait on another rank: it publishes its (empty) list for
+  // the ranks that have some, and runs.
+  if (mine.empty()) return "";
   for (int r = 0; r < job->world_size; ++r) {
     if (r == job->rank) continue;
     std::vector<std::string> theirs = split_lines(job_store->get(key + std::to_string(r), job_timeout));
