@@ -329,6 +329,8 @@ class GpuExecutor {
   // x (packed, of type from) permuted by perm, by a transpose kernel generated once per (owner, role).
   rt::cuda::DeviceTensor permuted(const ir::Stmt& owner, int role, const rt::cuda::DeviceTensor& x, const std::vector<int64_t>& perm);
   rt::cuda::DeviceTensor sliced(const ir::Stmt& owner, int role, const rt::cuda::DeviceTensor& x, int64_t dim, int64_t lo, int64_t hi);
+  rt::cuda::DeviceTensor run_synthesized(const ir::Stmt& owner, int role, const char* op, const rt::cuda::DeviceTensor& x,
+                                         rt::Shape out_shape, std::vector<ir::Arg> extra);
   void* take_event();
   struct PendingCollective {
     void* event = nullptr;                          // recorded on the communication stream after it

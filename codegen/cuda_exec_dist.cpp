@@ -73,7 +73,10 @@ void* GpuExecutor::take_event() {
   return dev_.new_event();
 }
 
-DeviceTensor GpuExecutor::permuted(const ir::Stmt& owner, int role, const DeviceTensor& x, const std::vector<int64_t>& perm) {
+// Runs `out = prims.OP(x, extra...)` as a generated kernel: the statement is made once per
+// (owner, role) and kept, so that run_simple's per-statement cache holds its kernel.
+DeviceTensor GpuExecutor::run_synthesized(const ir::Stmt& owner, int role, const char* op, const DeviceTensor& x, rt::Shape out_shape,
+                                          std::vector<ir::Arg> extra) {
   auto& made = dist_stmts_[&owner];
   if (made.size() <= static_cast<size_t>(role)) made.resize(static_cast<size_t>(role) + 1);
   if (!made[static_cast<size_t>(role)]) {
@@ -84,21 +87,30 @@ DeviceTensor GpuExecutor::permuted(const ir::Stmt& owner, int role, const Device
     auto out = std::make_shared<ir::Proxy>();
     out->name = "collective_out";
     out->type.dtype = x.dtype;
-    for (int64_t p : perm) out->type.shape.push_back(x.shape[static_cast<size_t>(p)]);
+    out->type.shape = std::move(out_shape);
     auto st = std::make_unique<ir::Stmt>();
     st->kind = ir::StmtKind::Prim;
-    st->op = ir::find_op("transpose");
-    std::vector<ir::Arg> items;
-    for (int64_t p : perm) items.push_back(ir::Arg::of_int(p));
-    st->args = {ir::Arg::of_proxy(in), ir::Arg::of_seq(K::Tuple, std::move(items))};
+    st->op = ir::find_op(op);
+    st->args = {ir::Arg::of_proxy(in)};
+    for (ir::Arg& a : extra) st->args.push_back(std::move(a));
     st->outputs = {out};
     made[static_cast<size_t>(role)] = std::move(st);
   }
   const ir::Stmt& st = *made[static_cast<size_t>(role)];
   Values local;
   local[st.args[0].proxy.get()] = x;
-  if (!run_simple(st, local)) throw std::runtime_error("a collective's transpose has no kernel");
+  if (!run_simple(st, local)) throw std::runtime_error(std::string("a collective's ") + op + " has no kernel");
   return local.at(st.outputs[0].get());
+}
+
+DeviceTensor GpuExecutor::permuted(const ir::Stmt& owner, int role, const DeviceTensor& x, const std::vector<int64_t>& perm) {
+  rt::Shape shape;
+  std::vector<ir::Arg> items;
+  for (int64_t p : perm) {
+    shape.push_back(x.shape[static_cast<size_t>(p)]);
+    items.push_back(ir::Arg::of_int(p));
+  }
+  return run_synthesized(owner, role, "transpose", x, std::move(shape), {ir::Arg::of_seq(K::Tuple, std::move(items))});
 }
 
 DeviceTensor GpuExecutor::sliced(const ir::Stmt& owner, int role, const DeviceTensor& x, int64_t dim, int64_t lo, int64_t hi) {
@@ -112,35 +124,15 @@ DeviceTensor GpuExecutor::sliced(const ir::Stmt& owner, int role, const DeviceTe
     if (y.nbytes()) dev_.copy_device(y.ptr(), x.ptr() + static_cast<rt::cuda::DevPtr>(row * static_cast<size_t>(lo)), y.nbytes());
     return y;
   }
-  auto& made = dist_stmts_[&owner];
-  if (made.size() <= static_cast<size_t>(role)) made.resize(static_cast<size_t>(role) + 1);
-  if (!made[static_cast<size_t>(role)]) {
-    auto in = std::make_shared<ir::Proxy>();
-    in->name = "collective_in";
-    in->type.dtype = x.dtype;
-    in->type.shape = x.shape;
-    auto out = std::make_shared<ir::Proxy>();
-    out->name = "collective_out";
-    out->type = in->type;
-    out->type.shape[static_cast<size_t>(dim)] = hi - lo;
-    std::vector<ir::Arg> start, stop;
-    for (size_t i = 0; i < x.shape.size(); ++i) {
-      start.push_back(ir::Arg::of_int(static_cast<int64_t>(i) == dim ? lo : 0));
-      stop.push_back(ir::Arg::of_int(static_cast<int64_t>(i) == dim ? hi : x.shape[i]));
-    }
-    auto st = std::make_unique<ir::Stmt>();
-    st->kind = ir::StmtKind::Prim;
-    st->op = ir::find_op("slice");
-    st->args = {ir::Arg::of_proxy(in), ir::Arg::of_seq(K::Tuple, std::move(start)), ir::Arg::of_seq(K::Tuple, std::move(stop)),
-                ir::Arg::none()};
-    st->outputs = {out};
-    made[static_cast<size_t>(role)] = std::move(st);
+  rt::Shape shape = x.shape;
+  shape[static_cast<size_t>(dim)] = hi - lo;
+  std::vector<ir::Arg> start, stop;
+  for (size_t i = 0; i < x.shape.size(); ++i) {
+    start.push_back(ir::Arg::of_int(static_cast<int64_t>(i) == dim ? lo : 0));
+    stop.push_back(ir::Arg::of_int(static_cast<int64_t>(i) == dim ? hi : x.shape[i]));
   }
-  const ir::Stmt& st = *made[static_cast<size_t>(role)];
-  Values local;
-  local[st.args[0].proxy.get()] = x;
-  if (!run_simple(st, local)) throw std::runtime_error("a shard's slice has no kernel");
-  return local.at(st.outputs[0].get());
+  return run_synthesized(owner, role, "slice", x, std::move(shape),
+                         {ir::Arg::of_seq(K::Tuple, std::move(start)), ir::Arg::of_seq(K::Tuple, std::move(stop)), ir::Arg::none()});
 }
 
 void GpuExecutor::finish_collectives() {

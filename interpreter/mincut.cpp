@@ -3,6 +3,8 @@
 
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/push_relabel_max_flow.hpp>
+#include <algorithm>
+#include <cstdint>
 #include <deque>
 
 namespace tracer::interp {
@@ -25,16 +27,36 @@ std::vector<bool> min_cut_source_side(int n, const std::vector<std::tuple<int, i
   auto cap = boost::get(boost::edge_capacity, g);
   auto rev = boost::get(boost::edge_reverse, g);
   auto res = boost::get(boost::edge_residual_capacity, g);
+  // No flow exceeds what leaves the source or what enters the sink, so a capacity above the
+  // smaller of the two is never cut: it is clamped to it plus one. Push-relabel's sums stay
+  // below the sum of all capacities; when that would overflow 64 bits (a large model's bytes
+  // with "infinite" edges), every capacity is divided by the factor that keeps it below 2^61 (a
+  // nonzero one stays at least 1): the cut is then minimal to within that rounding.
+  __int128 out_of_source = 0, into_sink = 0;
+  for (const auto& [u, v, c] : edges) {
+    if (u == source) out_of_source += c;
+    if (v == sink) into_sink += c;
+  }
+  const __int128 bound = (out_of_source < into_sink ? out_of_source : into_sink) + 1;
+  __int128 total = 0;
+  for (const auto& e : edges) total += std::min<__int128>(std::get<2>(e), bound);
+  const __int128 limit = static_cast<__int128>(1) << 61;
+  const __int128 divide = total >= limit ? total / limit + 1 : 1;
+  auto capacity = [&](int64_t c) -> int64_t {
+    __int128 x = std::min<__int128>(c, bound);
+    if (divide > 1 && x > 0) x = std::max<__int128>(1, x / divide);
+    return static_cast<int64_t>(x);
+  };
   for (const auto& [u, v, c] : edges) {
     Edge e = boost::add_edge(static_cast<size_t>(u), static_cast<size_t>(v), g).first;
     Edge r = boost::add_edge(static_cast<size_t>(v), static_cast<size_t>(u), g).first;
-    cap[e] = c;
+    cap[e] = capacity(c);
     cap[r] = 0;
     rev[e] = r;
     rev[r] = e;
   }
   int64_t flow = boost::push_relabel_max_flow(g, static_cast<size_t>(source), static_cast<size_t>(sink));
-  if (cut_capacity) *cut_capacity = flow;
+  if (cut_capacity) *cut_capacity = static_cast<int64_t>(std::min<__int128>(static_cast<__int128>(flow) * divide, INT64_MAX));
   std::vector<bool> side(static_cast<size_t>(n), false);
   std::deque<size_t> queue{static_cast<size_t>(source)};
   side[static_cast<size_t>(source)] = true;

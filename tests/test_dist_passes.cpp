@@ -135,6 +135,21 @@ double compare(const std::string& file, const std::string& passes, int n, const 
   return worst;
 }
 
+// tracer mem's estimate for rank 0 of n, of file with sizes set, after passes (without running).
+tracer::MemoryReport estimate_rank0(const std::string& file, const std::vector<std::pair<std::string, std::string>>& sets, int n,
+                                    const std::string& passes) {
+  tracer::SessionOptions so;
+  so.world_size = n;
+  tracer::Session s(so);
+  for (const auto& [k, v] : sets) s.set(k, v);
+  REQUIRE(s.load_file(source_dir() + "/" + file));
+  REQUIRE(s.set_passes(tracer::split_passes(passes)));
+  auto m = s.memory("main", "cpu");
+  INFO(s.rendered_diagnostics());
+  REQUIRE(m);
+  return *m;
+}
+
 }  // namespace
 
 TEST_CASE("fsdp (ZeRO-2 and ZeRO-3) gives one process's gradients of the whole batch, on 2 and 4 ranks", "[dist]") {
@@ -182,16 +197,7 @@ TEST_CASE("tracer mem per rank: shard removes at least (N-1)/N of the replicated
   // replicated) with and without shard, estimated for rank 0 of N without running.
   for (int n : {2, 4}) {
     auto estimate = [&](const std::string& passes) {
-      tracer::SessionOptions so;
-      so.world_size = n;
-      tracer::Session s(so);
-      for (auto [k, v] : {std::pair{"T", "64"}, {"L", "3"}, {"D", "128"}, {"H", "352"}}) s.set(k, v);
-      REQUIRE(s.load_file(source_dir() + "/examples/llama_mlp_fsdp.trace"));
-      REQUIRE(s.set_passes(tracer::split_passes(passes)));
-      auto m = s.memory("main", "cpu");
-      INFO(s.rendered_diagnostics());
-      REQUIRE(m);
-      return *m;
+      return estimate_rank0("examples/llama_mlp_fsdp.trace", {{"T", "64"}, {"L", "3"}, {"D", "128"}, {"H", "352"}}, n, passes);
     };
     tracer::MemoryReport without = estimate("grad,fsdp,del_last_used");
     tracer::MemoryReport with = estimate("grad,fsdp,shard,del_last_used");
@@ -238,16 +244,7 @@ TEST_CASE("tracer mem per rank: shard slices tp's replicated activations to 1/N"
   // blocks, the one whose tensors the backward gathers first is whole at the peak.
   for (int n : {2, 4}) {
     auto estimate = [&](const std::string& passes) {
-      tracer::SessionOptions so;
-      so.world_size = n;
-      tracer::Session s(so);
-      for (auto [k, v] : {std::pair{"T", "64"}, {"D", "32"}, {"H", "48"}, {"L", "8"}}) s.set(k, v);
-      REQUIRE(s.load_file(source_dir() + "/tests/dist/tp.trace"));
-      REQUIRE(s.set_passes(tracer::split_passes(passes)));
-      auto m = s.memory("main", "cpu");
-      INFO(s.rendered_diagnostics());
-      REQUIRE(m);
-      return *m;
+      return estimate_rank0("tests/dist/tp.trace", {{"T", "64"}, {"D", "32"}, {"H", "48"}, {"L", "8"}}, n, passes);
     };
     for (auto [before, after] : {std::pair{"tp,grad,del_last_used", "tp,grad,shard,del_last_used"},
                                  {"tp,grad,remat,fuse,del_last_used", "tp,grad,remat,fuse,shard,del_last_used"}}) {
