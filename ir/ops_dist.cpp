@@ -54,6 +54,16 @@ TensorType input_type(const Arg& a) {
   return t;
 }
 
+// t's dimension d divided among the group's ranks (this rank's slice), or an error saying it
+// does not divide.
+void split_dim(TensorType& t, int64_t d, const Group& g, const char* hint) {
+  int64_t& n = t.shape[static_cast<size_t>(d)];
+  if (n % g.size != 0)
+    throw OpError("dimension " + std::to_string(d) + " of a (" + std::to_string(n) + ") does not divide among the group's " +
+                  std::to_string(g.size) + " ranks" + hint);
+  n /= g.size;
+}
+
 std::vector<TensorType> meta_all_gather(const std::vector<Arg>& a) {
   TensorType t = input_type(a[0]);
   Group g = group_arg(a[1]);
@@ -69,11 +79,7 @@ std::vector<TensorType> meta_reduce_scatter(const std::vector<Arg>& a) {
   reduce_arg(a[1]);
   Group g = group_arg(a[2]);
   int64_t d = dim_arg(a[4], t.shape.size());
-  int64_t& n = t.shape[static_cast<size_t>(d)];
-  if (n % g.size != 0)
-    throw OpError("dimension " + std::to_string(d) + " of a (" + std::to_string(n) + ") does not divide among the group's " +
-                  std::to_string(g.size) + " ranks");
-  n /= g.size;
+  split_dim(t, d, g, "");
   t.future = bool_arg(a[3], "do_async");
   t.dist = Dist::sharded;  // this rank's slice of the reduction
   t.shard_dim = static_cast<int>(d);
@@ -113,11 +119,7 @@ std::vector<TensorType> meta_local_shard(const std::vector<Arg>& a) {
   TensorType t = input_type(a[0]);
   Group g = group_arg(a[1]);
   int64_t d = dim_arg(a[2], t.shape.size());
-  int64_t& n = t.shape[static_cast<size_t>(d)];
-  if (n % g.size != 0)
-    throw OpError("dimension " + std::to_string(d) + " of a (" + std::to_string(n) + ") does not divide among the group's " +
-                  std::to_string(g.size) + " ranks (pad it first)");
-  n /= g.size;
+  split_dim(t, d, g, " (pad it first)");
   if (t.dist == Dist::replicated) {
     t.dist = Dist::sharded;
     t.shard_dim = static_cast<int>(d);
