@@ -338,6 +338,15 @@ static void check_type_comments(Interpreter& in, const Stmt& s, const Value& v) 
   }
 }
 
+// Whether a name of the frame (a local or a cell) still holds the traced value p.
+static bool frame_holds(const Frame& fr, const ir::Proxy* p) {
+  for (const Value& v : fr.slots) {
+    const Value& x = v.is(VT::Cell) ? v.as<CellObj>()->v : v;
+    if (x.is(VT::Proxy) && x.as<ProxyObj>()->p.get() == p) return true;
+  }
+  return false;
+}
+
 Flow Interpreter::exec_stmt(const Stmt& s, Frame& fr) {
   tick(s.loc);
   switch (s.kind) {
@@ -385,7 +394,6 @@ Flow Interpreter::exec_stmt(const Stmt& s, Frame& fr) {
         }
         for (const Expr* n : flat_names(*t)) {
           Value v = eval(*n, fr);
-          if (rec_.trace && fr.naming && v.is(VT::Proxy)) deleted.push_back(v.as<ProxyObj>()->p);
           switch (static_cast<NameScope>(n->depth)) {
             case NameScope::Local: fr.slots[n->slot] = Value::unbound(); break;
             case NameScope::Cell: fr.slots[n->slot].as<CellObj>()->v = Value::unbound(); break;
@@ -395,6 +403,11 @@ Flow Interpreter::exec_stmt(const Stmt& s, Frame& fr) {
               ++fr.module->globals_version;
               break;
           }
+          // The value dies in the trace when no other name of this frame still holds it: a
+          // reshape to the same shape returns its input, so `t31 = reshape(t0, ...); del t0`
+          // leaves t31 alive, and its own del frees it.
+          if (rec_.trace && fr.naming && v.is(VT::Proxy) && !frame_holds(fr, v.as<ProxyObj>()->p.get()))
+            deleted.push_back(v.as<ProxyObj>()->p);
         }
       }
       if (!deleted.empty()) {

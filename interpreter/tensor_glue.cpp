@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "interpreter/collections.h"
 #include "interpreter/interp.h"
 
 namespace tracer::interp {
@@ -333,6 +334,8 @@ struct ParamTypes {
   std::vector<ir::TensorType> types;
   bool is_list = false;
   SourceLoc loc;
+  std::optional<Collection> coll;  // a Thunder collection: `types` are its tensors, depth first
+  std::vector<std::string> names;  // the collection's tensors' names
 };
 
 const ast::Stmt* find_type_comment(const ast::Block& b, const std::string& name) {
@@ -344,6 +347,20 @@ const ast::Stmt* find_type_comment(const ast::Block& b, const std::string& name)
   return nullptr;
 }
 
+// The value a collection parameter takes while tracing: tuples of its tensors' proxies (taken
+// in order from `proxies`), numbers and Nones.
+Value collection_value(const Collection& c, const std::vector<Value>& proxies, size_t* next) {
+  switch (c.kind) {
+    case Collection::Kind::Tensor: return proxies[(*next)++];
+    case Collection::Kind::Number: return c.number;
+    case Collection::Kind::None: return Value();
+    case Collection::Kind::Tuple: break;
+  }
+  std::vector<Value> items;
+  for (const Collection& x : c.items) items.push_back(collection_value(x, proxies, next));
+  return make<TupleObj>(std::move(items));
+}
+
 }  // namespace
 
 static std::vector<ParamTypes> param_types(Interpreter& in, const FunctionObj& fn,
@@ -353,7 +370,7 @@ static std::vector<ParamTypes> param_types(Interpreter& in, const FunctionObj& f
   for (size_t i = 0; i < params.size(); ++i) {
     const ast::Param& p = params[i];
     if (p.kind != ast::Param::Kind::Normal) in.fail(p.loc, "a traced function cannot take *args or **kwargs");
-    ParamTypes pt{p.name, {}, false, p.loc};
+    ParamTypes pt{p.name, {}, false, p.loc, std::nullopt, {}};
     auto g = given.find(p.name);
     const Value& ann = fn.annotations[i];
     if (g != given.end()) {
@@ -377,12 +394,20 @@ static std::vector<ParamTypes> param_types(Interpreter& in, const FunctionObj& f
         auto gi = given.find(p.name + "_" + std::to_string(pt.types.size()));
         pt.types.push_back(gi != given.end() ? gi->second : x.as<TypeObj>()->type);
       }
+    } else if (auto coll = collection_param(in, fn, i, given)) {
+      // A backward printout's saved values and cotangents, typed element by element.
+      std::vector<const Collection*> leaves;
+      collection_tensors(*coll, &leaves);
+      for (const Collection* c : leaves) {
+        pt.types.push_back(c->type);
+        pt.names.push_back(c->name);
+      }
+      pt.coll = std::move(coll);
     } else if (const ast::Stmt* tc = fn.info->body ? find_type_comment(*fn.info->body, p.name) : nullptr) {
-      if (tc->type_string == "Collection")  // a backward printout's saved values and cotangents
+      if (tc->type_string == "Collection")
         in.fail(tc->loc, "parameter '" + p.name + "' of '" + fn.info->name +
-                             "' has no tensor type: its type comment says \"Collection\" (a Thunder collection, as a backward "
-                             "printout takes its saved values and cotangents), which cannot be drawn at random; give its "
-                             "tensors as inputs from a host (tracer_call)");
+                             "' has no tensor type: its type comment says \"Collection\" but the body never unpacks it "
+                             "(`a, b, = " + p.name + "`), which would say what it holds");
       std::string why;
       auto t = ir::parse_type_string(tc->type_string, &why);
       if (!t) in.fail(tc->loc, why);
@@ -403,6 +428,8 @@ std::vector<std::pair<std::string, ir::TensorType>> Interpreter::input_types(
     const FunctionObj& fn, const std::map<std::string, ir::TensorType>& given) {
   std::vector<std::pair<std::string, ir::TensorType>> out;
   for (const ParamTypes& p : param_types(*this, fn, given)) {
+    for (size_t i = 0; p.coll && i < p.types.size(); ++i) out.emplace_back(p.names[i], p.types[i]);
+    if (p.coll) continue;
     if (!p.is_list) out.emplace_back(p.name, p.types[0]);
     for (size_t i = 0; p.is_list && i < p.types.size(); ++i) out.emplace_back(p.name + "_" + std::to_string(i), p.types[i]);
   }
@@ -418,14 +445,19 @@ std::shared_ptr<ir::Trace> Interpreter::trace(const FunctionObj& fn, const std::
     std::vector<Value> proxies;
     for (size_t i = 0; i < p.types.size(); ++i) {
       auto proxy = std::make_shared<ir::Proxy>();
-      proxy->name = p.is_list ? p.name + "_" + std::to_string(i) : p.name;
+      proxy->name = p.coll ? p.names[i] : p.is_list ? p.name + "_" + std::to_string(i) : p.name;
       proxy->type = p.types[i];
       proxy->auto_named = false;
       if (!t->names.insert(proxy->name).second) fail(p.loc, "input name '" + proxy->name + "' is used twice");
       t->inputs.push_back(proxy);
       proxies.push_back(make<ProxyObj>(proxy));
     }
-    args.pos.push_back(p.is_list ? make<ListObj>(std::move(proxies)) : std::move(proxies[0]));
+    if (p.coll) {
+      size_t next = 0;
+      args.pos.push_back(collection_value(*p.coll, proxies, &next));
+    } else {
+      args.pos.push_back(p.is_list ? make<ListObj>(std::move(proxies)) : std::move(proxies[0]));
+    }
   }
   rec_ = Recorder{t.get(), {&t->stmts}, "", 0, 0};
   struct Reset {

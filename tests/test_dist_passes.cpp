@@ -289,3 +289,85 @@ TEST_CASE("each rank's measured peak is the estimate's (tracer run --json on 2 r
     CHECK(measured == estimated);
   }
 }
+
+TEST_CASE("printout 05's FSDP backward on 2 ranks, each with its own saved tensors: its gradients are float64's shards", "[dist][thunder]") {
+  // backward_fn(saved_for_backward, cotangents) of the shared ZeRO-2 printout: the collections'
+  // element types come from its augmented_forward_fn. Each rank gets its own activations and
+  // cotangent and the same gathered weight; the reduce-scattered gradient of rank r is rows
+  // [32r, 32r + 32) of the sum over ranks of that rank's gradient / 2 (the printout's averaging).
+  const std::string file = tracer::test::thunder_dir() + "/05_fsdp_zero2_forward_and_backward.txt";
+  const int64_t n = 64, world = 2;
+  std::string in = tmp_dir("p05_in"), out = tmp_dir("p05_out");
+  uint64_t state = 12345;
+  auto uniform = [&] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return double(state >> 11) / double(1ULL << 53) * 2 - 1;
+  };
+  auto fill = [&](tracer::rt::DType dt) {
+    Tensor t = Tensor::empty(dt, {n, n});
+    for (int64_t k = 0; k < t.numel(); ++k) t.set(k, dt == tracer::rt::DType::b8 ? (uniform() > 0 ? 1 : 0) : uniform());
+    return t;
+  };
+  Tensor w2 = fill(tracer::rt::DType::f32);  // t10: the gathered weight, the same on both ranks
+  std::vector<std::map<std::string, Tensor>> saved(world);
+  for (int r = 0; r < world; ++r) {
+    std::filesystem::create_directories(in + "/" + std::to_string(r));
+    saved[r] = {{"input", fill(tracer::rt::DType::f32)}, {"t10", w2}, {"t7", fill(tracer::rt::DType::b8)},
+                {"t8", fill(tracer::rt::DType::f32)}, {"t0", fill(tracer::rt::DType::f32)}};
+    for (const auto& [name, t] : saved[r]) tracer::rt::write_npy(in + "/" + std::to_string(r) + "/" + name + ".npy", t);
+  }
+  std::string inputs;
+  for (const char* name : {"input", "t10", "t7", "t8", "t0"})
+    inputs += std::string(" --input ") + name + "=" + in + "/$RANK/" + name + ".npy";
+  std::string log;
+  int rc = run_tracer("launch --nproc 2 --exec -- sh -c '\"" + std::string(TRACER_CLI_PATH) + "\" run \"" + file +
+                          "\" --entry backward_fn" + inputs + " --output " + out + "'", &log);
+  INFO(log);
+  REQUIRE(rc == 0);
+  // The reference, in float64: gb1, gb2 [64], gW1, gW2 [64, 64].
+  std::vector<double> gb1(n, 0), gb2(n, 0), gw1(n * n, 0), gw2(n * n, 0);
+  for (int r = 0; r < world; ++r) {
+    auto& s = saved[r];
+    std::vector<double> h(n * n, 0);  // where(t7, t0 @ t10, 0): the cotangent of the first linear's output
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double acc = 0;
+        for (int64_t k = 0; k < n; ++k) acc += s["t0"].get(i * n + k) * s["t10"].get(k * n + j);
+        h[i * n + j] = s["t7"].get(i * n + j) != 0 ? acc : 0;
+      }
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        gb2[j] += s["t0"].get(i * n + j) / 2;
+        gb1[j] += h[i * n + j] / 2;
+        double a1 = 0, a2 = 0;  // gW1 = h^T @ input, gW2 = t0^T @ t8
+        for (int64_t k = 0; k < n; ++k) {
+          a1 += h[k * n + i] * s["input"].get(k * n + j);
+          a2 += s["t0"].get(k * n + i) * s["t8"].get(k * n + j);
+        }
+        gw1[i * n + j] += a1 / 2;
+        gw2[i * n + j] += a2 / 2;
+      }
+  }
+  const int64_t rows = n / world;
+  for (int r = 0; r < world; ++r) {
+    struct Want {
+      const char* name;
+      const std::vector<double>* ref;
+      int64_t cols;
+    };
+    for (const Want& w : {Want{"t56", &gb1, 1}, Want{"t53", &gb2, 1}, Want{"t50", &gw1, n}, Want{"t38", &gw2, n}}) {
+      Tensor got = tracer::rt::read_npy(out + "/rank" + std::to_string(r) + "/" + w.name + ".npy");
+      INFO("rank " << r << ", " << w.name);
+      REQUIRE(got.numel() == rows * w.cols);
+      double worst = 0, scale = 1;
+      for (int64_t k = 0; k < got.numel(); ++k) {
+        double ref = (*w.ref)[static_cast<size_t>(r * rows * w.cols + k)];
+        scale = std::max(scale, std::fabs(ref));
+        worst = std::max(worst, std::fabs(got.get(k) - ref));
+      }
+      CHECK(worst / scale < 1e-5);
+    }
+  }
+  std::filesystem::remove_all(in);
+  std::filesystem::remove_all(out);
+}

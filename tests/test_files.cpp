@@ -7,6 +7,7 @@
 #include <cmath>
 #include <regex>
 
+#include "runtime/io.h"
 #include "tests/support.h"
 #include "tracer/session.h"
 
@@ -213,7 +214,7 @@ TEST_CASE("round trip of the Thunder-style cases in tests/thunder", "[roundtrip]
   }
 }
 
-TEST_CASE("the shared Thunder printouts parse, and 01, 02, 09 and 05's forward (FSDP) trace and round-trip", "[roundtrip][thunder]") {
+TEST_CASE("the shared Thunder printouts parse, and 01, 02, 09 and 05 (FSDP forward and backward) trace and round-trip", "[roundtrip][thunder]") {
   auto files = files_in(thunder_dir(), ".txt");
   REQUIRE(files.size() >= 5);
   for (const std::string& f : files) {
@@ -224,13 +225,58 @@ TEST_CASE("the shared Thunder printouts parse, and 01, 02, 09 and 05's forward (
       std::string base = std::filesystem::path(f).filename().string();
       if (base.rfind("01_", 0) == 0 || base.rfind("02_", 0) == 0 || base.rfind("09_", 0) == 0) round_trip(f, read_file(f), "", {});
       // 05: the FSDP forward's gathers and waits (its group's size, 2, from the printout's types);
-      // its backward takes collections whose element types the printout does not state.
+      // its backward's collections are typed by what the forward saves.
       if (base.rfind("05_", 0) == 0) {
         CHECK(s.check_file(f, false));
         round_trip(f, read_file(f), "augmented_forward_fn", {});
+        round_trip(f, read_file(f), "backward_fn", {});
       }
     }
   }
+}
+
+TEST_CASE("a backward printout's collections, typed by the comments after their unpacking, give float64's gradients", "[thunder]") {
+  // tests/thunder/backward_collections.txt: C0 = (a, w, t1) with t1 = tanh(a @ w), C1 = (f2, i3)
+  // numbers the trace uses (0.5, 5); its gradients are t12 = t8 @ w^T and a^T @ t8 with
+  // t8 = t4 * f2 * (1 - t1^2).
+  std::string dir = (std::filesystem::temp_directory_path() / "tracer_backward_collections").string();
+  std::filesystem::create_directories(dir);
+  const int64_t m = 3, k = 4, n = 5;
+  auto tensor = [](int64_t r, int64_t c, double seed) {
+    rt::Tensor t = rt::Tensor::empty(rt::DType::f32, {r, c});
+    for (int64_t i = 0; i < t.numel(); ++i) t.set(i, std::sin(seed * double(i + 1)));
+    return t;
+  };
+  std::map<std::string, rt::Tensor> in = {{"a", tensor(m, k, 0.7)}, {"w", tensor(k, n, 1.3)}, {"t1", tensor(m, n, 0.4)}, {"t4", tensor(m, n, 2.1)}};
+  Session s;
+  for (const auto& [name, t] : in) {
+    rt::write_npy(dir + "/" + name + ".npy", t);
+    REQUIRE(s.add_input(name, dir + "/" + name + ".npy"));
+  }
+  REQUIRE(s.load_file(source_dir() + "/tests/thunder/backward_collections.txt"));
+  auto r = s.run("backward_fn", dir + "/out");
+  INFO(s.rendered_diagnostics());
+  REQUIRE(r);
+  std::vector<double> t8(m * n);
+  for (int64_t i = 0; i < m * n; ++i) t8[i] = in["t4"].get(i) * 0.5 * (1 - in["t1"].get(i) * in["t1"].get(i));
+  rt::Tensor ga = rt::read_npy(dir + "/out/t12.npy"), gw = rt::read_npy(dir + "/out/t10.npy");
+  REQUIRE(ga.shape() == rt::Shape{m, k});
+  REQUIRE(gw.shape() == rt::Shape{k, n});
+  double worst = 0;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < k; ++j) {
+      double acc = 0;
+      for (int64_t x = 0; x < n; ++x) acc += t8[i * n + x] * in["w"].get(j * n + x);
+      worst = std::max(worst, std::fabs(ga.get(i * k + j) - acc));
+    }
+  for (int64_t i = 0; i < k; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = 0;
+      for (int64_t x = 0; x < m; ++x) acc += in["a"].get(x * k + i) * t8[x * n + j];
+      worst = std::max(worst, std::fabs(gw.get(i * n + j) - acc));
+    }
+  CHECK(worst < 1e-6);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace tracer::test

@@ -18,7 +18,7 @@ namespace {
 
 struct Common {
   std::string file, entry, passes;
-  std::vector<std::string> sets, inputs, pass_files, print_after;
+  std::vector<std::string> sets, inputs, types, pass_files, print_after;
   bool verify = false, time_passes = false;
   uint64_t seed = 0;
   int64_t step_limit = 500'000'000;
@@ -75,6 +75,14 @@ bool add_inputs(tracer::Session& s, const Common& c) {
     size_t eq = kv.find('=');
     bool ok = eq == std::string::npos ? s.add_input("", kv) : s.add_input(kv.substr(0, eq), kv.substr(eq + 1));
     if (!ok) return false;
+  }
+  for (const std::string& kv : c.types) {
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      std::cerr << "error: --type expects NAME=TYPE (like x=f32[2, 3]), got '" << kv << "'\n";
+      return false;
+    }
+    if (!s.set_input_type(kv.substr(0, eq), kv.substr(eq + 1))) return false;
   }
   return true;
 }
@@ -395,6 +403,8 @@ void add_common(CLI::App* app, Common& c, bool with_inputs) {
     app->add_option("--print-after", c.print_after, "Print the traces after this pass (repeatable; 'all')");
     app->add_flag("--time-passes", c.time_passes, "Report how long each pass took");
     app->add_option("--input", c.inputs, "NAME=FILE.npy or FILE.safetensors (repeatable)");
+    app->add_option("--type", c.types,
+                    "NAME=TYPE: the type of an input drawn at random, e.g. --type x='f32[2, 3]' (repeatable)");
   }
 }
 

@@ -1,0 +1,240 @@
+// Thunder's collection parameters (collections.h): the structure from the body's unpackings, the
+// element types from type comments or from the forward trace that saved them.
+#include "interpreter/collections.h"
+
+#include <cstdlib>
+
+#include "interpreter/interp.h"
+#include "runtime/dtype.h"
+
+namespace tracer::interp {
+
+namespace {
+
+using ast::ExprKind;
+
+bool is_seq(const ast::Expr* e) { return e && (e->kind == ExprKind::Tuple || e->kind == ExprKind::List); }
+
+// `targets = name` (one target list, not chained), anywhere in the block.
+const ast::Stmt* find_unpack(const ast::Block& b, const std::string& name) {
+  for (const auto& s : b) {
+    if (s->kind == ast::StmtKind::Assign && s->targets.size() == 1 && is_seq(s->targets[0].get()) && s->value &&
+        s->value->kind == ExprKind::Name && s->value->name == name)
+      return s.get();
+    if (const ast::Stmt* r = find_unpack(s->body, name)) return r;
+    if (const ast::Stmt* r = find_unpack(s->orelse, name)) return r;
+  }
+  return nullptr;
+}
+
+// The type string a printout gives `name`: a comment on a line of its own or after the
+// statement that binds it.
+const std::string* find_type(const ast::Block& b, const std::string& name) {
+  for (const auto& s : b) {
+    if (s->kind == ast::StmtKind::TypeComment && s->name == name) return &s->type_string;
+    for (const ast::TypeComment& tc : s->type_comments)
+      if (tc.name == name) return &tc.type_string;
+    if (const std::string* r = find_type(s->body, name)) return r;
+    if (const std::string* r = find_type(s->orelse, name)) return r;
+  }
+  return nullptr;
+}
+
+// The last top-level `return` of a block.
+const ast::Stmt* last_return(const ast::Block& b) {
+  const ast::Stmt* r = nullptr;
+  for (const auto& s : b)
+    if (s->kind == ast::StmtKind::Return && s->value) r = s.get();
+  return r;
+}
+
+const ast::Expr* dict_item(const ast::Expr* d, const std::string& key) {
+  if (!d || d->kind != ExprKind::Dict) return nullptr;
+  for (size_t i = 0; i < d->keys.size(); ++i)
+    if (d->keys[i] && d->keys[i]->kind == ExprKind::Str && d->keys[i]->str_value == key) return d->items[i].get();
+  return nullptr;
+}
+
+// A forward trace: `return {'output': ..., 'flat_output': (...), ...}, (saved...)` or, in older
+// printouts, `return output, (saved...)` from a function named augmented_forward_fn.
+struct Forward {
+  const ast::Stmt* def = nullptr;
+  const ast::Expr* saved = nullptr;
+  const ast::Expr* outputs = nullptr;  // what the cotangents are for
+};
+
+std::optional<Forward> as_forward(const ast::Stmt& def) {
+  const ast::Stmt* ret = last_return(def.body);
+  if (!ret || ret->value->kind != ExprKind::Tuple || ret->value->items.size() != 2) return std::nullopt;
+  const ast::Expr* out = ret->value->items[0].get();
+  Forward f{&def, ret->value->items[1].get(), nullptr};
+  if (const ast::Expr* flat = dict_item(out, "flat_output")) {
+    f.outputs = flat;
+  } else if (out->kind == ExprKind::Dict) {
+    f.outputs = dict_item(out, "output");
+  } else if (def.name == "augmented_forward_fn") {
+    f.outputs = out;
+  } else {
+    return std::nullopt;
+  }
+  return f;
+}
+
+// The forward trace of the file that holds `backward`: the nearest one before it, else after it.
+std::optional<Forward> find_forward(const Module& m, const FuncInfo& backward) {
+  if (!m.ast) return std::nullopt;
+  std::optional<Forward> before, after;
+  bool seen = false;
+  for (const auto& s : m.ast->body) {
+    if (s->kind != ast::StmtKind::FunctionDef) continue;
+    if (&s->body == backward.body) {
+      seen = true;
+      continue;
+    }
+    auto f = as_forward(*s);
+    if (!f) continue;
+    if (!seen) before = f;
+    else if (!after) after = f;
+  }
+  return before ? before : after;
+}
+
+class Builder {
+ public:
+  Builder(Interpreter& in, const FunctionObj& fn, const std::map<std::string, ir::TensorType>& given,
+          std::optional<Forward> fw)
+      : in_(in), fn_(fn), given_(given), fw_(fw) {}
+
+  // The element unpacked into target `t`; `from` is what the forward put in its place (or null).
+  Collection node(const ast::Expr* t, const ast::Expr* from, const std::string& coll) {
+    Collection c;
+    if (t->kind == ExprKind::Starred)
+      in_.fail(t->loc, "a starred target cannot unpack the collection '" + coll + "': give each element a name");
+    if (is_seq(t)) return tuple(t, from, coll);
+    if (t->kind != ExprKind::Name) in_.fail(t->loc, "a collection's elements are unpacked into names or tuples of names");
+    if (t->name == "_") return c;  // unused: None
+    if (const ast::Stmt* inner = find_unpack(*fn_.info->body, t->name)) {
+      const ast::Expr* f = from;
+      if (f && f->kind == ExprKind::Name && fw_) f = nullptr;  // the forward saved a name; its structure is not stated
+      return tuple(inner->targets[0].get(), f, t->name);
+    }
+    c.name = t->name;
+    if (auto g = given_.find(t->name); g != given_.end()) {
+      c.kind = Collection::Kind::Tensor;
+      c.type = g->second;
+      return c;
+    }
+    if (const std::string* ts = find_type(*fn_.info->body, t->name)) {
+      if (*ts == "Collection")
+        in_.fail(t->loc, "'" + t->name + "' is a collection (its type comment says so) but is never unpacked");
+      typed(&c, *ts, t->loc, "its type comment");
+      return c;
+    }
+    if (from && fw_) {
+      switch (from->kind) {
+        case ExprKind::None: return c;
+        case ExprKind::Int: c.kind = Collection::Kind::Number; c.number = Value::integer(from->int_value); return c;
+        case ExprKind::Float: c.kind = Collection::Kind::Number; c.number = Value::number(from->float_value); return c;
+        case ExprKind::True:
+        case ExprKind::False:
+          c.kind = Collection::Kind::Number;
+          c.number = Value::boolean(from->kind == ExprKind::True);
+          return c;
+        case ExprKind::Name:
+          if (const std::string* ts = find_type(fw_->def->body, from->name)) {
+            typed(&c, *ts, from->loc, "the type comment of '" + from->name + "' in '" + fw_->def->name + "'");
+            return c;
+          }
+          break;
+        default: break;
+      }
+    }
+    in_.fail(t->loc, "element '" + t->name + "' of the collection '" + coll + "' of '" + fn_.info->name +
+                         "' has no tensor type: no type comment follows its unpacking" +
+                         (fw_ ? ", and the forward trace '" + fw_->def->name + "' does not type what it saves there"
+                              : " and the file holds no forward trace (augmented_forward_fn) that saves it") +
+                         "; give it as an input (--input " + t->name + "=FILE) or its type (--type " + t->name +
+                         "=f32[2, 3])");
+  }
+
+ private:
+  Collection tuple(const ast::Expr* t, const ast::Expr* from, const std::string& coll) {
+    Collection c;
+    c.kind = Collection::Kind::Tuple;
+    const auto& ts = t->items;
+    // A single name unpacked from a forward's single value (`t0, = cotangents` for `return t11, ...`).
+    if (from && !is_seq(from) && ts.size() == 1) {
+      c.items.push_back(node(ts[0].get(), from, coll));
+      return c;
+    }
+    if (from && is_seq(from) && from->items.size() != ts.size())
+      in_.fail(t->loc, "'" + coll + "' is unpacked into " + std::to_string(ts.size()) + " values here, but the forward trace '" +
+                           fw_->def->name + "' (line " + std::to_string(in_.sources().line_col(from->loc).line) + ") puts " +
+                           std::to_string(from->items.size()) + " there");
+    for (size_t i = 0; i < ts.size(); ++i)
+      c.items.push_back(node(ts[i].get(), from && is_seq(from) ? from->items[i].get() : nullptr, coll));
+    return c;
+  }
+
+  // A tensor type, or a number's: "int 8", "float 0.5", "bool True".
+  void typed(Collection* c, const std::string& ts, SourceLoc loc, const std::string& where) {
+    std::string head = ts.substr(0, ts.find(' '));
+    if (head == "int" || head == "float" || head == "bool") {
+      std::string v = ts.size() > head.size() ? ts.substr(head.size() + 1) : "";
+      char* end = nullptr;
+      c->kind = Collection::Kind::Number;
+      if (head == "bool" && (v == "True" || v == "False")) {
+        c->number = Value::boolean(v == "True");
+        return;
+      }
+      if (head == "int") {
+        long long x = v.empty() ? 0 : std::strtoll(v.c_str(), &end, 10);
+        if (!v.empty() && *end == '\0') {
+          c->number = Value::integer(x);
+          return;
+        }
+      } else if (head == "float") {
+        double x = v.empty() ? 0 : std::strtod(v.c_str(), &end);
+        if (!v.empty() && *end == '\0') {
+          c->number = Value::number(x);
+          return;
+        }
+      }
+      in_.fail(loc, "the number '" + c->name + "' has no value in " + where + " (\"" + ts + "\"; like \"int 8\")");
+    }
+    std::string why;
+    auto t = ir::parse_type_string(ts, &why);
+    if (!t) in_.fail(loc, why + " (" + where + ")");
+    c->kind = Collection::Kind::Tensor;
+    c->type = *t;
+  }
+
+  Interpreter& in_;
+  const FunctionObj& fn_;
+  const std::map<std::string, ir::TensorType>& given_;
+  std::optional<Forward> fw_;
+};
+
+}  // namespace
+
+std::optional<Collection> collection_param(Interpreter& in, const FunctionObj& fn, size_t index,
+                                           const std::map<std::string, ir::TensorType>& given) {
+  if (!fn.info->body || index >= fn.info->params->size()) return std::nullopt;
+  const std::string& name = (*fn.info->params)[index].name;
+  const ast::Stmt* unpack = find_unpack(*fn.info->body, name);
+  if (!unpack) return std::nullopt;
+  std::optional<Forward> fw = fn.module ? find_forward(*fn.module, *fn.info) : std::nullopt;
+  // backward_fn(saved_for_backward, cotangents): the first is what the forward saved, the second
+  // the cotangents of its outputs.
+  const ast::Expr* from = nullptr;
+  if (fw && fn.info->params->size() == 2) from = index == 0 ? fw->saved : fw->outputs;
+  Builder b(in, fn, given, from ? fw : std::nullopt);
+  return b.node(unpack->targets[0].get(), from, name);
+}
+
+void collection_tensors(const Collection& c, std::vector<const Collection*>* out) {
+  if (c.kind == Collection::Kind::Tensor) out->push_back(&c);
+  for (const Collection& x : c.items) collection_tensors(x, out);
+}
+
+}  // namespace tracer::interp

@@ -1,0 +1,39 @@
+// Thunder's collection parameters: a backward printout's `saved_for_backward` and `cotangents`.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "interpreter/value.h"
+#include "ir/types.h"
+
+namespace tracer::interp {
+
+class Interpreter;
+
+// A collection parameter as the function's body unpacks it (`C0, _, = saved_for_backward`, then
+// `t1, t2, = C0`): a tree whose leaves are tensors named by their unpacking targets, numbers
+// and Nones (an unused `_`).
+struct Collection {
+  enum class Kind { Tensor, Number, None, Tuple } kind = Kind::None;
+  std::string name;    // Tensor, Number: the target it is unpacked into
+  ir::TensorType type; // Tensor
+  Value number;        // Number
+  std::vector<Collection> items;  // Tuple
+};
+
+// The collection parameter `index` of `fn`, or nullopt when the body never unpacks it. Each
+// tensor's type comes from, in order: `given` (inputs from files, --type), a type comment in the
+// body (`# t1: "cuda:0 f32[2, 2]"`, as Thunder prints it after an unpacking), or the forward trace
+// in the same file (`augmented_forward_fn`, whose return states what is saved: its second item
+// is `saved_for_backward`, its `flat_output` the values whose cotangents come in). A tensor none
+// of them types is an error naming it.
+std::optional<Collection> collection_param(Interpreter& in, const FunctionObj& fn, size_t index,
+                                           const std::map<std::string, ir::TensorType>& given);
+
+// The tensor leaves of a collection, depth first.
+void collection_tensors(const Collection& c, std::vector<const Collection*>* out);
+
+}  // namespace tracer::interp
