@@ -122,6 +122,7 @@ bool Session::check_file(const std::string& path, bool parse_only, const std::st
     for (const std::string& f : functions())
       if (f != *e) targets.push_back(f);
   bool ok = true;
+  std::set<std::string> typed;  // the inputs that the traced functions have
   for (size_t k = 0; k < targets.size(); ++k) {
     const interp::FunctionObj* fn = impl_->function(targets[k]);
     if (!fn) continue;
@@ -130,13 +131,28 @@ bool Session::check_file(const std::string& path, bool parse_only, const std::st
       impl_->in->input_types(*fn, impl_->given_types());
     } catch (const interp::ScriptError& err) {
       // A function without input types is not an error for check: there is nothing to trace.
-      if (entry.empty() && err.message.find("has no tensor type") != std::string::npos) continue;
+      if (entry.empty() && err.message.find("no tensor type") != std::string::npos) continue;
       impl_->script_error(err);
       ok = false;
       continue;
     }
-    ok = impl_->trace(targets[k]) != nullptr && ok;
+    auto t = impl_->trace(targets[k], false);
+    ok = t != nullptr && ok;
+    for (size_t i = 0; t && i < t->inputs.size(); ++i) typed.insert(t->inputs[i]->name);
   }
+  // A type or an input file given for a name must be for an input of the entry (of some function
+  // without --entry): a misspelt name would leave the input's declared type in place, silently.
+  std::map<std::string, std::string> given;
+  for (const auto& kv : impl_->input_types) given[kv.first] = "a type";
+  for (const auto& kv : impl_->inputs) given[kv.first] = "an input (" + impl_->input_sources[kv.first] + ")";
+  const std::string of = targets.size() == 1 ? "'" + targets[0] + "'" : "any function";
+  if (ok)
+    for (const auto& [name, what] : given)
+      if (!typed.count(name)) {
+        impl_->error(what + " is given for '" + name + "', which is not an input of " + of +
+                     did_you_mean(name, std::vector<std::string>(typed.begin(), typed.end())));
+        ok = false;
+      }
   return ok;
 }
 

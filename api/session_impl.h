@@ -2,6 +2,7 @@
 // (loading, passes, printing, memory, CPU runs) and api/session_gpu.cpp (GPU runs, compile).
 // Internal to the library.
 #pragma once
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "tracer/session.h"
+#include "common/source.h"
 #include "codegen/cuda_exec.h"
 #include "interpreter/builtins.h"
 #include "interpreter/interp.h"
@@ -208,7 +210,7 @@ struct Session::Impl {
     return out;
   }
 
-  std::shared_ptr<ir::Trace> trace(const std::string& entry) {
+  std::shared_ptr<ir::Trace> trace(const std::string& entry, bool check_types = true) {
     const interp::FunctionObj* fn = function(entry);
     if (!fn) {
       error("no function named '" + entry + "' in the module");
@@ -217,11 +219,29 @@ struct Session::Impl {
     try {
       auto t = in->trace(*fn, given_types());
       if (!verify_trace(*t, "tracing")) return nullptr;
+      if (check_types && !types_name_inputs(*t, entry)) return nullptr;
       return t;
     } catch (const interp::ScriptError& e) {
       script_error(e);
       return nullptr;
     }
+  }
+
+  // Every type set for an input (--type NAME=TYPE) names one of the traced function's inputs: a
+  // misspelt name would otherwise leave the input drawn with its declared type, silently.
+  bool types_name_inputs(const ir::Trace& t, const std::string& entry) {
+    std::vector<std::string> params;
+    for (const auto& p : t.inputs) params.push_back(p->name);
+    bool ok = true;
+    for (const auto& kv : input_types) {
+      if (std::find(params.begin(), params.end(), kv.first) != params.end()) continue;
+      std::string list;
+      for (const std::string& p : params) list += (list.empty() ? "" : ", ") + p;
+      error("a type is given for '" + kv.first + "', which is not an input of '" + entry + "'" +
+            did_you_mean(kv.first, params) + " (its inputs: " + (list.empty() ? "none" : list) + ")");
+      ok = false;
+    }
+    return ok;
   }
 
   bool verify_trace(const ir::Trace& t, const std::string& stage) {

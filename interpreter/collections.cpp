@@ -102,8 +102,8 @@ std::optional<Forward> find_forward(const Module& m, const FuncInfo& backward) {
 class Builder {
  public:
   Builder(Interpreter& in, const FunctionObj& fn, const std::map<std::string, ir::TensorType>& given,
-          std::optional<Forward> fw)
-      : in_(in), fn_(fn), given_(given), fw_(fw) {}
+          std::optional<Forward> fw, std::vector<UntypedElement>* untyped)
+      : in_(in), fn_(fn), given_(given), fw_(fw), untyped_(untyped) {}
 
   // The element unpacked into target `t`; `from` is what the forward put in its place (or null).
   Collection node(const ast::Expr* t, const ast::Expr* from, const std::string& coll) {
@@ -149,12 +149,10 @@ class Builder {
         default: break;
       }
     }
-    in_.fail(t->loc, "element '" + t->name + "' of the collection '" + coll + "' of '" + fn_.info->name +
-                         "' has no tensor type: no type comment follows its unpacking" +
-                         (fw_ ? ", and the forward trace '" + fw_->def->name + "' does not type what it saves there"
-                              : " and the file holds no forward trace (augmented_forward_fn) that saves it") +
-                         "; give it as an input (--input " + t->name + "=FILE) or its type (--type " + t->name +
-                         "=f32[2, 3])");
+    // Untyped: recorded, so that one error names every such element of the function.
+    untyped_->push_back({t->loc, t->name, coll, fw_ ? fw_->def->name : ""});
+    c.kind = Collection::Kind::Tensor;
+    return c;
   }
 
  private:
@@ -213,12 +211,14 @@ class Builder {
   const FunctionObj& fn_;
   const std::map<std::string, ir::TensorType>& given_;
   std::optional<Forward> fw_;
+  std::vector<UntypedElement>* untyped_;
 };
 
 }  // namespace
 
 std::optional<Collection> collection_param(Interpreter& in, const FunctionObj& fn, size_t index,
-                                           const std::map<std::string, ir::TensorType>& given) {
+                                           const std::map<std::string, ir::TensorType>& given,
+                                           std::vector<UntypedElement>* untyped) {
   if (!fn.info->body || index >= fn.info->params->size()) return std::nullopt;
   const std::string& name = (*fn.info->params)[index].name;
   const ast::Stmt* unpack = find_unpack(*fn.info->body, name);
@@ -228,8 +228,33 @@ std::optional<Collection> collection_param(Interpreter& in, const FunctionObj& f
   // the cotangents of its outputs.
   const ast::Expr* from = nullptr;
   if (fw && fn.info->params->size() == 2) from = index == 0 ? fw->saved : fw->outputs;
-  Builder b(in, fn, given, from ? fw : std::nullopt);
+  Builder b(in, fn, given, from ? fw : std::nullopt, untyped);
   return b.node(unpack->targets[0].get(), from, name);
+}
+
+void fail_untyped(Interpreter& in, const FunctionObj& fn, const std::vector<UntypedElement>& untyped) {
+  if (untyped.empty()) return;
+  const UntypedElement& u = untyped[0];
+  std::string names, types;
+  for (size_t i = 0; i < untyped.size(); ++i) {
+    names += (i ? ", '" : "'") + untyped[i].name + "' (in '" + untyped[i].collection + "')";
+    types += " --type " + untyped[i].name + "=f32[2, 3]";
+    if (i == 2 && untyped.size() > 3) {
+      types += " ...";
+      break;
+    }
+  }
+  const bool one = untyped.size() == 1;
+  std::string head = one ? "element '" + u.name + "' of the collection '" + u.collection + "' of '" + fn.info->name +
+                               "' has no tensor type"
+                         : std::to_string(untyped.size()) + " elements of the collections of '" + fn.info->name +
+                               "' have no tensor type: " + names;
+  in.fail(u.loc, head + "; no type comment follows " + (one ? "its" : "their") + " unpacking" +
+                     (u.forward.empty() ? " and the file holds no forward trace (augmented_forward_fn) that saves " +
+                                              std::string(one ? "it" : "them")
+                                        : ", and the forward trace '" + u.forward + "' does not type what it saves there") +
+                     "; give " + (one ? "it" : "each") + " as an input (--input NAME=FILE) or its type (" + types.substr(1) +
+                     ")");
 }
 
 void collection_tensors(const Collection& c, std::vector<const Collection*>* out) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/source.h"
 #include "interpreter/value.h"
 #include "ir/types.h"
 
@@ -24,14 +25,24 @@ struct Collection {
   std::vector<Collection> items;  // Tuple
 };
 
+// An element that nothing types: collected so that one error names them all (fail_untyped).
+struct UntypedElement {
+  SourceLoc loc;
+  std::string name, collection, forward;
+};
+
 // The collection parameter `index` of `fn`, or nullopt when the body never unpacks it. Each
 // tensor's type comes from, in order: `given` (inputs from files, --type), a type comment in the
 // body (`# t1: "cuda:0 f32[2, 2]"`, as Thunder prints it after an unpacking), or the forward trace
 // in the same file (`augmented_forward_fn`, whose return states what is saved: its second item
 // is `saved_for_backward`, its `flat_output` the values whose cotangents come in). A tensor none
-// of them types is an error naming it.
+// of them types is appended to `untyped` (its leaf stays a Tensor of no type).
 std::optional<Collection> collection_param(Interpreter& in, const FunctionObj& fn, size_t index,
-                                           const std::map<std::string, ir::TensorType>& given);
+                                           const std::map<std::string, ir::TensorType>& given,
+                                           std::vector<UntypedElement>* untyped);
+
+// Fails, at the first, with an error that names every untyped element; nothing when none.
+void fail_untyped(Interpreter& in, const FunctionObj& fn, const std::vector<UntypedElement>& untyped);
 
 // The tensor leaves of a collection, depth first.
 void collection_tensors(const Collection& c, std::vector<const Collection*>* out);

@@ -366,6 +366,7 @@ Value collection_value(const Collection& c, const std::vector<Value>& proxies, s
 static std::vector<ParamTypes> param_types(Interpreter& in, const FunctionObj& fn,
                                            const std::map<std::string, ir::TensorType>& given) {
   std::vector<ParamTypes> out;
+  std::vector<UntypedElement> untyped;
   const auto& params = *fn.info->params;
   for (size_t i = 0; i < params.size(); ++i) {
     const ast::Param& p = params[i];
@@ -394,7 +395,7 @@ static std::vector<ParamTypes> param_types(Interpreter& in, const FunctionObj& f
         auto gi = given.find(p.name + "_" + std::to_string(pt.types.size()));
         pt.types.push_back(gi != given.end() ? gi->second : x.as<TypeObj>()->type);
       }
-    } else if (auto coll = collection_param(in, fn, i, given)) {
+    } else if (auto coll = collection_param(in, fn, i, given, &untyped)) {
       // A backward printout's saved values and cotangents, typed element by element.
       std::vector<const Collection*> leaves;
       collection_tensors(*coll, &leaves);
@@ -421,6 +422,7 @@ static std::vector<ParamTypes> param_types(Interpreter& in, const FunctionObj& f
     }
     out.push_back(std::move(pt));
   }
+  fail_untyped(in, fn, untyped);
   return out;
 }
 

@@ -379,6 +379,10 @@ int cmd_check(const Common& c, bool parse_only) {
     size_t eq = kv.find('=');
     if (eq != std::string::npos) s.set(kv.substr(0, eq), kv.substr(eq + 1));
   }
+  if (!add_inputs(s, c)) {
+    std::cerr << s.rendered_diagnostics();
+    return 1;
+  }
   bool ok = s.check_file(c.file, parse_only, c.entry);
   std::cerr << s.rendered_diagnostics();
   return ok ? 0 : 1;
@@ -402,10 +406,10 @@ void add_common(CLI::App* app, Common& c, bool with_inputs) {
     app->add_flag("--verify", c.verify, "Run the IR verifier after every pass");
     app->add_option("--print-after", c.print_after, "Print the traces after this pass (repeatable; 'all')");
     app->add_flag("--time-passes", c.time_passes, "Report how long each pass took");
-    app->add_option("--input", c.inputs, "NAME=FILE.npy or FILE.safetensors (repeatable)");
-    app->add_option("--type", c.types,
-                    "NAME=TYPE: the type of an input drawn at random, e.g. --type x='f32[2, 3]' (repeatable)");
   }
+  app->add_option("--input", c.inputs, "NAME=FILE.npy or FILE.safetensors (repeatable)");
+  app->add_option("--type", c.types,
+                  "NAME=TYPE: the type of an input drawn at random, e.g. --type x='f32[2, 3]' (repeatable)");
 }
 
 }  // namespace
