@@ -164,6 +164,23 @@ std::vector<std::string> Session::functions() const {
   return out;
 }
 
+bool Session::is_script() const {
+  if (!impl_->module) return false;
+  for (const auto& s : impl_->module->ast->body) {
+    switch (s->kind) {
+      case ast::StmtKind::Expr:
+        if (s->value && s->value->kind == ast::ExprKind::Str) break;  // a docstring
+        return true;
+      case ast::StmtKind::If:
+      case ast::StmtKind::For:
+      case ast::StmtKind::While:
+      case ast::StmtKind::With: return true;
+      default: break;
+    }
+  }
+  return false;
+}
+
 std::optional<std::string> Session::entry(const std::string& requested) {
   std::vector<std::string> fs = functions();
   if (!requested.empty()) {
@@ -523,36 +540,6 @@ std::vector<rt::Tensor> Session::Impl::make_inputs(const ir::Trace& t, const std
   return xs;
 }
 
-// Runs the backward of a (forward, backward) program: the saved tensors move in, the forward's
-// output is shared, every other input (a cotangent) is ones.
-static ir::Arg run_backward(const ir::Trace& fw, const ir::Trace& bw, ir::Arg& fw_out, ir::ExecContext& ctx) {
-  if (!fw_out.is_seq() || fw_out.items.size() != 2 || !fw_out.items[1].is_seq())
-    throw ir::ExecError{"the forward trace must return (output, saved) for its backward", {}, ""};
-  std::unordered_map<const ir::Proxy*, size_t> saved;
-  const auto& saved_proxies = fw.output.items[1].items;
-  for (size_t i = 0; i < saved_proxies.size(); ++i)
-    if (saved_proxies[i].kind == ir::Arg::Kind::Proxy) saved.emplace(saved_proxies[i].proxy.get(), i);
-  const ir::Arg& out_proxy = fw.output.items[0];
-  std::unordered_set<const ir::Proxy*> forward_values;
-  for (const auto& p : fw.inputs) forward_values.insert(p.get());
-  for (const auto& s : fw.stmts)
-    for (const auto& p : s.outputs) forward_values.insert(p.get());
-  std::vector<rt::Tensor> in;
-  for (const auto& p : bw.inputs) {
-    if (!saved.count(p.get()) && forward_values.count(p.get()) && !(out_proxy.kind == ir::Arg::Kind::Proxy && out_proxy.proxy == p))
-      throw ir::ExecError{"the backward reads '" + p->name + "', which the forward computes but does not save", {}, ""};
-    auto it = saved.find(p.get());
-    if (it != saved.end()) {
-      in.push_back(std::move(fw_out.items[1].items[it->second].tensor));
-    } else if (out_proxy.kind == ir::Arg::Kind::Proxy && out_proxy.proxy == p) {
-      in.push_back(fw_out.items[0].tensor);
-    } else {
-      in.push_back(rt::full(p->type.shape, rt::Scalar{1.0, 1, false}, p->type.dtype, ctx.allocator));
-    }
-  }
-  fw_out.items[1].items.clear();
-  return ir::execute(bw, std::move(in), ctx);
-}
 
 
 
@@ -570,7 +557,7 @@ static void run_cpu(const interp::Traces& prog, std::vector<rt::Tensor> inputs, 
     return;
   }
   const ir::Trace& bw = *prog[1];
-  ir::Arg grads = run_backward(fw, bw, out, ctx);
+  ir::Arg grads = ir::execute_backward(fw, bw, out, ctx);
   results.emplace_back(names[0], out.items[0]);
   size_t k = 1;
   for (size_t i = 0; i < grads.items.size() && i < bw.output.items.size(); ++i)
@@ -640,7 +627,7 @@ std::optional<RunReport> Session::run(const std::string& entry, const std::strin
       if (impl_->bench > 0) {  // N more whole-program runs on the CPU, timed
         auto run_once = [&] {
           ir::Arg o = ir::execute(fw, held, impl_->in->exec_context());
-          if (prog->size() > 1) run_backward(fw, *(*prog)[1], o, impl_->in->exec_context());
+          if (prog->size() > 1) ir::execute_backward(fw, *(*prog)[1], o, impl_->in->exec_context());
         };
         std::vector<double> ms;
         for (int i = 0; i < impl_->bench; ++i) {

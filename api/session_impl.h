@@ -91,6 +91,7 @@ struct Session::Impl {
     io.memory_limit = opts.memory_limit;
     in = std::make_unique<Interpreter>(sm, io);
     if (opts.world_size > 0) in->set_world(opts.world_size, opts.world_rank);
+    in->set_main_program(opts.main_program);
     in->on_print = opts.print ? opts.print : [](const std::string& s) { std::cout << s << std::flush; };
     pass_opts.on_print_after = [this](const std::string& pass, const interp::Traces& ts) {
       in->on_print("# after " + pass + "\n" + interp::print_traces(ts));

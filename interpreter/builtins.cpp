@@ -7,6 +7,7 @@
 
 #include "interpreter/format.h"
 #include "interpreter/builtins.h"
+#include "interpreter/compiled.h"
 #include "interpreter/interp.h"
 #include "interpreter/trace_api.h"
 #include "runtime/summary.h"
@@ -180,6 +181,16 @@ Value b_int(Interpreter& in, CallArgs& a, SourceLoc loc) {
     if (errno == ERANGE) in.fail(loc, "int(" + repr(v) + "): it does not fit in 64 bits (tracer's integers are 64-bit)");
     return Value::integer(x);
   }
+  if (v.is_tensorish()) {
+    Value x = tensor_item(in, v, loc, "int(t)");
+    if (x.is(VT::Float)) {
+      int64_t r = 0;
+      std::string why = float_to_int(x.as_float(), &r);
+      if (!why.empty()) in.fail(loc, why);
+      return Value::integer(r);
+    }
+    return Value::integer(x.is(VT::Int) ? x.as_int() : x.as_bool());
+  }
   in.fail(loc, std::string("int() argument must be a number or a string, not '") + type_name(v.type()) + "'");
 }
 
@@ -198,11 +209,7 @@ Value b_float(Interpreter& in, CallArgs& a, SourceLoc loc) {
     if (s.empty() || *end != '\0') in.fail(loc, "could not convert string to float: " + repr(v));
     return Value::number(x);
   }
-  if (v.is_tensorish()) {
-    CallArgs c;
-    c.pos = {v, Value::dtype(rt::DType::f32)};
-    return in.call_op(*ir::find_op("convert_element_type"), std::move(c), loc);
-  }
+  if (v.is_tensorish()) return Value::number(tensor_item(in, v, loc, "float(t)").to_double());
   in.fail(loc, std::string("float() argument must be a number or a string, not '") + type_name(v.type()) + "'");
 }
 
@@ -451,9 +458,15 @@ const BuiltinDef kBuiltins[] = {
     {"str", b_str, "str(x): text of a value."},
     {"repr", b_repr, "repr(x): printable representation."},
     {"format", b_format, "format(x, spec=''): x by Python's format-spec mini-language ('>8.3f', ',d', '#x')."},
-    {"int", b_int, "int(x): integer from a number or string."},
-    {"float", b_float, "float(x): float from a number or string ('inf', 'nan'); casts a tensor to f32."},
-    {"bool", b_bool, "bool(x): truth value."},
+    {"int", b_int, "int(x): integer from a number, a string or a one-element tensor's value."},
+    {"float", b_float, "float(x): float from a number, a string ('inf', 'nan') or a one-element tensor's value (t.float() casts)."},
+    {"jit", builtin_jit,
+     "jit(f, passes=None, device='cpu', donate_argnums=()): f compiled: a call traces f on its arguments' types "
+     "(tensors, numbers, lists/tuples/dicts of them), runs the passes and runs the result; one program per signature."},
+    {"value_and_grad", builtin_value_and_grad,
+     "value_and_grad(f, argnums=0, has_aux=False, passes=None, device='cpu'): like jit, with grad first: a call "
+     "returns (f's value, the gradients of the loss for the arguments argnums names, shaped like them)."},
+    {"bool", b_bool, "bool(x): truth value (of a tensor: of its one element)."},
     {"sorted", b_sorted, "sorted(xs, key=None, reverse=False): a sorted list."},
     {"reversed", b_reversed, "reversed(xs): a reversed list."},
     {"any", b_any, "any(xs): whether any element is true."},
@@ -528,6 +541,8 @@ void Interpreter::install_builtins() {
   NamespaceObj& b = nsref(builtins_);
   for (const BuiltinDef& d : kBuiltins) b.members[d.name] = make<BuiltinObj>(&d);
   for (const BuiltinDef* d : trace_builtins()) b.members[d->name] = make<BuiltinObj>(d);
+  // Each module sets its own (load); this is what a chunk without one sees.
+  b.members["__name__"] = str_value("__main__");
 
   Value prims = ns("prims");
   for (const ir::OpDecl& op : ir::all_ops()) {

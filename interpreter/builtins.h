@@ -13,6 +13,9 @@ std::vector<std::pair<const char*, const BuiltinDef*>> method_defs();
 Value math_namespace();
 // The method `name` of a str, list, tuple or dict, or null.
 const BuiltinDef* find_method(VT t, const std::string& name);
+// The value of a one-element concrete tensor as a Python number (int, float or bool by its
+// dtype); `what` names the caller in errors (a proxy's value is not known while tracing).
+Value tensor_item(Interpreter& in, const Value& v, SourceLoc loc, const char* what);
 rt::Shape tensor_shape(const Value& v);
 rt::DType tensor_dtype(const Value& v);
 // What print() shows: strings as they are, tensors as a summary of their values.

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "interpreter/builtins.h"
+#include "interpreter/compiled.h"
 #include "interpreter/interp.h"
 
 namespace tracer::interp {
@@ -159,6 +160,7 @@ Value Interpreter::call(const Value& fn, CallArgs args, SourceLoc loc) {
       return call(m->fn, std::move(args), loc);
     }
     case VT::Op: return call_op(*fn.as<OpObj>()->op, std::move(args), loc);
+    case VT::Compiled: return call_compiled(*this, *fn.as<CompiledObj>(), std::move(args), loc);
     case VT::DType: {
       if (args.pos.size() != 1 || !args.kw.empty() || !args.pos[0].is_tensorish())
         fail(loc, std::string("calling dtype ") + rt::dtype_name(fn.as_dtype()) + " converts one tensor");

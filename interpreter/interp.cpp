@@ -162,6 +162,11 @@ std::shared_ptr<Module> Interpreter::load(const std::string& name, std::string t
   m->names_values = names_values;
   modules_.push_back(m);
   clear_interrupt();
+  // As in Python: "__main__" for the program being run (tracer run's file), else the module's
+  // name, so that `if __name__ == "__main__":` guards what only running it should do.
+  std::string stem = name.substr(name.find_last_of('/') == std::string::npos ? 0 : name.find_last_of('/') + 1);
+  if (stem.find('.') != std::string::npos) stem.resize(stem.find('.'));
+  m->globals["__name__"] = str_value(main_program_ && names_values ? "__main__" : stem);
   for (const auto& [k, v] : pinned) {
     m->globals[k] = v;
     ++m->globals_version;

@@ -93,6 +93,9 @@ class Interpreter {
   Value call(const Value& fn, CallArgs args, SourceLoc loc);  // throws ScriptError
   // Traces fn on proxies whose types come from its annotations, type comments, or given.
   std::shared_ptr<ir::Trace> trace(const FunctionObj& fn, const std::map<std::string, ir::TensorType>& given);
+  // Calls fn on args (which hold t's input proxies) while recording into t, whose output
+  // becomes what fn returns (jit and value_and_grad: interpreter/compiled.cpp); loc is the call's.
+  void record_call(const FunctionObj& fn, CallArgs& args, ir::Trace& t, SourceLoc loc);
   // The tensor types of fn's inputs (flattened; list-typed parameters give name_0, name_1, ...).
   std::vector<std::pair<std::string, ir::TensorType>> input_types(
       const FunctionObj& fn, const std::map<std::string, ir::TensorType>& given);
@@ -113,6 +116,8 @@ class Interpreter {
   // calls; traces recorded before keep the one they named.
   const ir::OpDecl& register_op(ir::OpDecl op);
   const Options& options() const { return opts_; }
+  // Modules loaded from now on are the program being run (`__name__ == "__main__"`), or not.
+  void set_main_program(bool on) { main_program_ = on; }
   rt::Allocator& allocator() { return allocator_; }
   // Fails at loc when a value of `elements` items of `item_bytes` each (a list's slots, a
   // string's characters) would take more than the memory limit: `[0] * 10**10` and
@@ -179,6 +184,7 @@ class Interpreter {
   Recorder rec_;
   int64_t steps_ = 0;
   int depth_ = 0;
+  bool main_program_ = false;
   int64_t world_size_ = 0, world_rank_ = 0;
   std::map<std::tuple<int32_t, int64_t, std::string>, Value> thunder_objects_;  // thunder_object's values
 

@@ -5,6 +5,7 @@
 
 #include "interpreter/format.h"
 #include "interpreter/builtins.h"
+#include "interpreter/compiled.h"
 #include "interpreter/interp.h"
 #include "interpreter/trace_api.h"
 
@@ -385,6 +386,51 @@ const BuiltinDef kType[] = {
     {"sharded", t_sharded, "f32[32, 64].sharded(dim): this rank's slice along dim of a tensor split over the ranks"},
     {"per_rank", t_per_rank, "f32[8, 64].per_rank(): different on each rank (a data-parallel batch)"},
 };
+// A concrete tensor's values as Python numbers (PyTorch's item() and tolist()).
+Value element_value(const rt::Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case rt::DType::i64: return Value::integer(t.data_as<int64_t>()[i]);
+    case rt::DType::b8: return Value::boolean(t.get(i) != 0);
+    default: return rt::is_int(t.dtype()) ? Value::integer(static_cast<int64_t>(t.get(i))) : Value::number(t.get(i));
+  }
+}
+const rt::Tensor& concrete(Interpreter& in, const Value& v, SourceLoc loc, const char* what) {
+  if (v.is(VT::Proxy)) {
+    std::string w = what, cast = w.rfind("float(", 0) == 0 ? "t.float()" : w.rfind("int(", 0) == 0 ? "t.long()" : "";
+    in.fail(loc, w + " needs the tensor's value, which is not known while tracing (inside a traced or jit-compiled "
+                     "function); return the tensor and read it after the call" +
+                     (cast.empty() ? "" : " (" + cast + " casts a tensor without reading it)"));
+  }
+  return v.as<TensorObj>()->t;
+}
+Value item_of(Interpreter& in, const Value& v, SourceLoc loc, const char* what) {
+  const rt::Tensor& t = concrete(in, v, loc, what);
+  if (t.numel() != 1)
+    in.fail(loc, std::string(what) + ": only a one-element tensor can be converted to a Python number, this one has " +
+                     std::to_string(t.numel()) + " elements (shape " + rt::shape_str(t.shape()) + ")");
+  return element_value(t, 0);
+}
+Value tensor_item(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  if (a.pos.size() != 1 || !a.kw.empty()) in.fail(loc, "t.item() takes no arguments");
+  return item_of(in, a.pos[0], loc, "item()");
+}
+Value nested_list(const rt::Tensor& t, size_t dim, int64_t* next) {
+  if (dim == t.shape().size()) return element_value(t, (*next)++);
+  std::vector<Value> xs;
+  for (int64_t i = 0; i < t.shape()[dim]; ++i) xs.push_back(nested_list(t, dim + 1, next));
+  return make<ListObj>(std::move(xs));
+}
+Value tensor_tolist(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  if (a.pos.size() != 1 || !a.kw.empty()) in.fail(loc, "t.tolist() takes no arguments");
+  const rt::Tensor& t = concrete(in, a.pos[0], loc, "tolist()");
+  int64_t next = 0;
+  return nested_list(t, 0, &next);  // a 0-d tensor gives its number, as in PyTorch
+}
+const BuiltinDef kTensor[] = {
+    {"item", tensor_item, "t.item(): the value of a one-element tensor as a Python number (not while tracing)"},
+    {"tolist", tensor_tolist, "t.tolist(): the values as nested lists of Python numbers (not while tracing)"},
+};
+
 const BuiltinDef kDict[] = {
     {"get", d_get, "d.get(k, default=None)"}, {"keys", d_keys, "d.keys(): list of keys"},
     {"values", d_values, "d.values(): list of values"}, {"items", d_items, "d.items(): list of (key, value)"},
@@ -401,6 +447,8 @@ const BuiltinDef* find_in(const BuiltinDef (&table)[N], const std::string& name)
 
 }  // namespace
 
+Value tensor_item(Interpreter& in, const Value& v, SourceLoc loc, const char* what) { return item_of(in, v, loc, what); }
+
 const BuiltinDef* find_method(VT t, const std::string& name) {
   switch (t) {
     case VT::Str: return find_in(kStr, name);
@@ -408,6 +456,8 @@ const BuiltinDef* find_method(VT t, const std::string& name) {
     case VT::Tuple: return find_in(kTuple, name);
     case VT::Dict: return find_in(kDict, name);
     case VT::Type: return find_in(kType, name);
+    case VT::Tensor:
+    case VT::Proxy: return find_in(kTensor, name);
     default: return nullptr;
   }
 }
@@ -495,6 +545,7 @@ Value Interpreter::get_attr(const Value& obj, const std::string& name, SourceLoc
       if (name == "ndim") return Value::integer(static_cast<int64_t>(tensor_shape(obj).size()));
       if (name == "device") return str_value(obj.is(VT::Proxy) ? obj.as<ProxyObj>()->p->type.device : "cpu");
       if (name == "name" && obj.is(VT::Proxy)) return str_value(obj.as<ProxyObj>()->p->name);
+      if (const BuiltinDef* m = find_method(obj.type(), name)) return make<BoundMethodObj>(obj, make<BuiltinObj>(m));
       if (const Value* f = ltorch_.as<NamespaceObj>()->lookup(name)) return make<BoundMethodObj>(obj, *f);
       fail(loc, "tensor has no attribute or method '" + name + "'");
     }
@@ -509,6 +560,9 @@ Value Interpreter::get_attr(const Value& obj, const std::string& name, SourceLoc
       break;
     case VT::Function:
       if (name == "__name__") return str_value(obj.as<FunctionObj>()->info->name);
+      break;
+    case VT::Compiled:
+      if (compiled_attr(*obj.as<CompiledObj>(), name, &attr)) return attr;
       break;
     case VT::Slice: {
       auto* s = obj.as<SliceObj>();

@@ -268,6 +268,15 @@ int Interpreter::compare(const Value& a, const Value& b, SourceLoc loc) {
 }
 
 bool Interpreter::truth(const Value& v, SourceLoc loc) {
+  // A concrete tensor (eager mode) has a value: a one-element one is true when nonzero, as in
+  // PyTorch; one of more elements is ambiguous.
+  if (v.is(VT::Tensor)) {
+    const rt::Tensor& t = v.as<TensorObj>()->t;
+    if (t.numel() != 1)
+      fail(loc, "the truth value of a tensor of " + std::to_string(t.numel()) + " elements (shape " + rt::shape_str(t.shape()) +
+                    ") is ambiguous; reduce it first (sum, amax, any(t.tolist()))");
+    return t.get(0) != 0;
+  }
   if (v.is_tensorish())
     fail(loc, "the truth value of a tensor is not known while tracing; branch on static values "
               "(shapes, dtypes, Python numbers) instead");

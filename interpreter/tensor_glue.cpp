@@ -461,26 +461,31 @@ std::shared_ptr<ir::Trace> Interpreter::trace(const FunctionObj& fn, const std::
       args.pos.push_back(p.is_list ? make<ListObj>(std::move(proxies)) : std::move(proxies[0]));
     }
   }
-  rec_ = Recorder{t.get(), {&t->stmts}, "", 0, 0};
+  record_call(fn, args, *t, fn.info->loc);
+  return t;
+}
+
+void Interpreter::record_call(const FunctionObj& fn, CallArgs& args, ir::Trace& t, SourceLoc loc) {
+  if (tracing()) fail(fn.info->loc, "cannot trace '" + fn.info->name + "' while another trace is being recorded");
+  rec_ = Recorder{&t, {&t.stmts}, "", 0, 0};
   struct Reset {
     Recorder& r;
     ~Reset() { r = Recorder{}; }
   } reset{rec_};
   Value result;
   try {
-    result = call_function(fn, args, fn.info->loc);
+    result = call_function(fn, args, loc);
   } catch (ScriptError& e) {
-    if (!e.traceback.empty()) e.traceback.back().note = "while tracing '" + fn.info->name + "'";
+    if (!e.traceback.empty() && loc.file == fn.info->loc.file && loc.offset == fn.info->loc.offset) e.traceback.back().note = "while tracing '" + fn.info->name + "'";
     throw;
   }
-  if (!to_arg(result, &t->output))
+  if (!to_arg(result, &t.output))
     fail(fn.info->loc, "'" + fn.info->name + "' returned a " + type_name(result.type()) +
-                           ", which a trace cannot return (return tensors, numbers or sequences of them)");
+                           ", which a trace cannot return (return tensors, numbers, or lists, tuples and dicts of them)");
   bool concrete = false, dummy = false;
-  scan(t->output, &dummy, &concrete);
+  scan(t.output, &dummy, &concrete);
   if (concrete) fail(fn.info->loc, "'" + fn.info->name + "' returned a concrete tensor that was not computed from its inputs");
-  t->provenance.push_back("Constructed by tracing");
-  return t;
+  t.provenance.push_back("Constructed by tracing");
 }
 
 }  // namespace tracer::interp

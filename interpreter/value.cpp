@@ -1,5 +1,6 @@
 // Value basics: names of types, equality, hashing, truth, and repr/str.
 #include "interpreter/value.h"
+#include "interpreter/compiled.h"
 
 #include <fmt/format.h>
 
@@ -41,6 +42,7 @@ const char* type_name(VT t) {
     case VT::Slice: return "slice";
     case VT::Stmt: return "statement";
     case VT::Recording: return "recording";
+    case VT::Compiled: return "compiled function";
     case VT::Str: return "str";
     case VT::List: return "list";
     case VT::Tuple: return "tuple";
@@ -493,6 +495,7 @@ std::string repr(const Value& v) {
     case VT::Region: return "<region " + v.as<RegionObj>()->name + ">";
     case VT::Stmt: return "<statement " + ir::print_stmt_line(*v.as<StmtObj>()->stmt) + ">";
     case VT::Recording: return "<recording into " + v.as<RecordingObj>()->trace->name + ">";
+    case VT::Compiled: return "<compiled function " + v.as<CompiledObj>()->name + ">";
     case VT::Unbound: return "<unbound>";
     case VT::Ellipsis: return "Ellipsis";
     case VT::Slice: {

@@ -18,7 +18,7 @@ namespace tracer::interp {
 enum class VT : uint8_t {
   None, Bool, Int, Float, DType, Unbound, Ellipsis,  // immediates (Unbound: a deleted local)
   Str, List, Tuple, Dict, Function, Builtin, BoundMethod,
-  Tensor, Proxy, Trace, Type, Namespace, Op, Range, Cell, Region, Slice, Stmt, Recording,
+  Tensor, Proxy, Trace, Type, Namespace, Op, Range, Cell, Region, Slice, Stmt, Recording, Compiled,
 };
 
 const char* type_name(VT t);

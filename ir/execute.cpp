@@ -434,4 +434,44 @@ Arg execute(const Trace& t, std::vector<rt::Tensor> inputs, ExecContext& ctx) {
   }
 }
 
+static void output_tensors(const Arg& proxies, const Arg& values, std::unordered_map<const Proxy*, const rt::Tensor*>* out) {
+  if (proxies.kind == Arg::Kind::Proxy && values.kind == Arg::Kind::Tensor) {
+    out->emplace(proxies.proxy.get(), &values.tensor);
+    return;
+  }
+  for (size_t i = 0; i < proxies.items.size() && i < values.items.size(); ++i) output_tensors(proxies.items[i], values.items[i], out);
+}
+
+Arg execute_backward(const Trace& fw, const Trace& bw, Arg& fw_out, ExecContext& ctx) {
+  if (!fw_out.is_seq() || fw_out.items.size() != 2 || !fw_out.items[1].is_seq() || !fw.output.is_seq() ||
+      fw.output.items.size() != 2)
+    throw ExecError{"the forward trace must return (output, saved) for its backward", {}, ""};
+  std::unordered_map<const Proxy*, size_t> saved;
+  const auto& saved_proxies = fw.output.items[1].items;
+  for (size_t i = 0; i < saved_proxies.size(); ++i)
+    if (saved_proxies[i].kind == Arg::Kind::Proxy) saved.emplace(saved_proxies[i].proxy.get(), i);
+  std::unordered_map<const Proxy*, const rt::Tensor*> outputs;
+  output_tensors(fw.output.items[0], fw_out.items[0], &outputs);
+  std::unordered_set<const Proxy*> forward_values;
+  for (const auto& p : fw.inputs) forward_values.insert(p.get());
+  for (const auto& s : fw.stmts)
+    for (const auto& p : s.outputs) forward_values.insert(p.get());
+  std::vector<rt::Tensor> in;
+  for (const auto& p : bw.inputs) {
+    auto it = saved.find(p.get());
+    auto out = outputs.find(p.get());
+    if (it != saved.end()) {
+      in.push_back(std::move(fw_out.items[1].items[it->second].tensor));
+    } else if (out != outputs.end()) {
+      in.push_back(*out->second);
+    } else if (forward_values.count(p.get())) {
+      throw ExecError{"the backward reads '" + p->name + "', which the forward computes but does not save", {}, ""};
+    } else {
+      in.push_back(rt::full(p->type.shape, rt::Scalar{1.0, 1, false}, p->type.dtype, ctx.allocator));
+    }
+  }
+  fw_out.items[1].items.clear();
+  return execute(bw, std::move(in), ctx);
+}
+
 }  // namespace tracer::ir

@@ -36,4 +36,10 @@ ExecError exec_error(const Stmt& s, const std::string& what);
 // Runs t on the CPU backend. inputs are moved in so that "del x" frees them.
 Arg execute(const Trace& t, std::vector<rt::Tensor> inputs, ExecContext& ctx);
 
+// Runs the backward of a (forward, backward) program made by grad, given the forward's result
+// fw_out = (output, saved): the saved tensors move in (fw_out's saved items are left empty), a
+// backward input that is one of the output's tensors is shared, every other input (the loss's
+// cotangent) is ones. Returns the backward's output (one gradient per forward input, or None).
+Arg execute_backward(const Trace& fw, const Trace& bw, Arg& fw_out, ExecContext& ctx);
+
 }  // namespace tracer::ir

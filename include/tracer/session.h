@@ -26,6 +26,9 @@ struct SessionOptions {
   // 0: the joined job's size (join_job), else what a printout's collectives imply, else 1.
   int world_size = 0;
   int world_rank = 0;
+  // The loaded file is the program being run (tracer run): its `__name__` is "__main__", so an
+  // `if __name__ == "__main__":` block runs; otherwise it is the file's stem and the block does not.
+  bool main_program = false;
 };
 
 // A diagnostic as data; `rendered` is the clang-style text with the source line and caret.
@@ -198,6 +201,10 @@ class Session {
 
   std::vector<std::string> functions() const;  // top-level functions, in source order
   // The requested entry if non-empty, else "main" if defined, else the last function.
+  // Whether the loaded module is a script: its top level does more than define things (an
+  // expression statement, a loop, an if, a with). tracer run runs a script's top level and
+  // traces no entry unless one is named.
+  bool is_script() const;
   std::optional<std::string> entry(const std::string& requested);
 
   // Tensor files for inputs: NAME=FILE.npy, or FILE.safetensors (all its tensors by name).

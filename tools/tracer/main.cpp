@@ -165,7 +165,9 @@ std::string epilogues(const tracer::RunReport& r) {
 }
 
 int cmd_run(const Common& c, const std::string& output_dir, const RunArgs& ra) {
-  tracer::Session s(session_options(c));
+  tracer::SessionOptions so = session_options(c);
+  so.main_program = true;  // `if __name__ == "__main__":` runs
+  tracer::Session s(so);
   // A rank of a distributed job (tracer launch): the ranks meet before anything runs, and again
   // at the end, so that a rank that fails or hangs stops every other one within the timeout.
   if (!s.join_job()) return fail(s);
@@ -180,6 +182,11 @@ int cmd_run(const Common& c, const std::string& output_dir, const RunArgs& ra) {
   s.set_bench(ra.bench);
   s.set_cuda_graph(ra.cuda_graph);
   if (!prepare(s, c)) return fail(s);
+  // A script (its top level does more than define) ran as it loaded; an entry runs only if named.
+  if (c.entry.empty() && s.is_script()) {
+    std::cerr << s.rendered_diagnostics();
+    return s.leave_job() ? 0 : fail(s);
+  }
   auto entry = s.entry(c.entry);
   if (!entry || !add_inputs(s, c)) return fail(s);
   auto r = s.run(*entry, output_dir);

@@ -1,0 +1,412 @@
+// jit and value_and_grad (compiled.h): arguments flattened as pytrees (lists, tuples and dicts
+// of tensors and Python values), a program per signature, run on the CPU executor.
+#include "interpreter/compiled.h"
+
+#include <chrono>
+#include <cstdio>
+#include <set>
+
+#include "interpreter/interp.h"
+#include "interpreter/passes.h"
+#include "ir/verify.h"
+#include "runtime/dtype.h"
+
+namespace tracer::interp {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+// The arguments of one call, flattened: the tensors in order, the signature (structure, each
+// tensor's dtype and shape, every other value itself) and a name for each tensor from its path.
+struct Flat {
+  std::string key;
+  std::vector<rt::Tensor> tensors;
+  std::vector<std::string> names;
+  std::vector<int64_t> arg_of;  // the positional argument a tensor is in (-1: a keyword's)
+};
+
+std::string identifier(const std::string& s) {
+  std::string out;
+  for (char c : s) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
+  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out = "_" + out;
+  return out;
+}
+
+class Flattener {
+ public:
+  Flattener(Interpreter& in, const std::string& fname, SourceLoc loc) : in_(in), fname_(fname), loc_(loc) {}
+
+  void add(const Value& v, const std::string& path, int64_t arg, Flat* f, int depth = 0) {
+    if (depth > 64) in_.fail(loc_, fname_ + ": an argument nests deeper than 64 levels");
+    switch (v.type()) {
+      case VT::Tensor: {
+        const rt::Tensor& t = v.as<TensorObj>()->t;
+        if (!t.defined())
+          in_.fail(loc_, fname_ + ": argument '" + path + "' is a tensor that was donated to an earlier call and holds no value");
+        f->key += std::string("T") + rt::dtype_name(t.dtype()) + rt::shape_str(t.shape());
+        f->tensors.push_back(t);
+        f->names.push_back(path);
+        f->arg_of.push_back(arg);
+        return;
+      }
+      case VT::Proxy:
+        in_.fail(loc_, fname_ + ": argument '" + path + "' is a traced value (a proxy) outside a trace");
+      case VT::List:
+      case VT::Tuple: {
+        const auto& xs = v.is(VT::List) ? v.as<ListObj>()->items : v.as<TupleObj>()->items;
+        f->key += v.is(VT::List) ? "[" : "(";
+        for (size_t i = 0; i < xs.size(); ++i) add(xs[i], path + "_" + std::to_string(i), arg, f, depth + 1);
+        f->key += v.is(VT::List) ? "]" : ")";
+        return;
+      }
+      case VT::Dict: {
+        f->key += "{";
+        for (auto& [k, x] : v.as<DictObj>()->items()) {
+          if (!k.is(VT::Str) && !k.is(VT::Int))
+            in_.fail(loc_, fname_ + ": argument '" + path + "' is a dict with a " + type_name(k.type()) +
+                               " key; a pytree's keys are strings or integers");
+          f->key += repr(k) + ":";
+          add(x, path + "_" + (k.is(VT::Str) ? k.as<StrObj>()->s : std::to_string(k.as_int())), arg, f, depth + 1);
+        }
+        f->key += "}";
+        return;
+      }
+      case VT::None:
+      case VT::Bool:
+      case VT::Int:
+      case VT::Float:
+      case VT::Str:
+      case VT::DType:
+        // A Python value is part of the signature: another value traces and compiles again.
+        f->key += std::string(type_name(v.type())) + ":" + repr(v) + ";";
+        return;
+      default:
+        in_.fail(loc_, fname_ + ": argument '" + path + "' is a " + type_name(v.type()) +
+                           "; a compiled function takes tensors, Python numbers, strings, and lists, tuples and dicts of them");
+    }
+  }
+
+ private:
+  Interpreter& in_;
+  const std::string& fname_;
+  SourceLoc loc_;
+};
+
+// v with its tensors replaced, in order, by leaf(i) for i counting from *next.
+template <class F>
+Value rebuild(const Value& v, size_t* next, const F& leaf) {
+  switch (v.type()) {
+    case VT::Tensor: return leaf((*next)++);
+    case VT::List:
+    case VT::Tuple: {
+      const auto& xs = v.is(VT::List) ? v.as<ListObj>()->items : v.as<TupleObj>()->items;
+      std::vector<Value> ys;
+      ys.reserve(xs.size());
+      for (const Value& x : xs) ys.push_back(rebuild(x, next, leaf));
+      return v.is(VT::List) ? make<ListObj>(std::move(ys)) : make<TupleObj>(std::move(ys));
+    }
+    case VT::Dict: {
+      auto* d = new DictObj();
+      Value out(d);
+      for (auto& [k, x] : v.as<DictObj>()->items()) d->set(k, rebuild(x, next, leaf));
+      return out;
+    }
+    default: return v;
+  }
+}
+
+// A gradient pytree: v's structure, its tensors replaced by gradients, every other value by None.
+template <class F>
+Value grad_tree(const Value& v, size_t* next, const F& leaf) {
+  switch (v.type()) {
+    case VT::Tensor: return leaf((*next)++);
+    case VT::List:
+    case VT::Tuple: {
+      const auto& xs = v.is(VT::List) ? v.as<ListObj>()->items : v.as<TupleObj>()->items;
+      std::vector<Value> ys;
+      for (const Value& x : xs) ys.push_back(grad_tree(x, next, leaf));
+      return v.is(VT::List) ? make<ListObj>(std::move(ys)) : make<TupleObj>(std::move(ys));
+    }
+    case VT::Dict: {
+      auto* d = new DictObj();
+      Value out(d);
+      for (auto& [k, x] : v.as<DictObj>()->items()) d->set(k, grad_tree(x, next, leaf));
+      return out;
+    }
+    default: return Value();
+  }
+}
+
+const Value* kwarg(const CallArgs& a, const std::string& name) {
+  for (const auto& [k, v] : a.kw)
+    if (k == name) return &v;
+  return nullptr;
+}
+
+std::vector<int64_t> int_list(Interpreter& in, const Value& v, const std::string& what, SourceLoc loc, bool* tuple) {
+  if (tuple) *tuple = false;
+  if (v.is(VT::Int)) return {v.as_int()};
+  if (v.is(VT::Tuple) || v.is(VT::List)) {
+    if (tuple) *tuple = true;
+    std::vector<int64_t> out;
+    for (const Value& x : v.is(VT::Tuple) ? v.as<TupleObj>()->items : v.as<ListObj>()->items) {
+      if (!x.is(VT::Int)) in.fail(loc, what + " must be an integer or a tuple of integers, got " + repr(v));
+      out.push_back(x.as_int());
+    }
+    return out;
+  }
+  in.fail(loc, what + " must be an integer or a tuple of integers, got " + repr(v));
+}
+
+// The common part of jit and value_and_grad: the function, passes and device.
+Value make_compiled(Interpreter& in, CallArgs& a, SourceLoc loc, bool grad) {
+  const char* who = grad ? "value_and_grad" : "jit";
+  if (a.pos.size() != 1)
+    in.fail(loc, std::string(who) + "(f, ...) takes the function to compile and keyword options, got " +
+                     std::to_string(a.pos.size()) + " positional arguments");
+  std::set<std::string> known = {"passes", "device", "donate_argnums"};
+  if (grad) known.insert({"argnums", "has_aux"});
+  for (const auto& [k, v] : a.kw)
+    if (!known.count(k)) {
+      std::string list;
+      for (const auto& n : known) list += (list.empty() ? "" : ", ") + n;
+      in.fail(loc, std::string(who) + "() got an unexpected keyword argument '" + k + "' (its options: " + list + ")");
+    }
+  Value fn = a.pos[0];
+  if (fn.is(VT::Compiled)) fn = fn.as<CompiledObj>()->fn;  // jit(jit(f)) compiles f
+  if (!fn.is(VT::Function))
+    in.fail(loc, std::string(who) + "(f): f must be a function defined in the language, got a " + type_name(fn.type()));
+  auto* c = new CompiledObj();
+  Value out(c);
+  c->fn = fn;
+  c->name = std::string(who) + "(" + fn.as<FunctionObj>()->info->name + ")";
+  c->grad = grad;
+  if (const Value* p = kwarg(a, "passes"); p && !p->is_none()) {
+    if (p->is(VT::Str)) {
+      c->passes = split_pass_list(p->as<StrObj>()->s);
+    } else if (p->is(VT::List) || p->is(VT::Tuple)) {
+      for (const Value& x : p->is(VT::List) ? p->as<ListObj>()->items : p->as<TupleObj>()->items) {
+        if (!x.is(VT::Str)) in.fail(loc, std::string(who) + "(passes=...): each pass is a string, got " + repr(x));
+        c->passes.push_back(x.as<StrObj>()->s);
+      }
+    } else {
+      in.fail(loc, std::string(who) + "(passes=...) is a string like \"fuse,del_last_used\" or a list of pass names, got " +
+                       repr(*p));
+    }
+  }
+  for (const std::string& e : c->passes) {
+    PassSpec spec;
+    std::string bad = parse_pass_spec(e, &spec);
+    if (!bad.empty()) in.fail(loc, std::string(who) + "(passes=...): " + bad);
+    if (!in.find_pass(spec.name)) {
+      std::vector<std::string> names = in.pass_names();
+      in.fail(loc, std::string(who) + "(passes=...): no pass is named '" + spec.name + "'" + did_you_mean(spec.name, names));
+    }
+    if (spec.name == "grad" && !grad)
+      in.fail(loc, "jit(passes=...) cannot run grad: its forward and backward traces are not one function to call; "
+                   "value_and_grad(f) runs grad and returns the gradients");
+  }
+  if (grad) {
+    // grad first, unless the list places it (passes that must follow it, like checkpoint, may
+    // then come after); its options are set from argnums and has_aux at the first call.
+    bool placed = false;
+    for (std::string& e : c->passes) {
+      PassSpec spec;
+      parse_pass_spec(e, &spec);
+      if (spec.name != "grad") continue;
+      if (!spec.options.empty())
+        in.fail(loc, "value_and_grad(passes=...): grad's options come from argnums and has_aux; give 'grad' without options");
+      if (placed) in.fail(loc, "value_and_grad(passes=...) names grad twice");
+      placed = true;
+    }
+    if (!placed) c->passes.insert(c->passes.begin(), "grad");
+  }
+  std::string order = pass_order_error(c->passes);
+  if (!order.empty()) in.fail(loc, std::string(who) + "(passes=...): " + order);
+  if (const Value* d = kwarg(a, "device"); d && !d->is_none()) {
+    if (!d->is(VT::Str)) in.fail(loc, std::string(who) + "(device=...) is a string like \"cpu\", got " + repr(*d));
+    c->device = d->as<StrObj>()->s;
+    if (c->device != "cpu")
+      in.fail(loc, std::string(who) + "(device=\"" + c->device +
+                       "\"): compiled functions run on the CPU only so far (the GPU path of jit is not built yet); "
+                       "tracer run --device cuda runs a traced entry on the GPU");
+  }
+  if (const Value* d = kwarg(a, "donate_argnums"); d && !d->is_none())
+    c->donate = int_list(in, *d, std::string(who) + "(donate_argnums=...)", loc, nullptr);
+  if (grad) {
+    if (const Value* n = kwarg(a, "argnums"); n && !n->is_none())
+      c->argnums = int_list(in, *n, "value_and_grad(argnums=...)", loc, &c->argnums_tuple);
+    if (c->argnums.empty()) in.fail(loc, "value_and_grad(argnums=()) asks for no gradient");
+    if (const Value* h = kwarg(a, "has_aux"); h && !h->is_none()) {
+      if (!h->is(VT::Bool)) in.fail(loc, "value_and_grad(has_aux=...) is True or False, got " + repr(*h));
+      c->has_aux = h->as_bool();
+    }
+  }
+  return out;
+}
+
+std::string param_name(const FunctionObj& f, size_t i) {
+  const auto& ps = *f.info->params;
+  if (i < ps.size() && ps[i].kind == ast::Param::Kind::Normal) return ps[i].name;
+  return "arg" + std::to_string(i);
+}
+
+std::shared_ptr<CompiledProgram> compile(Interpreter& in, CompiledObj& c, const CallArgs& args, const Flat& flat,
+                                         SourceLoc loc) {
+  const FunctionObj& fn = *c.fn.as<FunctionObj>();
+  auto prog = std::make_shared<CompiledProgram>();
+  auto t0 = Clock::now();
+  auto t = std::make_shared<ir::Trace>();
+  t->name = fn.info->name;
+  std::vector<Value> proxies;
+  for (size_t i = 0; i < flat.tensors.size(); ++i) {
+    auto p = std::make_shared<ir::Proxy>();
+    std::string base = identifier(flat.names[i]), name = base;
+    for (int k = 2; !t->names.insert(name).second; ++k) name = base + "_" + std::to_string(k);
+    p->name = name;
+    p->type = ir::TensorType{flat.tensors[i].dtype(), flat.tensors[i].shape(), "cpu"};
+    p->auto_named = false;
+    t->inputs.push_back(p);
+    proxies.push_back(make<ProxyObj>(p));
+  }
+  CallArgs traced;
+  size_t next = 0;
+  auto leaf = [&](size_t i) { return proxies[i]; };
+  for (const Value& v : args.pos) traced.pos.push_back(rebuild(v, &next, leaf));
+  for (const auto& [k, v] : args.kw) traced.kw.emplace_back(k, rebuild(v, &next, leaf));
+  std::vector<std::string> passes = c.passes;
+  if (c.grad) {
+    // Which tensors each differentiated argument holds; grad differentiates those only.
+    std::string wrt;
+    for (int64_t k : c.argnums) {
+      if (k < 0 || k >= static_cast<int64_t>(args.pos.size()))
+        in.fail(loc, c.name + ": argnums names argument " + std::to_string(k) + ", but the call passes " +
+                         std::to_string(args.pos.size()) + " positional arguments");
+      std::vector<size_t> leaves;
+      for (size_t i = 0; i < flat.tensors.size(); ++i) {
+        if (flat.arg_of[i] != k) continue;
+        if (!rt::is_float(flat.tensors[i].dtype())) {
+          const std::string pn = param_name(fn, static_cast<size_t>(k)), dt = rt::dtype_name(flat.tensors[i].dtype());
+          const std::string a = (dt[0] == 'i' || dt[0] == 'u') ? "an " : "a ";
+          in.fail(loc, c.name + ": argument " + std::to_string(k) + " ('" + pn + "') " +
+                           (flat.names[i] == pn ? "is " : "holds '" + flat.names[i] + "', ") + a + dt +
+                           " tensor, which has no gradient; leave it out of argnums or pass it as another argument");
+        }
+        leaves.push_back(i);
+        wrt += (wrt.empty() ? "" : " ") + t->inputs[i]->name;
+      }
+      if (leaves.empty())
+        in.fail(loc, c.name + ": argument " + std::to_string(k) + " ('" + param_name(fn, static_cast<size_t>(k)) +
+                         "') holds no tensor to differentiate");
+      prog->grad_leaves.push_back(std::move(leaves));
+    }
+    for (std::string& e : passes)
+      if (e == "grad") e = "grad(wrt='" + wrt + "'" + (c.has_aux ? ", aux=True" : "") + ")";
+  }
+  in.record_call(fn, traced, *t, loc);
+  auto errs = ir::verify(*t);
+  if (!errs.empty()) in.fail(loc, c.name + ": internal error: the trace is invalid: " + errs[0].message + "; please report this");
+  prog->trace_ms = ms_since(t0);
+
+  auto t1 = Clock::now();
+  try {
+    PassOptions po;
+    po.verify = false;  // the stdlib's passes are verified by the tests; a user's by tracer run --verify
+    prog->prog = passes.empty() ? Traces{t} : run_passes(in, {t}, passes, po, nullptr);
+  } catch (const PassError& e) {
+    in.fail(loc, c.name + ": " + e.diag.message);
+  }
+  prog->pass_ms = ms_since(t1);
+  if (c.grad && prog->prog.size() != 2)
+    in.fail(loc, c.name + ": the passes left " + std::to_string(prog->prog.size()) + " traces, not grad's forward and backward");
+  if (!c.grad && prog->prog.size() != 1)
+    in.fail(loc, c.name + ": the passes left " + std::to_string(prog->prog.size()) + " traces, not one to call");
+  return prog;
+}
+
+}  // namespace
+
+Value builtin_jit(Interpreter& in, CallArgs& a, SourceLoc loc) { return make_compiled(in, a, loc, false); }
+Value builtin_value_and_grad(Interpreter& in, CallArgs& a, SourceLoc loc) { return make_compiled(in, a, loc, true); }
+
+Value call_compiled(Interpreter& in, CompiledObj& c, CallArgs args, SourceLoc loc) {
+  if (in.tracing()) {
+    // Inside a traced function a jit-compiled one is inlined: its statements join the trace.
+    if (c.grad)
+      in.fail(loc, c.name + " cannot be called inside a traced function (grad of a trace inside a trace); "
+                            "call it outside, on concrete tensors");
+    return in.call(c.fn, std::move(args), loc);
+  }
+  const FunctionObj& fn = *c.fn.as<FunctionObj>();
+  Flattener flattener(in, c.name, loc);
+  Flat flat;
+  for (size_t i = 0; i < args.pos.size(); ++i) flattener.add(args.pos[i], param_name(fn, i), static_cast<int64_t>(i), &flat);
+  for (const auto& [k, v] : args.kw) {
+    flat.key += "|" + k + "=";
+    flattener.add(v, k, -1, &flat);
+  }
+  flat.key += "#" + std::to_string(args.pos.size());
+  ++c.calls;
+  std::shared_ptr<CompiledProgram> prog;
+  if (auto it = c.cache.find(flat.key); it != c.cache.end()) {
+    prog = it->second;
+  } else {
+    prog = compile(in, c, args, flat, loc);
+    c.cache.emplace(flat.key, prog);
+    ++c.compiles;
+    c.trace_ms += prog->trace_ms;
+    c.pass_ms += prog->pass_ms;
+  }
+  c.last = prog;
+  auto t0 = Clock::now();
+  const ir::Trace& fw = *prog->prog[0];
+  ir::Arg out, grads;
+  try {
+    out = ir::execute(fw, flat.tensors, in.exec_context());
+    if (c.grad) grads = ir::execute_backward(fw, *prog->prog[1], out, in.exec_context());
+  } catch (const ir::ExecError& e) {
+    in.fail(loc, c.name + ": " + e.message + (e.stmt.empty() ? "" : " (in: " + e.stmt + ")"));
+  }
+  c.run_ms += ms_since(t0);
+  if (!c.grad) return from_arg(out);
+  Value value = from_arg(out.items[0]);
+  std::vector<Value> per_arg;
+  for (size_t k = 0; k < c.argnums.size(); ++k) {
+    const std::vector<size_t>& leaves = prog->grad_leaves[k];
+    size_t next = 0;
+    auto leaf = [&](size_t i) -> Value {
+      const ir::Arg& g = grads.items[leaves[i]];
+      if (g.kind == ir::Arg::Kind::Tensor) return make<TensorObj>(g.tensor);
+      // No path from this input to the loss: its gradient is zeros, as JAX and PyTorch's
+      // autograd.grad(materialize_grads=True) give.
+      const rt::Tensor& x = flat.tensors[leaves[i]];
+      return make<TensorObj>(rt::full(x.shape(), rt::Scalar{0.0, 0, false}, x.dtype(), &in.allocator()));
+    };
+    per_arg.push_back(grad_tree(args.pos[static_cast<size_t>(c.argnums[k])], &next, leaf));
+  }
+  Value g = c.argnums_tuple ? make<TupleObj>(std::move(per_arg)) : per_arg[0];
+  return make<TupleObj>(std::vector<Value>{value, g});
+}
+
+bool compiled_attr(const CompiledObj& c, const std::string& name, Value* out) {
+  if (name == "compiles") *out = Value::integer(c.compiles);
+  else if (name == "calls") *out = Value::integer(c.calls);
+  else if (name == "trace_ms") *out = Value::number(c.trace_ms);
+  else if (name == "pass_ms") *out = Value::number(c.pass_ms);
+  else if (name == "run_ms") *out = Value::number(c.run_ms);
+  else if (name == "cache_size") *out = Value::integer(static_cast<int64_t>(c.cache.size()));
+  else if (name == "__name__") *out = str_value(c.name);
+  else if (name == "traces") {
+    std::vector<Value> ts;
+    if (c.last)
+      for (const auto& t : c.last->prog) ts.push_back(make<TraceObj>(t));
+    *out = make<ListObj>(std::move(ts));
+  } else {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace tracer::interp

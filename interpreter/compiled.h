@@ -1,0 +1,53 @@
+// Compiled functions as values (docs/language.md, "Compiled functions"): jit(f) and
+// value_and_grad(f) return callables that trace f on their arguments' types, run a pass
+// pipeline, and run the result; a program is kept per signature, so a loop's later calls
+// neither trace nor run passes.
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "interpreter/value.h"
+#include "ir/trace.h"
+
+namespace tracer::interp {
+
+class Interpreter;
+using Traces = std::vector<std::shared_ptr<ir::Trace>>;
+
+// One signature's program: the traces after the passes, and for value_and_grad which of the
+// flattened tensor arguments each differentiated argument holds.
+struct CompiledProgram {
+  Traces prog;
+  std::vector<std::vector<size_t>> grad_leaves;  // per argnum: indices into the flattened tensors
+  double trace_ms = 0, pass_ms = 0;
+};
+
+struct CompiledObj : Object {
+  CompiledObj() : Object(VT::Compiled) {}
+  Value fn;                          // the function compiled
+  std::string name;                  // its name, for messages
+  std::vector<std::string> passes;   // the pipeline (value_and_grad: grad first)
+  std::string device = "cpu";
+  bool grad = false;                 // value_and_grad: returns (value, gradients)
+  std::vector<int64_t> argnums{0};   // the positional arguments differentiated
+  bool argnums_tuple = false;        // argnums given as a tuple: the gradients are a tuple too
+  bool has_aux = false;              // f returns (loss, aux): value_and_grad returns ((loss, aux), grads)
+  std::vector<int64_t> donate;       // positional arguments whose tensors the call may overwrite
+  std::map<std::string, std::shared_ptr<CompiledProgram>> cache;  // by signature
+  std::shared_ptr<CompiledProgram> last;  // the program the last call ran
+  // Statistics, read as attributes (f.compiles, ...).
+  int64_t calls = 0, compiles = 0;
+  double trace_ms = 0, pass_ms = 0, run_ms = 0;
+};
+
+// The builtins jit and value_and_grad.
+Value builtin_jit(Interpreter& in, CallArgs& a, SourceLoc loc);
+Value builtin_value_and_grad(Interpreter& in, CallArgs& a, SourceLoc loc);
+// A call of a compiled function.
+Value call_compiled(Interpreter& in, CompiledObj& c, CallArgs args, SourceLoc loc);
+// Its attributes: compiles, calls, trace_ms, pass_ms, run_ms, traces (the last program's), cache_size.
+bool compiled_attr(const CompiledObj& c, const std::string& name, Value* out);
+
+}  // namespace tracer::interp
