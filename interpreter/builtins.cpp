@@ -213,6 +213,72 @@ Value b_float(Interpreter& in, CallArgs& a, SourceLoc loc) {
   in.fail(loc, std::string("float() argument must be a number or a string, not '") + type_name(v.type()) + "'");
 }
 
+// tensor(data, dtype=None): a concrete tensor from a number or nested lists of numbers, as
+// torch.tensor: f32 if any is a float, else i64 if any is an int, else b8.
+void tensor_data(Interpreter& in, const Value& v, size_t dim, rt::Shape* shape, std::vector<Value>* flat, bool* any_float,
+                 bool* any_int, SourceLoc loc) {
+  if (v.is(VT::List) || v.is(VT::Tuple)) {
+    const auto& xs = v.is(VT::List) ? v.as<ListObj>()->items : v.as<TupleObj>()->items;
+    if (dim == shape->size()) {
+      if (!flat->empty()) in.fail(loc, "tensor(data): the lists are not rectangular (a number where a list is)");
+      shape->push_back(static_cast<int64_t>(xs.size()));
+    } else if ((*shape)[dim] != static_cast<int64_t>(xs.size())) {
+      in.fail(loc, "tensor(data): the lists are not rectangular (lengths " + std::to_string((*shape)[dim]) + " and " +
+                       std::to_string(xs.size()) + " at depth " + std::to_string(dim) + ")");
+    }
+    for (const Value& x : xs) tensor_data(in, x, dim + 1, shape, flat, any_float, any_int, loc);
+    return;
+  }
+  if (v.is(VT::Tensor)) {
+    const rt::Tensor& t = v.as<TensorObj>()->t;
+    if (t.defined() && t.numel() == 1) return tensor_data(in, tensor_item(in, v, loc, "tensor(data)"), dim, shape, flat, any_float, any_int, loc);
+  }
+  if (!v.is_number()) in.fail(loc, std::string("tensor(data): the data are numbers or lists of numbers, got a ") + type_name(v.type()));
+  if (dim != shape->size()) in.fail(loc, "tensor(data): the lists are not rectangular (a number where a list is)");
+  *any_float = *any_float || v.is(VT::Float);
+  *any_int = *any_int || v.is(VT::Int);
+  in.poll(loc);
+  flat->push_back(v);
+}
+
+Value b_tensor(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  if (a.pos.size() != 1) in.fail(loc, "tensor(data, dtype=None) takes the data");
+  if (in.tracing()) in.fail(loc, "tensor(data) makes a concrete tensor, which a traced function cannot hold; pass it as an argument");
+  rt::Shape shape;
+  std::vector<Value> flat;
+  bool any_float = false, any_int = false;
+  tensor_data(in, a.pos[0], 0, &shape, &flat, &any_float, &any_int, loc);
+  rt::DType dt = any_float ? rt::DType::f32 : any_int ? rt::DType::i64 : rt::DType::b8;
+  if (const Value* d = kwarg(a, "dtype"); d && !d->is_none()) {
+    if (!d->is(VT::DType)) in.fail(loc, "tensor(dtype=...) is a dtype like f32, got " + repr(*d));
+    dt = d->as_dtype();
+  }
+  for (const auto& [k, v] : a.kw)
+    if (k != "dtype") in.fail(loc, "tensor() got an unexpected keyword argument '" + k + "'");
+  rt::Tensor t = rt::Tensor::empty(dt, shape, &in.allocator());
+  for (size_t i = 0; i < flat.size(); ++i) {
+    if (dt == rt::DType::i64 && flat[i].is(VT::Int)) t.data_as<int64_t>()[i] = flat[i].as_int();
+    else t.set(static_cast<int64_t>(i), flat[i].to_double());
+  }
+  return make<TensorObj>(std::move(t));
+}
+
+// memory_stats(reset_peak=False): the CPU tensors' bytes now and at the peak since the last reset.
+Value b_memory_stats(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  want_args(in, a, "memory_stats", 0, 0, loc);
+  bool reset = false;
+  for (const auto& [k, v] : a.kw) {
+    if (k != "reset_peak" || !v.is(VT::Bool)) in.fail(loc, "memory_stats(reset_peak=False) takes one option, reset_peak (True or False)");
+    reset = v.as_bool();
+  }
+  auto* d = new DictObj();
+  Value out(d);
+  d->set(str_value("allocated"), Value::integer(static_cast<int64_t>(in.allocator().current_bytes())));
+  d->set(str_value("peak"), Value::integer(static_cast<int64_t>(in.allocator().peak_bytes())));
+  if (reset) in.allocator().reset_peak();
+  return out;
+}
+
 Value b_bool(Interpreter& in, CallArgs& a, SourceLoc loc) {
   want_args(in, a, "bool", 0, 1, loc);
   return Value::boolean(!a.pos.empty() && in.truth(a.pos[0], loc));
@@ -460,6 +526,9 @@ const BuiltinDef kBuiltins[] = {
     {"format", b_format, "format(x, spec=''): x by Python's format-spec mini-language ('>8.3f', ',d', '#x')."},
     {"int", b_int, "int(x): integer from a number, a string or a one-element tensor's value."},
     {"float", b_float, "float(x): float from a number, a string ('inf', 'nan') or a one-element tensor's value (t.float() casts)."},
+    {"memory_stats", b_memory_stats,
+     "memory_stats(reset_peak=False): {'allocated': bytes, 'peak': bytes} of the tensors held on the CPU (the peak since the last reset)."},
+    {"tensor", b_tensor, "tensor(data, dtype=None): a tensor from a number or nested lists (f32 if any is a float, else i64, else b8)."},
     {"jit", builtin_jit,
      "jit(f, passes=None, device='cpu', donate_argnums=()): f compiled: a call traces f on its arguments' types "
      "(tensors, numbers, lists/tuples/dicts of them), runs the passes and runs the result; one program per signature."},
@@ -514,7 +583,10 @@ rt::DType tensor_dtype(const Value& v) {
 }
 
 std::string display(const Value& v) {
-  if (v.is(VT::Tensor)) return rt::summarize(v.as<TensorObj>()->t);
+  if (v.is(VT::Tensor)) {
+    const rt::Tensor& t = v.as<TensorObj>()->t;
+    return t.defined() ? rt::summarize(t) : std::string("<donated tensor>");
+  }
   return to_str(v);
 }
 
@@ -598,6 +670,8 @@ void Interpreter::install_builtins() {
   dist_ = ns("dist");
   for (const BuiltinDef& d : kDistBuiltins) nsref(dist_).members[d.name] = make<BuiltinObj>(&d);
   b.members["dist"] = dist_;
+  optim_ = ns("optim");  // stdlib/optim.trace
+  b.members["optim"] = optim_;
   // Bare names of ops: ltorch first, then prims (the fallback), after Python's builtins.
   b.fallback = &nsref(ltorch_);
 }
@@ -658,7 +732,7 @@ void Interpreter::load_stdlib() {
     std::string mod = file.module;
     if (mod.rfind("passes.", 0) == 0) continue;
     auto m = load_stdlib_file(file);
-    NamespaceObj& target = mod == "ltorch" ? nsref(ltorch_) : mod == "dist" ? nsref(dist_) : nsref(builtins_);
+    NamespaceObj& target = mod == "ltorch" ? nsref(ltorch_) : mod == "dist" ? nsref(dist_) : mod == "optim" ? nsref(optim_) : nsref(builtins_);
     for (const auto& [k, v] : m->globals)
       if (!k.empty() && k[0] != '_' && v.is(VT::Function)) target.members[k] = v;
   }

@@ -139,6 +139,20 @@ Value grad_tree(const Value& v, size_t* next, const F& leaf) {
   }
 }
 
+void donate_tensors(const Value& v) {
+  switch (v.type()) {
+    case VT::Tensor: v.as<TensorObj>()->t = rt::Tensor(); return;
+    case VT::List:
+    case VT::Tuple:
+      for (const Value& x : v.is(VT::List) ? v.as<ListObj>()->items : v.as<TupleObj>()->items) donate_tensors(x);
+      return;
+    case VT::Dict:
+      for (auto& [k, x] : v.as<DictObj>()->items()) donate_tensors(x);
+      return;
+    default: return;
+  }
+}
+
 const Value* kwarg(const CallArgs& a, const std::string& name) {
   for (const auto& [k, v] : a.kw)
     if (k == name) return &v;
@@ -360,11 +374,21 @@ Value call_compiled(Interpreter& in, CompiledObj& c, CallArgs args, SourceLoc lo
     c.pass_ms += prog->pass_ms;
   }
   c.last = prog;
+  // Donated arguments: their tensors move into the call (the caller's values are left empty),
+  // so the executor may write the results over them; a tensor also passed undonated stays.
+  for (int64_t k : c.donate) {
+    if (k < 0 || k >= static_cast<int64_t>(args.pos.size()))
+      in.fail(loc, c.name + ": donate_argnums names argument " + std::to_string(k) + ", but the call passes " +
+                       std::to_string(args.pos.size()) + " positional arguments");
+    donate_tensors(args.pos[static_cast<size_t>(k)]);
+  }
+  std::vector<ir::TensorType> input_types;
+  for (const auto& p : prog->prog[0]->inputs) input_types.push_back(p->type);
   auto t0 = Clock::now();
   const ir::Trace& fw = *prog->prog[0];
   ir::Arg out, grads;
   try {
-    out = ir::execute(fw, flat.tensors, in.exec_context());
+    out = ir::execute(fw, std::move(flat.tensors), in.exec_context());
     if (c.grad) grads = ir::execute_backward(fw, *prog->prog[1], out, in.exec_context());
   } catch (const ir::ExecError& e) {
     in.fail(loc, c.name + ": " + e.message + (e.stmt.empty() ? "" : " (in: " + e.stmt + ")"));
@@ -381,8 +405,8 @@ Value call_compiled(Interpreter& in, CompiledObj& c, CallArgs args, SourceLoc lo
       if (g.kind == ir::Arg::Kind::Tensor) return make<TensorObj>(g.tensor);
       // No path from this input to the loss: its gradient is zeros, as JAX and PyTorch's
       // autograd.grad(materialize_grads=True) give.
-      const rt::Tensor& x = flat.tensors[leaves[i]];
-      return make<TensorObj>(rt::full(x.shape(), rt::Scalar{0.0, 0, false}, x.dtype(), &in.allocator()));
+      const ir::TensorType& x = input_types[leaves[i]];
+      return make<TensorObj>(rt::full(x.shape, rt::Scalar{0.0, 0, false}, x.dtype, &in.allocator()));
     };
     per_arg.push_back(grad_tree(args.pos[static_cast<size_t>(c.argnums[k])], &next, leaf));
   }

@@ -176,6 +176,7 @@ class Interpreter {
   Value builtins_;   // NamespaceObj of names visible everywhere
   Value ltorch_;     // NamespaceObj of the stdlib composites (falls back to prims)
   Value dist_;       // NamespaceObj dist: the world (C++) and the collectives (stdlib/dist.trace)
+  Value optim_;      // NamespaceObj optim: optimizers, schedules, clipping (stdlib/optim.trace)
   std::vector<std::shared_ptr<Module>> modules_;
   std::vector<int32_t> stdlib_files_;
   std::map<std::string, Value> passes_;

@@ -401,7 +401,10 @@ const rt::Tensor& concrete(Interpreter& in, const Value& v, SourceLoc loc, const
                      "function); return the tensor and read it after the call" +
                      (cast.empty() ? "" : " (" + cast + " casts a tensor without reading it)"));
   }
-  return v.as<TensorObj>()->t;
+  const rt::Tensor& t = v.as<TensorObj>()->t;
+  if (!t.defined())
+    in.fail(loc, std::string(what) + ": the tensor was donated to a compiled call (donate_argnums) and holds no value any more");
+  return t;
 }
 Value item_of(Interpreter& in, const Value& v, SourceLoc loc, const char* what) {
   const rt::Tensor& t = concrete(in, v, loc, what);
@@ -540,6 +543,9 @@ Value Interpreter::get_attr(const Value& obj, const std::string& name, SourceLoc
     }
     case VT::Tensor:
     case VT::Proxy: {
+      if (obj.is(VT::Tensor) && !obj.as<TensorObj>()->t.defined())
+        fail(loc, "'." + name + "' of a tensor that was donated to a compiled call (donate_argnums): it holds no value any "
+                  "more; use what that call returned");
       if (name == "shape") return shape_tuple(tensor_shape(obj));
       if (name == "dtype") return Value::dtype(tensor_dtype(obj));
       if (name == "ndim") return Value::integer(static_cast<int64_t>(tensor_shape(obj).size()));

@@ -72,10 +72,11 @@ Value from_arg(const ir::Arg& a) {
   return Value();
 }
 
-static void scan(const ir::Arg& a, bool* proxy, bool* tensor) {
+static void scan(const ir::Arg& a, bool* proxy, bool* tensor, bool* donated = nullptr) {
   if (a.kind == K::Proxy) *proxy = true;
   if (a.kind == K::Tensor) *tensor = true;
-  for (const auto& x : a.items) scan(x, proxy, tensor);
+  if (a.kind == K::Tensor && !a.tensor.defined() && donated) *donated = true;
+  for (const auto& x : a.items) scan(x, proxy, tensor, donated);
 }
 
 static Value outputs_value(std::vector<Value> outs) {
@@ -105,8 +106,11 @@ Value Interpreter::call_op(const ir::OpDecl& op, CallArgs args, SourceLoc loc) {
   } catch (const ir::OpError& e) {
     fail(loc, std::string(e.what()).rfind(op.name, 0) == 0 ? op.ns + "." + e.what() : callee + ": " + e.what());
   }
-  bool has_proxy = false, has_tensor = false;
-  for (const auto& a : bound) scan(a, &has_proxy, &has_tensor);
+  bool has_proxy = false, has_tensor = false, donated = false;
+  for (const auto& a : bound) scan(a, &has_proxy, &has_tensor, &donated);
+  if (donated)
+    fail(loc, "'" + callee + "' got a tensor that was donated to a compiled call (donate_argnums) and holds no value "
+                             "any more; use what that call returned");
   if (tracing()) {
     if (has_tensor)
       fail(loc, "'" + callee + "' got a concrete tensor inside a traced function; pass it as an input instead");

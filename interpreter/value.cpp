@@ -469,6 +469,7 @@ std::string repr(const Value& v) {
     case VT::BoundMethod: return "<bound method>";
     case VT::Tensor: {
       const rt::Tensor& t = v.as<TensorObj>()->t;
+      if (!t.defined()) return "<donated tensor>";
       return std::string("<tensor ") + rt::dtype_name(t.dtype()) + rt::shape_str(t.shape()) + ">";
     }
     case VT::Proxy: {
