@@ -164,6 +164,26 @@ std::vector<std::string> Session::functions() const {
   return out;
 }
 
+bool Session::allow_read(const std::string& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    impl_->error("--allow-read " + dir + ": no such directory");
+    return false;
+  }
+  impl_->in->allow_read(dir);
+  return true;
+}
+
+bool Session::allow_write(const std::string& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    impl_->error("--allow-write " + dir + ": no such directory");
+    return false;
+  }
+  impl_->in->allow_write(dir);
+  return true;
+}
+
 bool Session::is_script() const {
   if (!impl_->module) return false;
   for (const auto& s : impl_->module->ast->body) {

@@ -528,6 +528,12 @@ const BuiltinDef kBuiltins[] = {
     {"float", b_float, "float(x): float from a number, a string ('inf', 'nan') or a one-element tensor's value (t.float() casts)."},
     {"memory_stats", b_memory_stats,
      "memory_stats(reset_peak=False): {'allocated': bytes, 'peak': bytes} of the tensors held on the CPU (the peak since the last reset)."},
+    {"load", builtin_load,
+     "load(path, like=None): a tensor from a .npy file, or the tensors of a .safetensors file as a dict; like=params "
+     "rebuilds that pytree, checking every name, dtype and shape (needs the host's --allow-read)."},
+    {"save", builtin_save,
+     "save(path, value): a tensor to .npy, or a pytree of tensors and numbers to .safetensors (names 'layers.0.w'); "
+     "written whole or not at all (needs the host's --allow-write)."},
     {"tensor", b_tensor, "tensor(data, dtype=None): a tensor from a number or nested lists (f32 if any is a float, else i64, else b8)."},
     {"jit", builtin_jit,
      "jit(f, passes=None, device='cpu', donate_argnums=()): f compiled: a call traces f on its arguments' types "

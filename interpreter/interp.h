@@ -116,6 +116,12 @@ class Interpreter {
   // calls; traces recorded before keep the one they named.
   const ir::OpDecl& register_op(ir::OpDecl op);
   const Options& options() const { return opts_; }
+  // Files load() may read and save() may write: those below these directories (none by default:
+  // a script touches no file unless the host grants it; interpreter/files.cpp).
+  void allow_read(const std::string& dir);
+  void allow_write(const std::string& dir);
+  const std::vector<std::string>& allowed_read() const { return allowed_read_; }
+  const std::vector<std::string>& allowed_write() const { return allowed_write_; }
   // Modules loaded from now on are the program being run (`__name__ == "__main__"`), or not.
   void set_main_program(bool on) { main_program_ = on; }
   rt::Allocator& allocator() { return allocator_; }
@@ -186,6 +192,7 @@ class Interpreter {
   int64_t steps_ = 0;
   int depth_ = 0;
   bool main_program_ = false;
+  std::vector<std::string> allowed_read_, allowed_write_;
   int64_t world_size_ = 0, world_rank_ = 0;
   std::map<std::tuple<int32_t, int64_t, std::string>, Value> thunder_objects_;  // thunder_object's values
 

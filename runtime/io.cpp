@@ -46,14 +46,32 @@ struct InFile {
   }
 };
 
+// Whole or not at all: written to a temporary file beside path, then renamed over it, so that a
+// failed write (a full disk, a crash) leaves the file that was there before intact.
 void write_all(const std::string& path, const std::string& header, const std::vector<const Tensor*>& ts) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) fail(path, std::string("cannot open for writing: ") + std::strerror(errno));
-  out.write(header.data(), static_cast<std::streamsize>(header.size()));
-  for (const Tensor* t : ts)
-    if (t->nbytes()) out.write(static_cast<const char*>(t->data()), static_cast<std::streamsize>(t->nbytes()));
-  out.flush();
-  if (!out) fail(path, "write failed");
+  namespace fs = std::filesystem;
+  std::string tmp = path + ".tmp" + std::to_string(::getpid()) + "_" +
+                    std::to_string(std::hash<std::thread::id>()(std::this_thread::get_id()));
+  std::error_code ec;
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) fail(path, std::string("cannot open for writing: ") + std::strerror(errno));
+    out.write(header.data(), static_cast<std::streamsize>(header.size()));
+    for (const Tensor* t : ts)
+      if (t->nbytes()) out.write(static_cast<const char*>(t->data()), static_cast<std::streamsize>(t->nbytes()));
+    out.flush();
+    if (!out) {
+      out.close();
+      fs::remove(tmp, ec);
+      fail(path, "write failed (the file that was there is left as it was)");
+    }
+  }
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    std::string why = ec.message();
+    fs::remove(tmp, ec);
+    fail(path, "cannot replace the file: " + why);
+  }
 }
 
 // ---- A parser for the Python dict literal in .npy headers. ----

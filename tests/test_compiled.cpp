@@ -2,6 +2,10 @@
 // themselves are checked in tests/lang/compiled.trace against finite differences).
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
 #include "tests/support.h"
 
 namespace tracer::test {
@@ -88,6 +92,81 @@ print(vg.trace_ms == t, vg.pass_ms == p, vg.compiles)
   INFO(r.rendered);
   REQUIRE(r.ok);
   CHECK(lines(r.output) == std::vector<std::string>{"1 20 True True", "True True 1"});
+}
+
+}  // namespace tracer::test
+
+namespace tracer::test {
+
+TEST_CASE("load and save: pytrees round trip below the allowed directories, nothing outside", "[compiled][files]") {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("tracer_files_" + std::to_string(::getpid()));
+  fs::create_directories(dir / "ck");
+  const std::string d = dir.string();
+  auto run = [&](const std::string& body, bool read, bool write) {
+    ScriptRun r;
+    interp::Interpreter in(r.sm);
+    in.on_print = [&](const std::string& s) { r.output += s; };
+    if (read) in.allow_read(d + "/ck");
+    if (write) in.allow_write(d + "/ck");
+    r.ok = in.load("files.trace", "D = '" + d + "'\n" + body, r.diags) != nullptr;
+    r.rendered = r.diags.render_all(r.sm);
+    return r;
+  };
+  const std::string setup = R"(
+p = {"w": randn(3, 4, dtype=f32), "layers": [{"b": randn(2, dtype=bf16)}, {"b": randn(5, dtype=f64)}], "step": 7, "lr": 0.5}
+)";
+  auto r = run(setup + R"(
+save(D + "/ck/a.safetensors", p)
+q = load(D + "/ck/a.safetensors", like=p)
+print(q["step"], q["lr"], amax(abs(q["w"] - p["w"])).item(), q["layers"][0]["b"].dtype, q["layers"][1]["b"].tolist() == p["layers"][1]["b"].tolist())
+print(sorted(load(D + "/ck/a.safetensors").keys()))
+save(D + "/ck/t.npy", p["layers"][0]["b"])
+print(load(D + "/ck/t.npy").tolist() == p["layers"][0]["b"].tolist())
+)",
+               true, true);
+  INFO(r.rendered);
+  REQUIRE(r.ok);
+  CHECK(lines(r.output) == std::vector<std::string>{"7 0.5 0.0 bf16 True", "['layers.0.b', 'layers.1.b', 'lr', 'step', 'w']", "True"});
+
+  struct Case {
+    std::string body;
+    bool read, write;
+    const char* text;
+  };
+  const Case cases[] = {
+      {"save(D + '/ck/b.safetensors', p)\n", true, false, "writing '"},
+      {"load(D + '/ck/a.safetensors')\n", false, true, "the host grants no read access (tracer run --allow-read DIR)"},
+      {"load(D + '/ck/../ck/../a.safetensors')\n", true, true, "it is not below the directory the host allows"},
+      {"save(D + '/elsewhere.npy', p['w'])\n", true, true, "it is not below the directory the host allows"},
+      {"load(D + '/ck/a.safetensors', like={'w': p['w'], 'layers': p['layers'], 'step': 1})\n", true, true,
+       "holds 'lr', which the structure given by like= does not have"},
+      {"load(D + '/ck/a.safetensors', like={'w': p['w'], 'x': p['w']})\n", true, true, "has no tensor 'x'"},
+      {"load(D + '/ck/a.safetensors', like={'w': randn(4, 3, dtype=f32), 'layers': p['layers'], 'step': 1, 'lr': 0.1})\n",
+       true, true, "holds 'w' as f32[3, 4] but the parameter is f32[4, 3]"},
+      {"save(D + '/ck/c.txt', p)\n", true, true, "names neither a .npy nor a .safetensors file"},
+      {"save(D + '/ck/c.npy', p)\n", true, true, "a .npy file holds one tensor"},
+      {"save(D + '/ck/c.safetensors', {'a.b': p['w']})\n", true, true, "holds a '.'"},
+      {"load(D + '/ck/missing.npy')\n", true, true, "missing.npy"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.body);
+    auto e = run(setup + c.body, c.read, c.write);
+    REQUIRE_FALSE(e.ok);
+    CHECK_THAT(e.diags.items().front().message, Catch::Contains(c.text));
+  }
+  // A save that fails leaves the file that was there as it was.
+  std::string before;
+  {
+    std::ifstream f(dir / "ck" / "a.safetensors", std::ios::binary);
+    before.assign(std::istreambuf_iterator<char>(f), {});
+  }
+  auto bad = run(setup + "p['bad'] = print\nsave(D + '/ck/a.safetensors', p)\n", true, true);
+  REQUIRE_FALSE(bad.ok);
+  std::ifstream f(dir / "ck" / "a.safetensors", std::ios::binary);
+  std::string after((std::istreambuf_iterator<char>(f)), {});
+  CHECK(after == before);
+  fs::remove_all(dir);
 }
 
 }  // namespace tracer::test

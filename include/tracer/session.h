@@ -201,6 +201,10 @@ class Session {
 
   std::vector<std::string> functions() const;  // top-level functions, in source order
   // The requested entry if non-empty, else "main" if defined, else the last function.
+  // Lets scripts' load() read files below dir, or save() write there (tracer run --allow-read,
+  // --allow-write). Without, a script touches no file. Returns false when dir does not exist.
+  bool allow_read(const std::string& dir);
+  bool allow_write(const std::string& dir);
   // Whether the loaded module is a script: its top level does more than define things (an
   // expression statement, a loop, an if, a with). tracer run runs a script's top level and
   // traces no entry unless one is named.

@@ -18,7 +18,7 @@ namespace {
 
 struct Common {
   std::string file, entry, passes;
-  std::vector<std::string> sets, inputs, types, pass_files, print_after;
+  std::vector<std::string> sets, inputs, types, pass_files, print_after, allow_read, allow_write;
   bool verify = false, time_passes = false;
   uint64_t seed = 0;
   int64_t step_limit = 500'000'000;
@@ -179,6 +179,10 @@ int cmd_run(const Common& c, const std::string& output_dir, const RunArgs& ra) {
     return 1;
   }
   if (!s.set_device(device)) return fail(s);
+  for (const std::string& d : c.allow_read)
+    if (!s.allow_read(d)) return fail(s);
+  for (const std::string& d : c.allow_write)
+    if (!s.allow_write(d)) return fail(s);
   s.set_bench(ra.bench);
   s.set_cuda_graph(ra.cuda_graph);
   if (!prepare(s, c)) return fail(s);
@@ -434,6 +438,8 @@ int main(int argc, char** argv) {
   add_common(run, c, true);
   run->add_option("--seed", c.seed, "Seed for random inputs and random ops (default 0)");
   run->add_option("--output", output_dir, "Write each output as DIR/NAME.npy");
+  run->add_option("--allow-read", c.allow_read, "Let the script's load() read files below DIR (repeatable)");
+  run->add_option("--allow-write", c.allow_write, "Let the script's save() write files below DIR (repeatable)");
   RunArgs ra;
   run->add_option("--device", ra.device, "cpu (default), cuda or cuda:N");
   run->add_option("--bench", ra.bench, "After the run, time N more runs and report median and spread")
