@@ -164,6 +164,8 @@ std::vector<std::string> Session::functions() const {
   return out;
 }
 
+void Session::set_argv(const std::vector<std::string>& argv) { impl_->in->set_argv(argv); }
+
 bool Session::allow_read(const std::string& dir) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) {

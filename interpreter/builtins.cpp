@@ -1,6 +1,7 @@
 // Builtin functions (Python's familiar set plus tensor helpers) and the namespaces that map
 // Thunder's module prefixes (prims, ltorch, torch, torch.nn.functional, Tensor) to ops.
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cmath>
 #include <limits>
@@ -279,6 +280,19 @@ Value b_memory_stats(Interpreter& in, CallArgs& a, SourceLoc loc) {
   return out;
 }
 
+Value b_perf_counter(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  want_args(in, a, "time.perf_counter", 0, 0, loc);
+  return Value::number(std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+Value b_time(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  want_args(in, a, "time.time", 0, 0, loc);
+  return Value::number(std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+}
+const BuiltinDef kTime[] = {
+    {"perf_counter", b_perf_counter, "time.perf_counter(): seconds on a monotonic clock, for measuring durations."},
+    {"time", b_time, "time.time(): seconds since the epoch."},
+};
+
 Value b_bool(Interpreter& in, CallArgs& a, SourceLoc loc) {
   want_args(in, a, "bool", 0, 1, loc);
   return Value::boolean(!a.pos.empty() && in.truth(a.pos[0], loc));
@@ -532,8 +546,11 @@ const BuiltinDef kBuiltins[] = {
      "load(path, like=None): a tensor from a .npy file, or the tensors of a .safetensors file as a dict; like=params "
      "rebuilds that pytree, checking every name, dtype and shape (needs the host's --allow-read)."},
     {"save", builtin_save,
-     "save(path, value): a tensor to .npy, or a pytree of tensors and numbers to .safetensors (names 'layers.0.w'); "
+     "save(path, value): a tensor to .npy, a pytree of tensors and numbers to .safetensors (names 'layers.0.w'), or a string as text; "
      "written whole or not at all (needs the host's --allow-write)."},
+    {"load_module", builtin_load_module,
+     "load_module(path, **settings): the .trace file at path (beside the calling file) run as a module with its "
+     "top-level settings replaced (as --set does); returns its names as a namespace."},
     {"tensor", b_tensor, "tensor(data, dtype=None): a tensor from a number or nested lists (f32 if any is a float, else i64, else b8)."},
     {"jit", builtin_jit,
      "jit(f, passes=None, device='cpu', donate_argnums=()): f compiled: a call traces f on its arguments' types "
@@ -614,6 +631,12 @@ const ir::OpDecl& Interpreter::register_op(ir::OpDecl op) {
   return d;
 }
 
+void Interpreter::set_argv(const std::vector<std::string>& argv) {
+  std::vector<Value> xs;
+  for (const std::string& a : argv) xs.push_back(str_value(a));
+  nsref(builtins_).members["argv"] = make<ListObj>(std::move(xs));
+}
+
 void Interpreter::install_builtins() {
   builtins_ = ns("builtins");
   NamespaceObj& b = nsref(builtins_);
@@ -621,6 +644,7 @@ void Interpreter::install_builtins() {
   for (const BuiltinDef* d : trace_builtins()) b.members[d->name] = make<BuiltinObj>(d);
   // Each module sets its own (load); this is what a chunk without one sees.
   b.members["__name__"] = str_value("__main__");
+  b.members["argv"] = make<ListObj>(std::vector<Value>{});
 
   Value prims = ns("prims");
   for (const ir::OpDecl& op : ir::all_ops()) {
@@ -657,6 +681,9 @@ void Interpreter::install_builtins() {
   Value devices = ns("devices");
   nsref(devices).members["Device"] = b.members["device"];
   Value math = math_namespace();
+  Value time = ns("time");
+  for (const BuiltinDef& d : kTime) nsref(time).members[d.name] = make<BuiltinObj>(&d);
+  b.members["time"] = time;
   Value thunder = ns("thunder");
   for (const char* n : {"no_autocast", "no_grad"}) nsref(thunder).members[n] = b.members[n];
   nsref(thunder).fallback = &nsref(ltorch_);

@@ -16,6 +16,7 @@ const BuiltinDef* find_method(VT t, const std::string& name);
 // load(path, like=None) and save(path, value) (interpreter/files.cpp).
 Value builtin_load(Interpreter& in, CallArgs& a, SourceLoc loc);
 Value builtin_save(Interpreter& in, CallArgs& a, SourceLoc loc);
+Value builtin_load_module(Interpreter& in, CallArgs& a, SourceLoc loc);
 // The value of a one-element concrete tensor as a Python number (int, float or bool by its
 // dtype); `what` names the caller in errors (a proxy's value is not known while tracing).
 Value tensor_item(Interpreter& in, const Value& v, SourceLoc loc, const char* what);

@@ -1,7 +1,10 @@
 // load and save: tensors and pytrees of them as .npy and .safetensors files, below the
 // directories the host allows (Interpreter::allow_read / allow_write; tracer run --allow-read DIR
 // --allow-write DIR). Without a grant, a script touches no file.
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "interpreter/builtins.h"
@@ -159,6 +162,11 @@ Value builtin_save(Interpreter& in, CallArgs& a, SourceLoc loc) {
   std::string full = permitted(path, in.allowed_write(), "writing", &why);
   if (full.empty()) in.fail(loc, "save: " + why);
   try {
+    if (a.pos[1].is(VT::Str)) {  // text (a plot, a log): any file name
+      std::string err;
+      if (!rt::write_file_atomically(full, a.pos[1].as<StrObj>()->s, &err)) in.fail(loc, "save: " + err);
+      return Value();
+    }
     if (ends_with(path, ".npy")) {
       if (!a.pos[1].is(VT::Tensor)) in.fail(loc, "save: a .npy file holds one tensor; save a pytree as .safetensors");
       const rt::Tensor& t = a.pos[1].as<TensorObj>()->t;
@@ -216,6 +224,48 @@ Value builtin_load(Interpreter& in, CallArgs& a, SourceLoc loc) {
   } catch (const std::runtime_error& e) {
     in.fail(loc, std::string("load: ") + e.what());
   }
+}
+
+Value builtin_load_module(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  if (a.pos.size() != 1 || !a.pos[0].is(VT::Str))
+    in.fail(loc, "load_module(path, **settings) takes the path of a .trace file and its settings (like --set)");
+  if (in.tracing()) in.fail(loc, "load_module() cannot run inside a traced function");
+  // Relative to the file that calls it; a program may load the modules beside it (and below its
+  // directory), or any below the directories the host lets it read.
+  std::string path = a.pos[0].as<StrObj>()->s;
+  fs::path base = loc.valid() ? fs::path(in.sources().name(loc.file)).parent_path() : fs::path();
+  fs::path p = fs::path(path).is_absolute() ? fs::path(path) : base / path;
+  std::vector<std::string> dirs = in.allowed_read();
+  std::error_code ec;
+  if (!base.empty()) dirs.push_back(fs::weakly_canonical(fs::absolute(base, ec), ec).string());
+  std::string why;
+  std::string full = permitted(p.string(), dirs, "reading", &why);
+  if (full.empty()) in.fail(loc, "load_module: " + why);
+  std::ifstream f(full, std::ios::binary);
+  if (!f) in.fail(loc, "load_module: cannot read '" + p.string() + "': " + std::strerror(errno));
+  std::string text((std::istreambuf_iterator<char>(f)), {});
+  std::map<std::string, Value> pinned;
+  for (const auto& [k, v] : a.kw) {
+    if (!(v.is_number() || v.is(VT::Str) || v.is(VT::None)))
+      in.fail(loc, "load_module: setting '" + k + "' is a " + type_name(v.type()) + "; settings are numbers, strings or None");
+    pinned[k] = v;
+  }
+  DiagnosticList diags;
+  auto m = in.load(p.string(), std::move(text), diags, pinned);
+  if (!m) {
+    const Diagnostic& d = diags.items().front();
+    LineCol lc = d.loc.valid() ? in.sources().line_col(d.loc) : LineCol{};
+    in.fail(loc, "load_module: " + p.string() + (d.loc.valid() ? ":" + std::to_string(lc.line) + ":" + std::to_string(lc.col) : "") +
+                     ": " + d.message);
+  }
+  for (const auto& [k, v] : pinned)
+    if (!m->module_defs.count(k))
+      in.fail(loc, "load_module: setting '" + k + "' names nothing that " + p.string() + " defines");
+  auto* ns = new NamespaceObj(p.stem().string());
+  Value out(ns);
+  for (const auto& [k, v] : m->globals)
+    if (!k.empty() && k[0] != '_') ns->members[k] = v;
+  return out;
 }
 
 }  // namespace tracer::interp

@@ -119,6 +119,7 @@ class Interpreter {
   // Files load() may read and save() may write: those below these directories (none by default:
   // a script touches no file unless the host grants it; interpreter/files.cpp).
   void allow_read(const std::string& dir);
+  void set_argv(const std::vector<std::string>& argv);  // the builtin argv (default [])
   void allow_write(const std::string& dir);
   const std::vector<std::string>& allowed_read() const { return allowed_read_; }
   const std::vector<std::string>& allowed_write() const { return allowed_write_; }

@@ -204,6 +204,8 @@ class Session {
   // Lets scripts' load() read files below dir, or save() write there (tracer run --allow-read,
   // --allow-write). Without, a script touches no file. Returns false when dir does not exist.
   bool allow_read(const std::string& dir);
+  // The script's `argv` (as Python's sys.argv: the program's path, then its arguments).
+  void set_argv(const std::vector<std::string>& argv);
   bool allow_write(const std::string& dir);
   // Whether the loaded module is a script: its top level does more than define things (an
   // expression statement, a loop, an if, a with). tracer run runs a script's top level and

@@ -18,7 +18,7 @@ namespace {
 
 struct Common {
   std::string file, entry, passes;
-  std::vector<std::string> sets, inputs, types, pass_files, print_after, allow_read, allow_write;
+  std::vector<std::string> sets, inputs, types, pass_files, print_after, allow_read, allow_write, script_args;
   bool verify = false, time_passes = false;
   uint64_t seed = 0;
   int64_t step_limit = 500'000'000;
@@ -179,6 +179,9 @@ int cmd_run(const Common& c, const std::string& output_dir, const RunArgs& ra) {
     return 1;
   }
   if (!s.set_device(device)) return fail(s);
+  std::vector<std::string> argv{c.file};
+  argv.insert(argv.end(), c.script_args.begin(), c.script_args.end());
+  s.set_argv(argv);
   for (const std::string& d : c.allow_read)
     if (!s.allow_read(d)) return fail(s);
   for (const std::string& d : c.allow_write)
@@ -188,6 +191,11 @@ int cmd_run(const Common& c, const std::string& output_dir, const RunArgs& ra) {
   if (!prepare(s, c)) return fail(s);
   // A script (its top level does more than define) ran as it loaded; an entry runs only if named.
   if (c.entry.empty() && s.is_script()) {
+    if (!c.inputs.empty() || !c.types.empty()) {
+      std::cerr << s.rendered_diagnostics() << "error: " << c.file
+                << " is a script (its top level runs); --input and --type are for a traced entry: name one with --entry\n";
+      return 1;
+    }
     std::cerr << s.rendered_diagnostics();
     return s.leave_job() ? 0 : fail(s);
   }
@@ -434,12 +442,15 @@ int main(int argc, char** argv) {
   std::string output_dir;
   bool parse_only = false;
 
-  CLI::App* run = app.add_subcommand("run", "Trace a function and run it on the CPU");
+  CLI::App* run = app.add_subcommand("run", "Run a script, or trace a function and run it (on the CPU unless --device); ARGS after -- are the script's argv");
   add_common(run, c, true);
   run->add_option("--seed", c.seed, "Seed for random inputs and random ops (default 0)");
   run->add_option("--output", output_dir, "Write each output as DIR/NAME.npy");
-  run->add_option("--allow-read", c.allow_read, "Let the script's load() read files below DIR (repeatable)");
-  run->add_option("--allow-write", c.allow_write, "Let the script's save() write files below DIR (repeatable)");
+  // One directory per flag, so that `--allow-write DIR -- ARGS` ends at DIR.
+  run->add_option("--allow-read", c.allow_read, "Let the script's load() read files below DIR (repeatable)")
+      ->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  run->add_option("--allow-write", c.allow_write, "Let the script's save() write files below DIR (repeatable)")
+      ->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   RunArgs ra;
   run->add_option("--device", ra.device, "cpu (default), cuda or cuda:N");
   run->add_option("--bench", ra.bench, "After the run, time N more runs and report median and spread")
@@ -484,7 +495,21 @@ int main(int argc, char** argv) {
   launch->add_flag("--exec", la.exec, "Run the command as given (any program) instead of as a tracer subcommand");
   launch->add_option("command", la.command, "After '--': the tracer subcommand and its arguments (with --exec: a program)");
 
-  CLI11_PARSE(app, argc, argv);
+  // `tracer run FILE [options] -- ARGS`: what follows the first -- is the script's (its argv), not
+  // tracer's; split off before parsing, since an option's values would otherwise run into it.
+  int parsed_argc = argc;
+  if (argc > 1 && std::string(argv[1]) == "run")
+    for (int i = 2; i < argc; ++i)
+      if (std::string(argv[i]) == "--") {
+        c.script_args.assign(argv + i + 1, argv + argc);
+        parsed_argc = i;
+        break;
+      }
+  try {
+    app.parse(parsed_argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
   if (*launch) return cmd_launch(la);
   if (*run) return cmd_run(c, output_dir, ra);
   if (*print) return cmd_print(c);
