@@ -142,9 +142,13 @@ bool flatten_value(tracer_state* S, const Value& v, std::vector<tracer_value>& o
       for (const Value& x : v.as<interp::ListObj>()->items)
         if (!flatten_value(S, x, out, why)) return false;
       return true;
+    case VT::Dict:  // its values in the dict's order (a gradient pytree's)
+      for (auto& [k, x] : v.as<interp::DictObj>()->items())
+        if (!flatten_value(S, x, out, why)) return false;
+      return true;
     default:
       *why = std::string("a result is a ") + interp::type_name(v.type()) +
-             ", which the C API cannot return (tensors, numbers, bools and None, in tuples and lists)";
+             ", which the C API cannot return (tensors, numbers, bools and None, in tuples, lists and dicts)";
       return false;
   }
 }
@@ -470,7 +474,8 @@ tracer_status tracer_function_get(tracer_state* S, const char* name, tracer_func
     auto& m = S->impl->module;
     if (!m) return fail(S, TRACER_ERROR_NOT_FOUND, "no module is loaded");
     auto it = m->globals.find(name);
-    if (it == m->globals.end() || !it->second.is(VT::Function))
+    // A function, or a compiled one (`step = value_and_grad(loss)` at the module's top level).
+    if (it == m->globals.end() || !(it->second.is(VT::Function) || it->second.is(VT::Compiled)))
       return fail(S, TRACER_ERROR_NOT_FOUND, std::string("no function named '") + name + "' in the module");
     auto* f = new tracer_function;
     f->S = S;
@@ -573,7 +578,8 @@ tracer_status tracer_call(tracer_state* S, tracer_function* f, const tracer_valu
     std::string why;
     if (!check_values(S, args, nargs, &why)) return fail(S, TRACER_ERROR_ARGUMENT, why);
     std::vector<tracer_value> got;
-    bool eager = S->passes.empty() && S->device == "cpu";
+    // A compiled function (jit, value_and_grad) brings its own passes and device.
+    bool eager = (S->passes.empty() && S->device == "cpu") || f->fn.is(VT::Compiled);
     tracer_status st = eager ? call_eager(S, f, args, nargs, got) : call_traced(S, f, args, nargs, got);
     if (st != TRACER_OK) return st;
     return deliver(S, got, results, capacity, n);

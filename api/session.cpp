@@ -796,6 +796,10 @@ std::optional<std::string> Session::help(const std::string& name) {
     }
   if (const Value* f = member("ltorch", n))
     if (auto d = function_doc("ltorch." + n, *f)) return d;
+  // NS.name in a builtin namespace: optim.adamw, dist.all_gather, math.sqrt, time.perf_counter.
+  if (size_t dot = n.find('.'); dot != std::string::npos && dot > 0)
+    if (const Value* f = member(n.substr(0, dot), n.substr(dot + 1)))
+      if (auto d = function_doc(n, *f)) return d;
   if (const Value* p = impl_->in->find_pass(n))
     if (auto d = function_doc(n, *p)) return "pass " + *d;
   if (const ir::OpDecl* op = ir::find_op(n)) return op_doc(*op);

@@ -52,6 +52,16 @@ inline std::vector<std::string> files_in(const std::string& dir, const std::stri
   return out;
 }
 
+// The examples that are traced programs (an entry with typed inputs), not scripts: a script
+// (`if __name__ == "__main__":`, like examples/train_gpt.trace) runs its own top level and has
+// its own tests.
+inline std::vector<std::string> example_programs(const std::string& examples_dir) {
+  std::vector<std::string> out;
+  for (const std::string& f : files_in(examples_dir, ".trace"))
+    if (read_file(f).find("\nif __name__ == \"__main__\":") == std::string::npos) out.push_back(f);
+  return out;
+}
+
 struct ScriptRun {
   bool ok = false;
   std::string output;

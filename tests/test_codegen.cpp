@@ -54,7 +54,7 @@ TEST_CASE("NVRTC compiles every example's kernels to sm_90 cubins", "[codegen][n
       {}, {"grad", "checkpoint", "philox", "remat", "del_last_used"},
       // fuse_reorder brings chained random offsets into the draws' groups
       {"grad", "checkpoint", "philox", "remat", "fuse_reorder", "del_last_used"}};
-  for (const std::string& f : files_in(source_dir() + "/examples", ".trace")) {
+  for (const std::string& f : example_programs(source_dir() + "/examples")) {
     for (const auto& passes : pipelines) {
       DYNAMIC_SECTION(f << " --passes " << passes.size()) {
         Session s;

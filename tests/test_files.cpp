@@ -199,7 +199,7 @@ const std::vector<std::pair<std::string, std::string>> kSmall = {{"T", "16"}, {"
 }  // namespace
 
 TEST_CASE("round trip: print(parse(print(T))) == print(T) for every example", "[roundtrip]") {
-  auto files = files_in(source_dir() + "/examples", ".trace");
+  auto files = example_programs(source_dir() + "/examples");
   REQUIRE(files.size() >= 4);
   for (const std::string& f : files) {
     DYNAMIC_SECTION(f) { round_trip(f, read_file(f), "", kSmall); }
@@ -288,7 +288,7 @@ TEST_CASE("the memory estimate equals the CPU allocator's measured peak on every
       {}, {"del_last_used"}, {"grad"}, {"grad", "del_last_used"}, {"grad", "cse", "dce", "del_last_used"},
       {"fuse", "del_last_used"}, {"grad", "checkpoint", "philox", "remat", "fuse", "del_last_used"},
       {"grad", "philox", "remat", "fuse_reorder", "del_last_used"}};
-  auto files = files_in(source_dir() + "/examples", ".trace");
+  auto files = example_programs(source_dir() + "/examples");
   for (const std::string& f : files) {
     for (const auto& passes : pipelines) {
       std::string label = f + " --passes ";

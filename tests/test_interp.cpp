@@ -412,6 +412,12 @@ TEST_CASE("help shows signatures with their defaults, prims' parameters and ever
   auto p = s.help("prims.sum");
   REQUIRE(p);
   CHECK(p->rfind("prims.sum(a, dims, keepdim=False, dtype=None)\n", 0) == 0);
+  auto o = s.help("optim.adamw");
+  REQUIRE(o);
+  CHECK(o->rfind("optim.adamw(lr, betas=(0.9, 0.999), eps=1e-08, weight_decay=0.01, decay=None, state_dtype=None)\n", 0) == 0);
+  auto v = s.help("value_and_grad");
+  REQUIRE(v);
+  CHECK_THAT(*v, Catch::Contains("argnums=0, has_aux=False"));
   for (const std::string& pass : {"grad", "remat", "checkpoint", "philox", "fuse", "fuse_reorder", "cse", "dce", "del_last_used"}) {
     auto d = s.help(pass);
     INFO(pass);

@@ -502,6 +502,38 @@ static void test_gradient_positions(void) {
   tracer_close(S);
 }
 
+/* A compiled function of the module (value_and_grad) through tracer_call: (value, gradients). */
+static void test_compiled_function(void) {
+  tracer_state* S = NULL;
+  CHECK_OK(S, tracer_open(NULL, &S));
+  CHECK_OK(S, tracer_load_string(S, "vg.trace",
+                                 "def f(x, w):\n"
+                                 "    return sum(x * w)\n"
+                                 "step = value_and_grad(f, argnums=(0, 1))\n"));
+  tracer_function* step = NULL;
+  CHECK_OK(S, tracer_function_get(S, "step", &step));
+  int64_t s4[1] = {4};
+  float x[4] = {1, 2, 3, 4}, w[4] = {0.5f, -1, 2, 0.25f};
+  tracer_tensor *tx = NULL, *tw = NULL;
+  CHECK_OK(S, tracer_tensor_new(S, TRACER_F32, 1, s4, x, &tx));
+  CHECK_OK(S, tracer_tensor_new(S, TRACER_F32, 1, s4, w, &tw));
+  tracer_value args[2] = {tracer_value_tensor(tx), tracer_value_tensor(tw)};
+  tracer_value out[3];
+  size_t n = 0;
+  for (int call = 0; call < 2; ++call) { /* the second call reuses the compiled program */
+    CHECK_OK(S, tracer_call(S, step, args, 2, out, 3, &n));
+    CHECK(n == 3);
+    CHECK(fabs(*(const float*)tracer_tensor_data(out[0].as.tensor) - (0.5 - 2 + 6 + 1)) < 1e-5);
+    CHECK(((const float*)tracer_tensor_data(out[1].as.tensor))[2] == 2.0f); /* d/dx = w */
+    CHECK(((const float*)tracer_tensor_data(out[2].as.tensor))[3] == 4.0f); /* d/dw = x */
+    tracer_values_release(out, n);
+  }
+  tracer_function_release(step);
+  tracer_tensor_release(tx);
+  tracer_tensor_release(tw);
+  tracer_close(S);
+}
+
 static void test_dlpack(void) {
   tracer_state* S = NULL;
   CHECK_OK(S, tracer_open(NULL, &S));
@@ -773,6 +805,7 @@ int main(void) {
   test_eager_calls_and_natives();
   test_traced_calls();
   test_gradient_positions();
+  test_compiled_function();
   test_dlpack();
   test_native_ops();
   test_two_states();
