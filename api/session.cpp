@@ -166,25 +166,8 @@ std::vector<std::string> Session::functions() const {
 
 void Session::set_argv(const std::vector<std::string>& argv) { impl_->in->set_argv(argv); }
 
-bool Session::allow_read(const std::string& dir) {
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) {
-    impl_->error("--allow-read " + dir + ": no such directory");
-    return false;
-  }
-  impl_->in->allow_read(dir);
-  return true;
-}
-
-bool Session::allow_write(const std::string& dir) {
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) {
-    impl_->error("--allow-write " + dir + ": no such directory");
-    return false;
-  }
-  impl_->in->allow_write(dir);
-  return true;
-}
+bool Session::allow_read(const std::string& dir) { return impl_->grant(dir, false); }
+bool Session::allow_write(const std::string& dir) { return impl_->grant(dir, true); }
 
 bool Session::is_script() const {
   if (!impl_->module) return false;

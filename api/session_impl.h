@@ -228,6 +228,18 @@ struct Session::Impl {
     }
   }
 
+  // Lets scripts read (load) or write (save) below dir, an existing directory.
+  bool grant(const std::string& dir, bool write) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec)) {
+      error(std::string("--allow-") + (write ? "write " : "read ") + dir + ": no such directory");
+      return false;
+    }
+    if (write) in->allow_write(dir);
+    else in->allow_read(dir);
+    return true;
+  }
+
   // Every type set for an input (--type NAME=TYPE) names one of the traced function's inputs: a
   // misspelt name would otherwise leave the input drawn with its declared type, silently.
   bool types_name_inputs(const ir::Trace& t, const std::string& entry) {

@@ -94,9 +94,10 @@ class Flattener {
   SourceLoc loc_;
 };
 
-// v with its tensors replaced, in order, by leaf(i) for i counting from *next.
+// v with its tensors replaced, in order, by leaf(i) for i counting from *next; with others_none
+// (a gradient pytree) every other value becomes None.
 template <class F>
-Value rebuild(const Value& v, size_t* next, const F& leaf) {
+Value rebuild(const Value& v, size_t* next, const F& leaf, bool others_none = false) {
   switch (v.type()) {
     case VT::Tensor: return leaf((*next)++);
     case VT::List:
@@ -104,38 +105,16 @@ Value rebuild(const Value& v, size_t* next, const F& leaf) {
       const auto& xs = v.is(VT::List) ? v.as<ListObj>()->items : v.as<TupleObj>()->items;
       std::vector<Value> ys;
       ys.reserve(xs.size());
-      for (const Value& x : xs) ys.push_back(rebuild(x, next, leaf));
+      for (const Value& x : xs) ys.push_back(rebuild(x, next, leaf, others_none));
       return v.is(VT::List) ? make<ListObj>(std::move(ys)) : make<TupleObj>(std::move(ys));
     }
     case VT::Dict: {
       auto* d = new DictObj();
       Value out(d);
-      for (auto& [k, x] : v.as<DictObj>()->items()) d->set(k, rebuild(x, next, leaf));
+      for (auto& [k, x] : v.as<DictObj>()->items()) d->set(k, rebuild(x, next, leaf, others_none));
       return out;
     }
-    default: return v;
-  }
-}
-
-// A gradient pytree: v's structure, its tensors replaced by gradients, every other value by None.
-template <class F>
-Value grad_tree(const Value& v, size_t* next, const F& leaf) {
-  switch (v.type()) {
-    case VT::Tensor: return leaf((*next)++);
-    case VT::List:
-    case VT::Tuple: {
-      const auto& xs = v.is(VT::List) ? v.as<ListObj>()->items : v.as<TupleObj>()->items;
-      std::vector<Value> ys;
-      for (const Value& x : xs) ys.push_back(grad_tree(x, next, leaf));
-      return v.is(VT::List) ? make<ListObj>(std::move(ys)) : make<TupleObj>(std::move(ys));
-    }
-    case VT::Dict: {
-      auto* d = new DictObj();
-      Value out(d);
-      for (auto& [k, x] : v.as<DictObj>()->items()) d->set(k, grad_tree(x, next, leaf));
-      return out;
-    }
-    default: return Value();
+    default: return others_none ? Value() : v;
   }
 }
 
@@ -408,7 +387,7 @@ Value call_compiled(Interpreter& in, CompiledObj& c, CallArgs args, SourceLoc lo
       const ir::TensorType& x = input_types[leaves[i]];
       return make<TensorObj>(rt::full(x.shape, rt::Scalar{0.0, 0, false}, x.dtype, &in.allocator()));
     };
-    per_arg.push_back(grad_tree(args.pos[static_cast<size_t>(c.argnums[k])], &next, leaf));
+    per_arg.push_back(rebuild(args.pos[static_cast<size_t>(c.argnums[k])], &next, leaf, true));
   }
   Value g = c.argnums_tuple ? make<TupleObj>(std::move(per_arg)) : per_arg[0];
   return make<TupleObj>(std::vector<Value>{value, g});

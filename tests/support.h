@@ -1,6 +1,7 @@
 // Helpers shared by the tests: locating test data, reading files, running script sources.
 #pragma once
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -59,6 +60,23 @@ inline std::vector<std::string> example_programs(const std::string& examples_dir
   std::vector<std::string> out;
   for (const std::string& f : files_in(examples_dir, ".trace"))
     if (read_file(f).find("\nif __name__ == \"__main__\":") == std::string::npos) out.push_back(f);
+  return out;
+}
+
+// Runs `tracer ARGS` (the binary at cli, in the source tree) and returns what it printed: stdout,
+// and stderr too with_stderr; *rc gets the exit status as pclose gives it.
+inline std::string run_tracer(const std::string& cli, const std::string& args, bool with_stderr, int* rc) {
+  std::string full = "cd '" + source_dir() + "' && '" + cli + "' " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
+  std::string out;
+  FILE* p = popen(full.c_str(), "r");
+  if (!p) {
+    *rc = -1;
+    return out;
+  }
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  *rc = pclose(p);
   return out;
 }
 

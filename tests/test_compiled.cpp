@@ -181,20 +181,7 @@ namespace {
 #define TRACER_CLI_PATH "tracer"
 #endif
 
-std::string run_cli(const std::string& args, int* rc) {
-  std::string full = "cd '" + source_dir() + "' && '" + std::string(TRACER_CLI_PATH) + "' " + args + " 2>&1";
-  std::string out;
-  FILE* p = popen(full.c_str(), "r");
-  if (!p) {
-    *rc = -1;
-    return out;
-  }
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  *rc = pclose(p);
-  return out;
-}
+std::string run_cli(const std::string& args, int* rc) { return run_tracer(TRACER_CLI_PATH, args, true, rc); }
 
 // "step N  loss X  lr Y  grad norm Z" of each logged step (the speed and memory columns vary).
 std::map<int, std::string> steps_of(const std::string& out) {

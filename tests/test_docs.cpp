@@ -99,20 +99,7 @@ bool matches(const std::vector<std::string>& want, size_t i, const std::vector<s
   return j < got.size() && normalize(want[i]) == normalize(got[j]) && matches(want, i + 1, got, j + 1);
 }
 
-std::string run(const std::string& command, int* rc) {
-  std::string full = "cd '" + source_dir() + "' && '" + std::string(TRACER_CLI_PATH) + "' " + command + " 2>/dev/null";
-  std::string out;
-  FILE* p = popen(full.c_str(), "r");
-  if (!p) {
-    *rc = -1;
-    return out;
-  }
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  *rc = pclose(p);
-  return out;
-}
+std::string run(const std::string& command, int* rc) { return run_tracer(TRACER_CLI_PATH, command, false, rc); }
 
 }  // namespace
 
