@@ -298,7 +298,25 @@ std::shared_ptr<CompiledProgram> compile(Interpreter& in, CompiledObj& c, const 
     for (std::string& e : passes)
       if (e == "grad") e = "grad(wrt='" + wrt + "'" + (c.has_aux ? ", aux=True" : "") + ")";
   }
-  in.record_call(fn, traced, *t, loc);
+  // Tensors the function closes over (a global weight) become inputs after the arguments',
+  // passed as they were when traced (as JAX captures constants).
+  std::map<const void*, ir::ProxyPtr> seen;
+  auto capture = [&](const rt::Tensor& x) -> ir::ProxyPtr {
+    if (!x.defined()) in.fail(loc, c.name + ": the function uses a tensor that was donated to a compiled call and holds no value");
+    auto it = seen.find(x.data());
+    if (it != seen.end() && it->second->type.shape == x.shape() && it->second->type.dtype == x.dtype()) return it->second;
+    auto p = std::make_shared<ir::Proxy>();
+    std::string name = "captured_" + std::to_string(prog->captured.size());
+    while (!t->names.insert(name).second) name += "_";
+    p->name = name;
+    p->type = ir::TensorType{x.dtype(), x.shape(), "cpu"};
+    p->auto_named = false;
+    t->inputs.push_back(p);
+    prog->captured.push_back(x);
+    seen[x.data()] = p;
+    return p;
+  };
+  in.record_call(fn, traced, *t, loc, capture);
   auto errs = ir::verify(*t);
   if (!errs.empty()) in.fail(loc, c.name + ": internal error: the trace is invalid: " + errs[0].message + "; please report this");
   prog->trace_ms = ms_since(t0);
@@ -361,6 +379,7 @@ Value call_compiled(Interpreter& in, CompiledObj& c, CallArgs args, SourceLoc lo
                        std::to_string(args.pos.size()) + " positional arguments");
     donate_tensors(args.pos[static_cast<size_t>(k)]);
   }
+  flat.tensors.insert(flat.tensors.end(), prog->captured.begin(), prog->captured.end());
   std::vector<ir::TensorType> input_types;
   for (const auto& p : prog->prog[0]->inputs) input_types.push_back(p->type);
   auto t0 = Clock::now();

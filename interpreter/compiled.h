@@ -21,6 +21,8 @@ using Traces = std::vector<std::shared_ptr<ir::Trace>>;
 struct CompiledProgram {
   Traces prog;
   std::vector<std::vector<size_t>> grad_leaves;  // per argnum: indices into the flattened tensors
+  std::vector<rt::Tensor> captured;  // tensors the function closes over: inputs after the arguments'
+  
   double trace_ms = 0, pass_ms = 0;
 };
 

@@ -61,6 +61,9 @@ struct Recorder {
   std::string region;
   int region_id = 0;
   int region_count = 0;
+  // A compiled function's trace: a concrete tensor an op meets (one the function closes over)
+  // becomes an input of the trace, made by this; unset elsewhere (an error then).
+  std::function<ir::ProxyPtr(const rt::Tensor&)> capture;
 };
 
 class Interpreter {
@@ -95,7 +98,8 @@ class Interpreter {
   std::shared_ptr<ir::Trace> trace(const FunctionObj& fn, const std::map<std::string, ir::TensorType>& given);
   // Calls fn on args (which hold t's input proxies) while recording into t, whose output
   // becomes what fn returns (jit and value_and_grad: interpreter/compiled.cpp); loc is the call's.
-  void record_call(const FunctionObj& fn, CallArgs& args, ir::Trace& t, SourceLoc loc);
+  void record_call(const FunctionObj& fn, CallArgs& args, ir::Trace& t, SourceLoc loc,
+                   std::function<ir::ProxyPtr(const rt::Tensor&)> capture = nullptr);
   // The tensor types of fn's inputs (flattened; list-typed parameters give name_0, name_1, ...).
   std::vector<std::pair<std::string, ir::TensorType>> input_types(
       const FunctionObj& fn, const std::map<std::string, ir::TensorType>& given);

@@ -112,6 +112,16 @@ Value Interpreter::call_op(const ir::OpDecl& op, CallArgs args, SourceLoc loc) {
     fail(loc, "'" + callee + "' got a tensor that was donated to a compiled call (donate_argnums) and holds no value "
                              "any more; use what that call returned");
   if (tracing()) {
+    if (has_tensor && rec_.capture) {
+      // A compiled function's closure over a concrete tensor: an input of its trace.
+      std::function<void(ir::Arg&)> lift = [&](ir::Arg& a) {
+        if (a.kind == K::Tensor) a = ir::Arg::of_proxy(rec_.capture(a.tensor));
+        for (auto& x : a.items) lift(x);
+      };
+      for (auto& a : bound) lift(a);
+      has_tensor = false;
+      has_proxy = true;
+    }
     if (has_tensor)
       fail(loc, "'" + callee + "' got a concrete tensor inside a traced function; pass it as an input instead");
     ir::Stmt st;
@@ -469,9 +479,10 @@ std::shared_ptr<ir::Trace> Interpreter::trace(const FunctionObj& fn, const std::
   return t;
 }
 
-void Interpreter::record_call(const FunctionObj& fn, CallArgs& args, ir::Trace& t, SourceLoc loc) {
+void Interpreter::record_call(const FunctionObj& fn, CallArgs& args, ir::Trace& t, SourceLoc loc,
+                              std::function<ir::ProxyPtr(const rt::Tensor&)> capture) {
   if (tracing()) fail(fn.info->loc, "cannot trace '" + fn.info->name + "' while another trace is being recorded");
-  rec_ = Recorder{&t, {&t.stmts}, "", 0, 0};
+  rec_ = Recorder{&t, {&t.stmts}, "", 0, 0, std::move(capture)};
   struct Reset {
     Recorder& r;
     ~Reset() { r = Recorder{}; }
