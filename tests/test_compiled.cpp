@@ -67,6 +67,11 @@ TEST_CASE("value_and_grad and jit refuse bad input with the argument named", "[c
        "cannot be called inside a traced function"},
       {"def f(a):\n    return a.item()\njit(f)(w)\n", 2, "item() needs the tensor's value, which is not known while tracing"},
       {"def f(a):\n    if a[0, 0] > 0:\n        return a\n    return a\njit(f)(w)\n", 2, "truth value of a tensor is not known while tracing"},
+      {"optim.adamw(lr='fast')\n", 1, "optim: lr must be a number, got str 'fast'"},
+      {"optim.sgd(lr={'kind': 'linear'})\n", 1, "lr must be a number or a schedule (optim.constant, optim.cosine)"},
+      {"optim.adamw(lr=0.1, betas=(0.9,))\n", 1, "betas is a pair (beta1, beta2)"},
+      {"p = {'a': w}\noptim.step(optim.sgd(lr=0.1), p, {'a': x}, {'step': 0})\n", 2,
+       "the gradient 'a' (4, 3) does not match the parameter 'a' (3, 2)"},
       {"print(float(w))\n", 1, "only a one-element tensor can be converted to a Python number, this one has 6 elements"},
       {"if w:\n    pass\n", 1, "the truth value of a tensor of 6 elements (shape [3, 2]) is ambiguous"},
   };
