@@ -144,6 +144,7 @@ Value Interpreter::call_function(const FunctionObj& f, CallArgs& args, SourceLoc
 }
 
 Value Interpreter::call(const Value& fn, CallArgs args, SourceLoc loc) {
+  HeapScope scope(heap_);
   switch (fn.type()) {
     case VT::Function: {
       const auto& f = *fn.as<FunctionObj>();

@@ -101,6 +101,7 @@ static size_t env_memory_limit() {
 }
 
 Interpreter::Interpreter(SourceManager& sm, Options opts) : sm_(sm), opts_(opts) {
+  HeapScope scope(heap_);
   exec_.allocator = &allocator_;
   // The limit given, else $TRACER_MEMORY_LIMIT (hosts on the C API, the fuzzers), else 90% of RAM.
   const size_t from_env = opts.memory_limit ? 0 : env_memory_limit();
@@ -111,6 +112,7 @@ Interpreter::Interpreter(SourceManager& sm, Options opts) : sm_(sm), opts_(opts)
 }
 
 Interpreter::~Interpreter() {
+  HeapScope scope(heap_);
   // Functions hold their module and modules hold their functions, and closures can hold
   // themselves through their cells: break every cycle, then let reference counts free the rest.
   passes_.clear();
@@ -133,11 +135,12 @@ Interpreter::~Interpreter() {
     }
   }
   // Lists, tuples and dicts that hold each other (a list that holds itself) and nothing else.
-  collect_container_cycles();
+  heap_.collect_cycles();
 }
 
 std::shared_ptr<Module> Interpreter::parse(const std::string& name, std::string text, DiagnosticList& diags,
                                            std::shared_ptr<Globals> globals) {
+  HeapScope scope(heap_);
   int32_t file = sm_.add(name, std::move(text));
   auto m = globals ? std::make_shared<Module>(std::move(globals)) : std::make_shared<Module>();
   m->name = name;
@@ -157,6 +160,7 @@ std::shared_ptr<Module> Interpreter::parse(const std::string& name, std::string 
 
 std::shared_ptr<Module> Interpreter::load(const std::string& name, std::string text, DiagnosticList& diags,
                                           const std::map<std::string, Value>& pinned, bool names_values) {
+  HeapScope scope(heap_);
   auto m = parse(name, std::move(text), diags);
   if (!m) return nullptr;
   m->names_values = names_values;
@@ -183,6 +187,7 @@ std::shared_ptr<Module> Interpreter::load(const std::string& name, std::string t
 
 std::shared_ptr<Module> Interpreter::load_chunk(const std::string& name, std::string text, DiagnosticList& diags,
                                                 const Module& into, Value* value) {
+  HeapScope scope(heap_);
   auto m = parse(name, std::move(text), diags, into.store);
   if (!m) return nullptr;
   m->names_values = into.names_values;
@@ -216,6 +221,7 @@ void Interpreter::raise_interrupt(SourceLoc loc) {
 }
 
 void Interpreter::run_module(Module& m) {
+  HeapScope scope(heap_);
   Frame fr;
   fr.info = &m.top;
   fr.module = &m;

@@ -70,6 +70,9 @@ class Interpreter {
  public:
   Interpreter(SourceManager& sm, Options opts = {});
   ~Interpreter();
+  // The heap of this interpreter's containers: a host that makes lists, tuples or dicts for it
+  // opens a HeapScope on it so that cycles among them are collected too (others are never).
+  ContainerHeap& heap() { return heap_; }
   Interpreter(const Interpreter&) = delete;
   Interpreter& operator=(const Interpreter&) = delete;
 
@@ -182,6 +185,9 @@ class Interpreter {
   friend class Evaluator;
   SourceManager& sm_;
   Options opts_;
+  // The lists, tuples and dicts this interpreter makes (declared before every member that holds
+  // values, so it outlives them); HeapScope opens it in each entry point below.
+  ContainerHeap heap_;
   rt::Allocator allocator_;
   ir::ExecContext exec_;
   Value builtins_;   // NamespaceObj of names visible everywhere

@@ -453,6 +453,7 @@ std::vector<std::pair<std::string, ir::TensorType>> Interpreter::input_types(
 }
 
 std::shared_ptr<ir::Trace> Interpreter::trace(const FunctionObj& fn, const std::map<std::string, ir::TensorType>& given) {
+  HeapScope scope(heap_);
   if (tracing()) fail(fn.info->loc, "cannot trace '" + fn.info->name + "' while another trace is being recorded");
   auto t = std::make_shared<ir::Trace>();
   t->name = fn.info->name;
@@ -481,6 +482,7 @@ std::shared_ptr<ir::Trace> Interpreter::trace(const FunctionObj& fn, const std::
 
 void Interpreter::record_call(const FunctionObj& fn, CallArgs& args, ir::Trace& t, SourceLoc loc,
                               std::function<ir::ProxyPtr(const rt::Tensor&)> capture) {
+  HeapScope scope(heap_);
   if (tracing()) fail(fn.info->loc, "cannot trace '" + fn.info->name + "' while another trace is being recorded");
   rec_ = Recorder{&t, {&t.stmts}, "", 0, 0, std::move(capture)};
   struct Reset {

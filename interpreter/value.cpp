@@ -89,33 +89,52 @@ size_t ValueHash::operator()(const Value& v) const {
 bool ValueEq::operator()(const Value& a, const Value& b) const { return values_equal(a, b); }
 
 namespace {
-std::mutex& containers_mutex() {
-  static std::mutex m;
-  return m;
-}
-Container* containers_head = nullptr;  // every live container (guarded by containers_mutex)
+thread_local ContainerHeap* current_heap = nullptr;
 }  // namespace
 
-Container::Container(VT t) : Object(t) {
-  std::lock_guard<std::mutex> lock(containers_mutex());
-  gc_next = containers_head;
-  if (containers_head) containers_head->gc_prev = this;
-  containers_head = this;
+HeapScope::HeapScope(ContainerHeap& heap) : prev_(current_heap) { current_heap = &heap; }
+HeapScope::~HeapScope() { current_heap = prev_; }
+
+Container::Container(VT t) : Object(t), heap(current_heap) {
+  if (!heap) return;
+  std::lock_guard<std::mutex> lock(heap->mutex_);
+  gc_next = heap->head_;
+  if (heap->head_) heap->head_->gc_prev = this;
+  heap->head_ = this;
 }
 
 Container::~Container() {
-  std::lock_guard<std::mutex> lock(containers_mutex());
+  if (!heap) return;
+  std::lock_guard<std::mutex> lock(heap->mutex_);
   if (gc_prev) gc_prev->gc_next = gc_next;
-  else containers_head = gc_next;
+  else heap->head_ = gc_next;
   if (gc_next) gc_next->gc_prev = gc_prev;
 }
 
-size_t collect_container_cycles() {
+ContainerHeap::~ContainerHeap() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (Container* c = head_; c;) {
+    Container* next = c->gc_next;
+    c->heap = nullptr;
+    c->gc_prev = c->gc_next = nullptr;
+    c = next;
+  }
+  head_ = nullptr;
+}
+
+size_t ContainerHeap::size() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t n = 0;
+  for (Container* c = head_; c; c = c->gc_next) ++n;
+  return n;
+}
+
+size_t ContainerHeap::collect_cycles() {
   std::vector<Value> garbage;  // held while their items are cleared, then released
   {
-    std::lock_guard<std::mutex> lock(containers_mutex());
+    std::lock_guard<std::mutex> lock(mutex_);
     std::unordered_map<const Object*, int64_t> outside;  // references from outside the containers
-    for (Container* c = containers_head; c; c = c->gc_next) outside[c] = c->refs;
+    for (Container* c = head_; c; c = c->gc_next) outside[c] = c->refs;
     auto children = [](Container* c, const auto& f) {
       if (c->type == VT::List) {
         for (const Value& v : static_cast<ListObj*>(c)->items) f(v);
@@ -128,7 +147,7 @@ size_t collect_container_cycles() {
         }
       }
     };
-    for (Container* c = containers_head; c; c = c->gc_next)
+    for (Container* c = head_; c; c = c->gc_next)
       children(c, [&](const Value& v) {
         if (!v.is_obj()) return;
         auto it = outside.find(v.obj());
@@ -137,7 +156,7 @@ size_t collect_container_cycles() {
     // What outside references reach stays; the rest is only cycles.
     std::vector<Container*> stack;
     std::unordered_set<const Object*> reached;
-    for (Container* c = containers_head; c; c = c->gc_next)
+    for (Container* c = head_; c; c = c->gc_next)
       if (outside[c] > 0 && reached.insert(c).second) stack.push_back(c);
     while (!stack.empty()) {
       Container* c = stack.back();
@@ -147,7 +166,7 @@ size_t collect_container_cycles() {
           stack.push_back(static_cast<Container*>(v.obj()));
       });
     }
-    for (Container* c = containers_head; c; c = c->gc_next)
+    for (Container* c = head_; c; c = c->gc_next)
       if (!reached.count(c)) garbage.emplace_back(c);
   }
   for (Value& g : garbage) {  // outside the lock: clearing frees containers, which unregister

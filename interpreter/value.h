@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -80,20 +81,50 @@ struct StrObj : Object {
   std::string s;
   explicit StrObj(std::string v) : Object(VT::Str), s(std::move(v)) {}
 };
-// Lists, tuples and dicts are registered while they live, so that reference cycles among them
-// (a list that holds itself) can be found and freed: collect_container_cycles.
+// Lists, tuples and dicts are registered while they live, in the heap of the interpreter that
+// made them, so that reference cycles among them (a list that holds itself) can be found and
+// freed: ContainerHeap::collect_cycles.
+class ContainerHeap;
 struct Container : Object {
   explicit Container(VT t);
   ~Container() override;
   Container(const Container&) = delete;
   Container& operator=(const Container&) = delete;
+  ContainerHeap* heap = nullptr;  // none when made outside every HeapScope (never collected)
   Container* gc_prev = nullptr;
   Container* gc_next = nullptr;
 };
-// Frees the lists, tuples and dicts that only cycles among themselves keep alive (CPython's
-// trial deletion, over containers only: one referred to from anything else stays). Returns how
-// many were freed. The interpreter runs it when it is destroyed.
-size_t collect_container_cycles();
+// The containers of one interpreter. Each interpreter has its own, so that one interpreter's
+// collection never looks at another's objects, which another thread may be changing.
+class ContainerHeap {
+ public:
+  ContainerHeap() = default;
+  ~ContainerHeap();  // containers that outlive it stay alive, in no heap
+  ContainerHeap(const ContainerHeap&) = delete;
+  ContainerHeap& operator=(const ContainerHeap&) = delete;
+  // Frees the containers of this heap that only cycles among themselves keep alive (CPython's
+  // trial deletion, over containers only: one referred to from anything else stays). Returns
+  // how many were freed. The interpreter runs it when it is destroyed.
+  size_t collect_cycles();
+  size_t size();
+
+ private:
+  friend struct Container;
+  std::mutex mutex_;
+  Container* head_ = nullptr;
+};
+// Containers made on this thread while it lives join `heap` (the interpreter's entry points
+// open one); the previous heap is restored when it ends.
+class HeapScope {
+ public:
+  explicit HeapScope(ContainerHeap& heap);
+  ~HeapScope();
+  HeapScope(const HeapScope&) = delete;
+  HeapScope& operator=(const HeapScope&) = delete;
+
+ private:
+  ContainerHeap* prev_;
+};
 
 struct ListObj : Container {
   std::vector<Value> items;

@@ -14,7 +14,9 @@ if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then gpu_a
 ctest --test-dir build -j"$jobs" --output-on-failure "${gpu_args[@]}"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTRACER_SANITIZE=ON
 cmake --build build-asan -j"$jobs"
+# The 120-step training run checks convergence, which the release build checked above; under the
+# sanitizers it would take ten minutes, and its code paths run in the resume test all the same.
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --test-dir build-asan -j"$jobs" --output-on-failure -LE gpu
+  ctest --test-dir build-asan -j"$jobs" --output-on-failure -LE gpu -E "the loss falls well below"
 # The libFuzzer harnesses (clang): the regression inputs, then a bounded deterministic run each.
 ./scripts/fuzz.sh --ci

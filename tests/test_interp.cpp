@@ -32,19 +32,61 @@ TEST_CASE("two interpreters in one process do not share state", "[interp]") {
 }
 
 TEST_CASE("interpreters run in parallel threads", "[interp]") {
+  // Each thread makes and drops interpreters whose scripts build lists, tuples, dicts and cycles
+  // among them, so that one interpreter's cycle collection (at its end) runs while the other
+  // thread's are making containers: each collects only its own heap.
   auto work = [](int k, std::string* out) {
-    SourceManager sm;
-    interp::Interpreter in(sm);
-    in.on_print = [&](const std::string& s) { *out += s; };
-    DiagnosticList d;
-    in.load("t", "s = 0\nfor i in range(20000):\n    s += i * " + std::to_string(k) + "\nprint(s)\n", d);
+    for (int round = 0; round < 6; ++round) {
+      SourceManager sm;
+      interp::Interpreter in(sm);
+      in.on_print = [&](const std::string& s) { *out += s; };
+      DiagnosticList d;
+      in.load("t",
+              "s = 0\nkeep = []\nfor i in range(3000):\n    a = [i, (i, [i])]\n    a.append(a)\n"
+              "    d = {'l': [a]}\n    d['d'] = d\n    keep.append((i,))\n    s += i * " +
+                  std::to_string(k) + "\nprint(s, len(keep))\n",
+              d);
+      if (!d.items().empty()) *out += d.items()[0].message;
+    }
   };
   std::string o1, o2;
   std::thread t1(work, 1, &o1), t2(work, 2, &o2);
   t1.join();
   t2.join();
-  CHECK(o1 == "199990000\n");
-  CHECK(o2 == "399980000\n");
+  std::string want1, want2;
+  for (int i = 0; i < 6; ++i) {
+    want1 += "4498500 3000\n";
+    want2 += "8997000 3000\n";
+  }
+  CHECK(o1 == want1);
+  CHECK(o2 == want2);
+}
+
+TEST_CASE("an interpreter's cycle collection leaves other heaps alone", "[interp][robustness]") {
+  using interp::Value;
+  interp::ContainerHeap mine, other;
+  Value theirs;
+  {
+    interp::HeapScope scope(other);
+    theirs = interp::make<interp::ListObj>();  // a cycle, but in the other heap
+    theirs.as<interp::ListObj>()->items.push_back(theirs);
+  }
+  {
+    interp::HeapScope scope(mine);
+    Value a = interp::make<interp::ListObj>();
+    a.as<interp::ListObj>()->items.push_back(a);
+  }
+  CHECK(mine.size() == 1);
+  CHECK(mine.collect_cycles() == 1);
+  CHECK(mine.size() == 0);
+  CHECK(theirs.as<interp::ListObj>()->items.size() == 1);
+  CHECK(other.size() == 1);
+  Value outside = interp::make<interp::ListObj>();  // made outside every scope: in no heap
+  CHECK(outside.as<interp::ListObj>()->heap == nullptr);
+  CHECK(other.collect_cycles() == 0);  // theirs still holds it
+  theirs = Value();
+  CHECK(other.collect_cycles() == 1);
+  CHECK(other.size() == 0);
 }
 
 TEST_CASE("runtime errors carry a traceback of calls", "[interp]") {
@@ -257,7 +299,8 @@ TEST_CASE("integer conversions at the edges of 64 bits: Python's result, or a lo
 
 TEST_CASE("cycles of lists, tuples and dicts are freed; what is still referenced stays", "[interp][robustness]") {
   using interp::Value;
-  interp::collect_container_cycles();
+  interp::ContainerHeap heap;
+  interp::HeapScope scope(heap);
   // A list holding itself, and a dict and a list holding each other, referenced from nowhere.
   {
     Value a = interp::make<interp::ListObj>();
@@ -270,11 +313,11 @@ TEST_CASE("cycles of lists, tuples and dicts are freed; what is still referenced
   Value kept = interp::make<interp::ListObj>();
   kept.as<interp::ListObj>()->items.push_back(kept);
   kept.as<interp::ListObj>()->items.push_back(interp::make<interp::TupleObj>(std::vector<Value>{Value::integer(7)}));
-  CHECK(interp::collect_container_cycles() == 3);
+  CHECK(heap.collect_cycles() == 3);
   REQUIRE(kept.as<interp::ListObj>()->items.size() == 2);
   CHECK(kept.as<interp::ListObj>()->items[0].obj() == kept.obj());
   CHECK(interp::repr(kept) == "[[...], (7,)]");
-  CHECK(interp::collect_container_cycles() == 0);
+  CHECK(heap.collect_cycles() == 0);
   kept.as<interp::ListObj>()->items.clear();
 }
 
