@@ -420,13 +420,16 @@ Arg execute(const Trace& t, std::vector<rt::Tensor> inputs, ExecContext& ctx) {
   }
   inputs.clear();
   ctx.in_flight.clear();
+  ctx.pending.clear();
   try {
     run_stmts(t.stmts, env, ctx, lazy_transposes(t.stmts, &t.output));
+    ctx.finish_pending();  // a collective never waited on is done by the trace's end
   } catch (...) {
     ctx.in_flight.clear();
+    ctx.pending.clear();  // the communicator's thread keeps what those still read
     throw;
   }
-  ctx.in_flight.clear();  // a collective never waited on is done by the trace's end
+  ctx.in_flight.clear();
   try {
     return substitute(t.output, env);
   } catch (const std::exception& e) {

@@ -173,8 +173,19 @@ class Sim {
           const int64_t rank = static_cast<int64_t>(s.args[0].proxy->type.shape.size());
           int64_t d = s.args.size() > dim_at && s.args[dim_at].kind == Arg::Kind::Int ? s.args[dim_at].i : 0;
           if (d < 0) d += rank;
-          if (many && d != 0)
-            transient += alloc_size(s.args[0].proxy->type.nbytes()) + alloc_size(s.outputs[0]->type.nbytes());
+          if (many && d != 0) {
+            if (async_collective(s)) {  // held until the wait, as the executors hold them
+              std::vector<int>& sc = scratch_[s.outputs[0].get()];
+              for (size_t bytes : {s.args[0].proxy->type.nbytes(), s.outputs[0]->type.nbytes()}) {
+                sc.push_back(new_storage(bytes));
+                first_name_.resize(bytes_.size());
+                first_name_.back() = "(" + s.outputs[0]->name + "'s scratch)";
+                hold(sc.back());
+              }
+            } else {
+              transient += alloc_size(s.args[0].proxy->type.nbytes()) + alloc_size(s.outputs[0]->type.nbytes());
+            }
+          }
         }
         live_ += transient;
         // A collective's result is its communication buffer (a FUTURE until it is waited on).
@@ -198,6 +209,11 @@ class Sim {
           if (f != in_flight_.end()) {
             release(f->second);
             in_flight_.erase(f);
+          }
+          auto sc = scratch_.find(s.args[0].proxy.get());
+          if (sc != scratch_.end()) {
+            for (int k : sc->second) release(k);
+            scratch_.erase(sc);
           }
         }
         return;
@@ -245,6 +261,9 @@ class Sim {
     for (const Proxy* p : all) drop(p);
     for (const auto& [f, in] : in_flight_) release(in);  // never waited on: done by the trace's end
     in_flight_.clear();
+    for (const auto& [f, sc] : scratch_)
+      for (int k : sc) release(k);
+    scratch_.clear();
     return held;
   }
 
@@ -257,6 +276,7 @@ class Sim {
   std::vector<bool> comm_;  // by storage: a collective's result
   std::unordered_map<const Proxy*, int> env_;
   std::unordered_map<const Proxy*, int> in_flight_;  // an asynchronous collective's input, by its FUTURE
+  std::unordered_map<const Proxy*, std::vector<int>> scratch_;  // its scratch (dims other than 0), likewise
   size_t live_ = 0, comm_live_ = 0;
   const std::unordered_set<const Proxy*>* lazy_ = nullptr;  // this trace's lazy transposes
   long long calls_ = 0, peak_call_ = 0, describe_at_ = -1;

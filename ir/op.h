@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ir/trace.h"
+#include "runtime/comm.h"
 #include "runtime/kernels.h"
 
 namespace tracer::rt::dist {
@@ -54,6 +55,17 @@ struct ExecContext {
   // reads its input until it completes (NCCL on the GPU), so every executor keeps it until the
   // wait, and the memory estimate counts it so (ir/memory.cpp).
   std::unordered_map<const Proxy*, rt::Tensor> in_flight;
+  // The CPU's asynchronous collectives not yet waited on (submitted to the communicator's
+  // thread), by the data of their output tensor: wait blocks on it. A run waits for any left.
+  // Its scratch tensors (a gather along a dimension other than 0 moves it to the front) go at
+  // the wait too, so the peak does not depend on when the collective happened to finish.
+  struct Pending {
+    rt::dist::Work work;
+    std::vector<rt::Tensor> keep;
+  };
+  std::unordered_map<const void*, Pending> pending;
+  // Waits for every pending collective (the first error is thrown after all are done).
+  void finish_pending();
 };
 
 // Whether s is an asynchronous collective (all_gather, reduce_scatter, all_reduce or broadcast

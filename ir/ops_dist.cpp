@@ -2,9 +2,9 @@
 // reduce_scatter, all_reduce, broadcast and wait, with the parameters of Thunder's
 // thunder.distributed.prims (and its torch executor's torch_*_prim_impl names as aliases). A group
 // is the tuple (name, size): ('world', N) for the job's N ranks. An asynchronous collective
-// (do_async) gives a FUTURE, which only wait reads. On the CPU the collective runs when it is
-// issued, through the job's communicator (ExecContext::communicator); a group of one rank needs
-// none.
+// (do_async) gives a FUTURE, which only wait reads. On the CPU an asynchronous collective is
+// submitted to the job's communicator (ExecContext::communicator), whose thread runs it while the
+// trace goes on, and its wait blocks until it is done; a group of one rank needs none.
 #include <algorithm>
 #include <numeric>
 
@@ -183,24 +183,40 @@ rt::Tensor to_front(const rt::Tensor& x, int64_t d, ExecContext& c, std::vector<
   return rt::permute(x, perm, c.allocator);
 }
 
+// Runs fn on the communicator: submitted, its Work kept by the data of out for the wait, when
+// the collective is asynchronous; else at once.
+void issue(rt::dist::Communicator& comm, bool async, const rt::Tensor& out, ExecContext& c, std::function<void(rt::dist::Communicator&)> fn,
+           std::vector<rt::Tensor> keep = {}) {
+  if (!async) {
+    fn(comm);
+    return;
+  }
+  c.pending[out.data()] = {comm.submit(std::move(fn)), std::move(keep)};
+}
+
 std::vector<rt::Tensor> cpu_all_gather(const std::vector<Arg>& a, ExecContext& c) {
   TensorType t = meta_all_gather(a)[0];
   Group g = group_arg(a[1]);
   rt::dist::Communicator* comm = comm_for(g, c);
   if (!comm) return {copy(a[0].tensor, c)};
   int64_t d = dim_arg(a[3], t.shape.size());
+  rt::Tensor out = rt::Tensor::empty(t.dtype, t.shape, c.allocator);
+  rt::Tensor in = a[0].tensor;
   if (d == 0) {
-    rt::Tensor out = rt::Tensor::empty(t.dtype, t.shape, c.allocator);
-    comm->all_gather(a[0].tensor, out);
+    issue(*comm, t.future, out, c, [in, out](rt::dist::Communicator& m) mutable { m.all_gather(in, out); });
     return {out};
   }
+  // Gathered along dim 0 of copies with d in front, then put back into out.
   std::vector<int64_t> back;
-  rt::Tensor front = to_front(a[0].tensor, d, c, &back);
+  rt::Tensor front = to_front(in, d, c, &back);
   rt::Shape s = front.shape();
   s[0] *= g.size;
-  rt::Tensor out = rt::Tensor::empty(t.dtype, s, c.allocator);
-  comm->all_gather(front, out);
-  return {rt::permute(out, back, c.allocator)};
+  rt::Tensor gathered = rt::Tensor::empty(t.dtype, s, c.allocator);
+  issue(*comm, t.future, out, c, [front, gathered, back, out](rt::dist::Communicator& m) mutable {
+    m.all_gather(front, gathered);
+    rt::permute_into(gathered, back, out);
+  }, {front, gathered});
+  return {out};
 }
 
 std::vector<rt::Tensor> cpu_reduce_scatter(const std::vector<Arg>& a, ExecContext& c) {
@@ -210,31 +226,39 @@ std::vector<rt::Tensor> cpu_reduce_scatter(const std::vector<Arg>& a, ExecContex
   rt::dist::Communicator* comm = comm_for(g, c);
   if (!comm) return {copy(a[0].tensor, c)};
   int64_t d = dim_arg(a[4], t.shape.size());
+  rt::Tensor out = rt::Tensor::empty(t.dtype, t.shape, c.allocator);
+  rt::Tensor in = a[0].tensor;
   if (d == 0) {
-    rt::Tensor out = rt::Tensor::empty(t.dtype, t.shape, c.allocator);
-    comm->reduce_scatter(a[0].tensor, out, op);
+    issue(*comm, t.future, out, c, [in, out, op](rt::dist::Communicator& m) mutable { m.reduce_scatter(in, out, op); });
     return {out};
   }
   std::vector<int64_t> back;
-  rt::Tensor front = to_front(a[0].tensor, d, c, &back);
+  rt::Tensor front = to_front(in, d, c, &back);
   rt::Shape s = front.shape();
   s[0] /= g.size;
-  rt::Tensor out = rt::Tensor::empty(t.dtype, s, c.allocator);
-  comm->reduce_scatter(front, out, op);
-  return {rt::permute(out, back, c.allocator)};
+  rt::Tensor scattered = rt::Tensor::empty(t.dtype, s, c.allocator);
+  issue(*comm, t.future, out, c, [front, scattered, back, out, op](rt::dist::Communicator& m) mutable {
+    m.reduce_scatter(front, scattered, op);
+    rt::permute_into(scattered, back, out);
+  }, {front, scattered});
+  return {out};
 }
 
 std::vector<rt::Tensor> cpu_all_reduce(const std::vector<Arg>& a, ExecContext& c) {
-  meta_all_reduce(a);
+  TensorType t = meta_all_reduce(a)[0];
   rt::Tensor out = copy(a[0].tensor, c);
-  if (rt::dist::Communicator* comm = comm_for(group_arg(a[2]), c)) comm->all_reduce(out, reduce_arg(a[1]));
+  rt::dist::ReduceOp op = reduce_arg(a[1]);
+  if (rt::dist::Communicator* comm = comm_for(group_arg(a[2]), c))
+    issue(*comm, t.future, out, c, [out, op](rt::dist::Communicator& m) mutable { m.all_reduce(out, op); });
   return {out};
 }
 
 std::vector<rt::Tensor> cpu_broadcast(const std::vector<Arg>& a, ExecContext& c) {
-  meta_broadcast(a);
+  TensorType t = meta_broadcast(a)[0];
   rt::Tensor out = copy(a[0].tensor, c);
-  if (rt::dist::Communicator* comm = comm_for(group_arg(a[2]), c)) comm->broadcast(out, static_cast<int>(a[1].i));
+  int root = static_cast<int>(a[1].i);
+  if (rt::dist::Communicator* comm = comm_for(group_arg(a[2]), c))
+    issue(*comm, t.future, out, c, [out, root](rt::dist::Communicator& m) mutable { m.broadcast(out, root); });
   return {out};
 }
 
@@ -271,9 +295,14 @@ std::vector<rt::Tensor> cpu_gather_from_tp(const std::vector<Arg>& a, ExecContex
   return cpu_all_gather({a[0], a[1], Arg::of_bool(false), a[2]}, c);
 }
 
-// The collective ran when it was issued: the future's value is its tensor.
+// The future's value is its tensor, once its collective is done (a group of one has none).
 std::vector<rt::Tensor> cpu_wait(const std::vector<Arg>& a, ExecContext& c) {
-  (void)c;
+  auto p = c.pending.find(a[0].tensor.data());
+  if (p != c.pending.end()) {
+    ExecContext::Pending done = std::move(p->second);
+    c.pending.erase(p);
+    done.work.wait();
+  }
   return {a[0].tensor};
 }
 
@@ -281,6 +310,19 @@ ParamSpec req(const char* n) { return {n, true, {}, false}; }
 ParamSpec opt(const char* n, Arg d) { return {n, false, std::move(d), false}; }
 
 }  // namespace
+
+void ExecContext::finish_pending() {
+  std::exception_ptr first;
+  for (auto& [data, p] : pending) {
+    try {
+      p.work.wait();
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  pending.clear();
+  if (first) std::rethrow_exception(first);
+}
 
 bool async_collective(const Stmt& s) {
   if (s.kind != StmtKind::Prim || !s.op || s.op->ns != "prims" || s.args.empty()) return false;

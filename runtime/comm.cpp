@@ -5,9 +5,12 @@
 #include <limits.h>
 #include <unistd.h>
 
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <mutex>
+#include <thread>
 
 #include "runtime/gloo_plugin.h"
 #include "runtime/kernel_util.h"
@@ -170,7 +173,104 @@ class GlooCommunicator : public Communicator {
   char err_[1024] = {0};
 };
 
+// One worker thread runs the submitted collectives in order.
+class AsyncCommunicator : public Communicator {
+ public:
+  explicit AsyncCommunicator(std::unique_ptr<Communicator> inner) : inner_(std::move(inner)), worker_([this] { loop(); }) {}
+  ~AsyncCommunicator() override {
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      stop_ = true;
+      queue_.clear();  // not started: their futures report a broken promise
+    }
+    cv_.notify_all();
+    worker_.join();
+  }
+  int rank() const override { return inner_->rank(); }
+  int size() const override { return inner_->size(); }
+
+  Work submit(std::function<void(Communicator&)> fn) override {
+    Task task{std::move(fn), {}};
+    Work w(task.done.get_future().share());
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      queue_.push_back(std::move(task));
+    }
+    cv_.notify_one();
+    return w;
+  }
+
+  void all_reduce(Tensor& t, ReduceOp op) override {
+    submit([&](Communicator& c) { c.all_reduce(t, op); }).wait();
+  }
+  void all_gather(const Tensor& in, Tensor& out) override {
+    submit([&](Communicator& c) { c.all_gather(in, out); }).wait();
+  }
+  void reduce_scatter(const Tensor& in, Tensor& out, ReduceOp op) override {
+    submit([&](Communicator& c) { c.reduce_scatter(in, out, op); }).wait();
+  }
+  void broadcast(Tensor& t, int root) override {
+    submit([&](Communicator& c) { c.broadcast(t, root); }).wait();
+  }
+  void barrier() override {
+    submit([](Communicator& c) { c.barrier(); }).wait();
+  }
+
+ private:
+  void loop() {
+    for (;;) {
+      Task task;
+      {
+        std::unique_lock<std::mutex> lock(m_);
+        cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+        if (stop_) return;
+        task = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      std::exception_ptr error;
+      try {
+        task.fn(*inner_);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      // What fn holds goes before the waiter wakes: the tensors it captured are released by then
+      // (a rank's measured peak does not depend on this thread's timing).
+      task.fn = nullptr;
+      if (error) {
+        task.done.set_exception(error);
+      } else {
+        task.done.set_value();
+      }
+    }
+  }
+  struct Task {
+    std::function<void(Communicator&)> fn;
+    std::promise<void> done;
+  };
+  std::unique_ptr<Communicator> inner_;
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::deque<Task> queue_;
+  bool stop_ = false;
+  std::thread worker_;  // last: it starts once the rest is built
+};
+
 }  // namespace
+
+Work Communicator::submit(std::function<void(Communicator&)> fn) {
+  std::promise<void> p;
+  try {
+    fn(*this);
+    p.set_value();
+  } catch (...) {
+    p.set_exception(std::current_exception());
+  }
+  return Work(p.get_future().share());
+}
+
+std::unique_ptr<Communicator> make_async(std::unique_ptr<Communicator> inner) {
+  return std::make_unique<AsyncCommunicator>(std::move(inner));
+}
 
 std::unique_ptr<Communicator> open_gloo(StoreClient& store, const JobEnv& job, Millis timeout, const std::string& host,
                                         const std::string& prefix) {
@@ -181,7 +281,7 @@ std::unique_ptr<Communicator> open_gloo(StoreClient& store, const JobEnv& job, M
   void* comm = api->create(&cb, job.rank, job.world_size, host.c_str(), static_cast<long>(timeout.count()), err, sizeof err);
   if (!comm)
     throw StoreError("Gloo: rank " + std::to_string(job.rank) + " of " + std::to_string(job.world_size) + " could not connect to the others: " + err);
-  return std::make_unique<GlooCommunicator>(api, comm, job.rank, job.world_size);
+  return make_async(std::make_unique<GlooCommunicator>(api, comm, job.rank, job.world_size));
 }
 
 }  // namespace tracer::rt::dist

@@ -48,6 +48,8 @@ Tensor broadcast_in_dim(const Tensor& a, const Shape& shape, const std::vector<i
                         Allocator* al);
 Tensor reshape(const Tensor& a, const Shape& shape);
 Tensor permute(const Tensor& a, const std::vector<int64_t>& perm, Allocator* al);
+// The same into out, which has the permuted shape and a's dtype.
+void permute_into(const Tensor& a, const std::vector<int64_t>& perm, Tensor& out);
 // Python-style slice per dimension: start, stop (already clamped, non-negative), step > 0.
 Tensor slice(const Tensor& a, const std::vector<int64_t>& start, const std::vector<int64_t>& stop,
              const std::vector<int64_t>& step, Allocator* al);

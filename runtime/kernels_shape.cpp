@@ -143,7 +143,9 @@ Tensor reshape(const Tensor& a, const Shape& shape_in) {
   return a.view(shape);
 }
 
-Tensor permute(const Tensor& a, const std::vector<int64_t>& perm, Allocator* al) {
+namespace {
+// The permuted shape and a's strides in that order, after checking perm.
+Shape permuted(const Tensor& a, const std::vector<int64_t>& perm, std::vector<int64_t>* strides) {
   require_defined(a, "permute");
   std::vector<int64_t> sorted(perm);
   std::sort(sorted.begin(), sorted.end());
@@ -154,14 +156,30 @@ Tensor permute(const Tensor& a, const std::vector<int64_t>& perm, Allocator* al)
                                 shape_str(a.shape()));
   std::vector<int64_t> own = contiguous_strides(a.shape());
   Shape shape(perm.size());
-  std::vector<int64_t> strides(perm.size());
+  strides->assign(perm.size(), 0);
   for (size_t i = 0; i < perm.size(); ++i) {
     shape[i] = a.shape()[perm[i]];
-    strides[i] = own[perm[i]];
+    (*strides)[i] = own[perm[i]];
   }
+  return shape;
+}
+}  // namespace
+
+Tensor permute(const Tensor& a, const std::vector<int64_t>& perm, Allocator* al) {
+  std::vector<int64_t> strides;
+  Shape shape = permuted(a, perm, &strides);
   Tensor out = Tensor::empty(a.dtype(), shape, al);
   copy_strided(a.data(), dtype_size(a.dtype()), 0, shape, strides, out.data());
   return out;
+}
+
+void permute_into(const Tensor& a, const std::vector<int64_t>& perm, Tensor& out) {
+  std::vector<int64_t> strides;
+  Shape shape = permuted(a, perm, &strides);
+  if (out.dtype() != a.dtype() || out.shape() != shape)
+    throw std::invalid_argument("permute: the output must be " + std::string(dtype_name(a.dtype())) + shape_str(shape) + ", got " +
+                                dtype_name(out.dtype()) + shape_str(out.shape()));
+  copy_strided(a.data(), dtype_size(a.dtype()), 0, shape, strides, out.data());
 }
 
 Tensor slice(const Tensor& a, const std::vector<int64_t>& start, const std::vector<int64_t>& stop,
