@@ -390,7 +390,7 @@ Flow Interpreter::exec_with(const Stmt& s, Frame& fr) {
     auto t = ctx.as<RecordingObj>()->trace;
     int highest = 0;  // new regions continue the trace's numbering
     for (const ir::Stmt& st : t->stmts) highest = std::max(highest, st.region_id);
-    rec_ = Recorder{t.get(), {&t->stmts}, "", 0, highest};
+    rec_ = Recorder{t.get(), {&t->stmts}, "", 0, highest, {}};
     struct Restore {
       Recorder& r;
       Recorder saved;
