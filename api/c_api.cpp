@@ -133,7 +133,7 @@ bool flatten_value(tracer_state* S, const Value& v, std::vector<tracer_value>& o
     case VT::Bool: out.push_back(tracer_value_bool(v.as_bool())); return true;
     case VT::Int: out.push_back(tracer_value_int(v.as_int())); return true;
     case VT::Float: out.push_back(tracer_value_float(v.as_float())); return true;
-    case VT::Tensor: out.push_back(tracer_value_tensor(new_handle(S, v.as<interp::TensorObj>()->t))); return true;
+    case VT::Tensor: out.push_back(tracer_value_tensor(new_handle(S, v.as<interp::TensorObj>()->host()))); return true;
     case VT::Tuple:
       for (const Value& x : v.as<interp::TupleObj>()->items)
         if (!flatten_value(S, x, out, why)) return false;

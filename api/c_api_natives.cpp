@@ -31,7 +31,7 @@ tracer_status tracer_register_natives(tracer_state* S, const tracer_native* tabl
             case VT::Bool: cargs.push_back(tracer_value_bool(v.as_bool())); break;
             case VT::Int: cargs.push_back(tracer_value_int(v.as_int())); break;
             case VT::Float: cargs.push_back(tracer_value_float(v.as_float())); break;
-            case VT::Tensor: cargs.push_back(tracer_value_tensor(new_handle(S, v.as<interp::TensorObj>()->t))); break;
+            case VT::Tensor: cargs.push_back(tracer_value_tensor(new_handle(S, v.as<interp::TensorObj>()->host()))); break;
             case VT::Proxy:
               tracer_values_release(cargs.data(), cargs.size());
               in.fail(loc, name + "() is a native function: it runs on tensors and cannot be traced");

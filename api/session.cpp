@@ -685,7 +685,7 @@ bool Session::eval(const std::string& name, const std::string& text, std::string
     impl_->add_all(dl);
     if (!m) return false;
     if (!shown || v.is_none()) return true;
-    if (v.is(VT::Tensor)) *shown = rt::summarize(v.as<interp::TensorObj>()->t);
+    if (v.is(VT::Tensor)) *shown = rt::summarize(v.as<interp::TensorObj>()->host());
     else if (v.is(VT::Trace)) *shown = ir::print_trace(*v.as<interp::TraceObj>()->trace);
     else *shown = interp::repr(v);
     return true;

@@ -155,6 +155,7 @@ bool Session::set_device(const std::string& device) {
     impl_->job_nccl.reset();  // its communicator belongs to the device
     impl_->gexec.reset();
     impl_->gpu.reset();
+    impl_->in->default_device = "cpu";
     return true;
   }
   std::smatch m;
@@ -179,6 +180,7 @@ bool Session::set_device(const std::string& device) {
     return false;
   }
   impl_->gexec = std::make_unique<codegen::GpuExecutor>(*impl_->gpu, nvrtc);
+  impl_->in->default_device = device;  // compiled functions in scripts run there too
   return true;
 }
 

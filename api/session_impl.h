@@ -50,6 +50,10 @@ std::vector<std::string> traced_output_names(const ir::Trace& fw);
 struct Session::Impl {
   SessionOptions opts;
   SourceManager sm;
+  // The devices of compiled functions (api/session_device.cpp), before in: the interpreter's
+  // tensors on them go first.
+  std::map<std::string, std::unique_ptr<interp::DeviceBackend>> device_backends;
+  interp::DeviceBackend* open_device_backend(const std::string& device, std::string* why);
   std::unique_ptr<Interpreter> in;
   std::shared_ptr<interp::Module> module;
   std::map<std::string, Value> pinned;
@@ -92,6 +96,7 @@ struct Session::Impl {
     in = std::make_unique<Interpreter>(sm, io);
     if (opts.world_size > 0) in->set_world(opts.world_size, opts.world_rank);
     in->set_main_program(opts.main_program);
+    in->set_device_opener([this](const std::string& d, std::string* why) { return open_device_backend(d, why); });
     in->on_print = opts.print ? opts.print : [](const std::string& s) { std::cout << s << std::flush; };
     pass_opts.on_print_after = [this](const std::string& pass, const interp::Traces& ts) {
       in->on_print("# after " + pass + "\n" + interp::print_traces(ts));

@@ -231,7 +231,7 @@ void tensor_data(Interpreter& in, const Value& v, size_t dim, rt::Shape* shape, 
     return;
   }
   if (v.is(VT::Tensor)) {
-    const rt::Tensor& t = v.as<TensorObj>()->t;
+    const rt::Tensor& t = v.as<TensorObj>()->host();
     if (t.defined() && t.numel() == 1) return tensor_data(in, tensor_item(in, v, loc, "tensor(data)"), dim, shape, flat, any_float, any_int, loc);
   }
   if (!v.is_number()) in.fail(loc, std::string("tensor(data): the data are numbers or lists of numbers, got a ") + type_name(v.type()));
@@ -598,16 +598,16 @@ std::vector<const BuiltinDef*> builtin_defs() {
 }
 
 rt::Shape tensor_shape(const Value& v) {
-  return v.is(VT::Tensor) ? v.as<TensorObj>()->t.shape() : v.as<ProxyObj>()->p->type.shape;
+  return v.is(VT::Tensor) ? v.as<TensorObj>()->shape() : v.as<ProxyObj>()->p->type.shape;
 }
 
 rt::DType tensor_dtype(const Value& v) {
-  return v.is(VT::Tensor) ? v.as<TensorObj>()->t.dtype() : v.as<ProxyObj>()->p->type.dtype;
+  return v.is(VT::Tensor) ? v.as<TensorObj>()->dtype() : v.as<ProxyObj>()->p->type.dtype;
 }
 
 std::string display(const Value& v) {
   if (v.is(VT::Tensor)) {
-    const rt::Tensor& t = v.as<TensorObj>()->t;
+    const rt::Tensor& t = v.as<TensorObj>()->host();
     return t.defined() ? rt::summarize(t) : std::string("<donated tensor>");
   }
   return to_str(v);

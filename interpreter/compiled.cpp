@@ -22,7 +22,10 @@ double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std
 // tensor's dtype and shape, every other value itself) and a name for each tensor from its path.
 struct Flat {
   std::string key;
-  std::vector<rt::Tensor> tensors;
+  std::vector<TensorObj*> objs;      // the arguments' tensors (on the host or a device)
+  std::vector<ir::TensorType> types;  // their types, parallel
+  std::vector<rt::Tensor> tensors;   // their host values (made by host_values; the CPU's inputs)
+  std::vector<std::shared_ptr<rt::cuda::DeviceTensor>> dev;  // their device values (device_values)
   std::vector<std::string> names;
   std::vector<int64_t> arg_of;  // the positional argument a tensor is in (-1: a keyword's)
 };
@@ -42,11 +45,12 @@ class Flattener {
     if (depth > 64) in_.fail(loc_, fname_ + ": an argument nests deeper than 64 levels");
     switch (v.type()) {
       case VT::Tensor: {
-        const rt::Tensor& t = v.as<TensorObj>()->t;
-        if (!t.defined())
+        TensorObj* t = v.as<TensorObj>();
+        if (!t->holds_value())
           in_.fail(loc_, fname_ + ": argument '" + path + "' is a tensor that was donated to an earlier call and holds no value");
-        f->key += std::string("T") + rt::dtype_name(t.dtype()) + rt::shape_str(t.shape());
-        f->tensors.push_back(t);
+        f->key += std::string("T") + rt::dtype_name(t->dtype()) + rt::shape_str(t->shape());
+        f->objs.push_back(t);
+        f->types.push_back(ir::TensorType{t->dtype(), t->shape(), "cpu"});
         f->names.push_back(path);
         f->arg_of.push_back(arg);
         return;
@@ -120,7 +124,7 @@ Value rebuild(const Value& v, size_t* next, const F& leaf, bool others_none = fa
 
 void donate_tensors(const Value& v) {
   switch (v.type()) {
-    case VT::Tensor: v.as<TensorObj>()->t = rt::Tensor(); return;
+    case VT::Tensor: v.as<TensorObj>()->clear(); return;
     case VT::List:
     case VT::Tuple:
       for (const Value& x : v.is(VT::List) ? v.as<ListObj>()->items : v.as<TupleObj>()->items) donate_tensors(x);
@@ -221,10 +225,8 @@ Value make_compiled(Interpreter& in, CallArgs& a, SourceLoc loc, bool grad) {
   if (const Value* d = kwarg(a, "device"); d && !d->is_none()) {
     if (!d->is(VT::Str)) in.fail(loc, std::string(who) + "(device=...) is a string like \"cpu\", got " + repr(*d));
     c->device = d->as<StrObj>()->s;
-    if (c->device != "cpu")
-      in.fail(loc, std::string(who) + "(device=\"" + c->device +
-                       "\"): compiled functions run on the CPU only so far (the GPU path of jit is not built yet); "
-                       "tracer run --device cuda runs a traced entry on the GPU");
+    c->device_given = true;
+    if (c->device != "cpu") c->backend = in.device_backend(c->device, loc);  // a missing GPU is an error here
   }
   if (const Value* d = kwarg(a, "donate_argnums"); d && !d->is_none())
     c->donate = int_list(in, *d, std::string(who) + "(donate_argnums=...)", loc, nullptr);
@@ -246,20 +248,21 @@ std::string param_name(const FunctionObj& f, size_t i) {
   return "arg" + std::to_string(i);
 }
 
-std::shared_ptr<CompiledProgram> compile(Interpreter& in, CompiledObj& c, const CallArgs& args, const Flat& flat,
-                                         SourceLoc loc) {
+std::shared_ptr<CompiledProgram> compile(Interpreter& in, CompiledObj& c, DeviceBackend* b, const CallArgs& args,
+                                         const Flat& flat, SourceLoc loc) {
   const FunctionObj& fn = *c.fn.as<FunctionObj>();
   auto prog = std::make_shared<CompiledProgram>();
   auto t0 = Clock::now();
   auto t = std::make_shared<ir::Trace>();
   t->name = fn.info->name;
   std::vector<Value> proxies;
-  for (size_t i = 0; i < flat.tensors.size(); ++i) {
+  for (size_t i = 0; i < flat.types.size(); ++i) {
     auto p = std::make_shared<ir::Proxy>();
     std::string base = identifier(flat.names[i]), name = base;
     for (int k = 2; !t->names.insert(name).second; ++k) name = base + "_" + std::to_string(k);
     p->name = name;
-    p->type = ir::TensorType{flat.tensors[i].dtype(), flat.tensors[i].shape(), "cpu"};
+    p->type = flat.types[i];
+    p->type.device = b ? b->device() : "cpu";
     p->auto_named = false;
     t->inputs.push_back(p);
     proxies.push_back(make<ProxyObj>(p));
@@ -278,10 +281,10 @@ std::shared_ptr<CompiledProgram> compile(Interpreter& in, CompiledObj& c, const 
         in.fail(loc, c.name + ": argnums names argument " + std::to_string(k) + ", but the call passes " +
                          std::to_string(args.pos.size()) + " positional arguments");
       std::vector<size_t> leaves;
-      for (size_t i = 0; i < flat.tensors.size(); ++i) {
+      for (size_t i = 0; i < flat.types.size(); ++i) {
         if (flat.arg_of[i] != k) continue;
-        if (!rt::is_float(flat.tensors[i].dtype())) {
-          const std::string pn = param_name(fn, static_cast<size_t>(k)), dt = rt::dtype_name(flat.tensors[i].dtype());
+        if (!rt::is_float(flat.types[i].dtype)) {
+          const std::string pn = param_name(fn, static_cast<size_t>(k)), dt = rt::dtype_name(flat.types[i].dtype);
           const std::string a = (dt[0] == 'i' || dt[0] == 'u') ? "an " : "a ";
           in.fail(loc, c.name + ": argument " + std::to_string(k) + " ('" + pn + "') " +
                            (flat.names[i] == pn ? "is " : "holds '" + flat.names[i] + "', ") + a + dt +
@@ -309,7 +312,7 @@ std::shared_ptr<CompiledProgram> compile(Interpreter& in, CompiledObj& c, const 
     std::string name = "captured_" + std::to_string(prog->captured.size());
     while (!t->names.insert(name).second) name += "_";
     p->name = name;
-    p->type = ir::TensorType{x.dtype(), x.shape(), "cpu"};
+    p->type = ir::TensorType{x.dtype(), x.shape(), b ? b->device() : "cpu"};
     p->auto_named = false;
     t->inputs.push_back(p);
     prog->captured.push_back(x);
@@ -334,7 +337,83 @@ std::shared_ptr<CompiledProgram> compile(Interpreter& in, CompiledObj& c, const 
     in.fail(loc, c.name + ": the passes left " + std::to_string(prog->prog.size()) + " traces, not grad's forward and backward");
   if (!c.grad && prog->prog.size() != 1)
     in.fail(loc, c.name + ": the passes left " + std::to_string(prog->prog.size()) + " traces, not one to call");
+  if (b) {
+    try {
+      prog->device_prog = b->prepare(prog->prog);  // every kernel compiled here, once
+      for (const rt::Tensor& x : prog->captured) prog->captured_dev.push_back(b->upload(x));
+    } catch (const std::exception& e) {
+      in.fail(loc, c.name + ": on " + b->device() + ": " + e.what());
+    }
+  }
   return prog;
+}
+
+// The values of a device program's outputs: its proxies' tensors stay on the device.
+Value device_value(const ir::Arg& a, const DeviceBackend::Program::Values& vals, DeviceBackend* b) {
+  switch (a.kind) {
+    case ir::Arg::Kind::Proxy: {
+      auto it = vals.find(a.proxy.get());
+      if (it == vals.end()) throw std::runtime_error("the program returned no value for '" + a.proxy->name + "'");
+      return make<TensorObj>(it->second, b);
+    }
+    case ir::Arg::Kind::Tuple:
+    case ir::Arg::Kind::List: {
+      std::vector<Value> xs;
+      for (const auto& x : a.items) xs.push_back(device_value(x, vals, b));
+      return a.kind == ir::Arg::Kind::List ? make<ListObj>(std::move(xs)) : make<TupleObj>(std::move(xs));
+    }
+    case ir::Arg::Kind::Dict: {
+      auto* d = new DictObj();
+      Value v(d);
+      for (size_t i = 0; i < a.items.size(); ++i) d->set(str_value(a.keys[i]), device_value(a.items[i], vals, b));
+      return v;
+    }
+    default: return from_arg(a);
+  }
+}
+
+// A call on the device: the program runs there, and its results stay there (the next call takes
+// them without a copy; reading one's values copies it to the host).
+Value call_on_device(Interpreter& in, CompiledObj& c, DeviceBackend* b, CompiledProgram& prog, Flat& flat, const CallArgs& args,
+                     const std::vector<ir::TensorType>& input_types, SourceLoc loc) {
+  std::vector<rt::cuda::DeviceTensor> inputs;
+  for (auto& d : flat.dev) inputs.push_back(*d);
+  flat.dev.clear();  // a donated argument's tensor: the program holds its only reference
+  inputs.insert(inputs.end(), prog.captured_dev.begin(), prog.captured_dev.end());
+  const ir::Trace& fw = *prog.prog[0];
+  DeviceBackend::Program::Values fv, bv;
+  auto t0 = Clock::now();
+  Value value;
+  std::vector<Value> per_arg;
+  try {
+    prog.device_prog->run(std::move(inputs), in.exec_context(), &fv, c.grad ? &bv : nullptr);
+    if (!c.grad) {
+      value = device_value(fw.output, fv, b);
+    } else {
+      value = device_value(fw.output.items[0], fv, b);
+      const ir::Trace& bw = *prog.prog[1];
+      for (size_t k = 0; k < c.argnums.size(); ++k) {
+        const std::vector<size_t>& leaves = prog.grad_leaves[k];
+        size_t next = 0;
+        auto leaf = [&](size_t i) -> Value {
+          const ir::Arg& g = bw.output.items[leaves[i]];
+          if (g.kind == ir::Arg::Kind::Proxy) return device_value(g, bv, b);
+          // No path from this input to the loss: zeros, as on the CPU.
+          const ir::TensorType& x = input_types[leaves[i]];
+          return make<TensorObj>(b->upload(rt::full(x.shape, rt::Scalar{0.0, 0, false}, x.dtype, &in.allocator())), b);
+        };
+        per_arg.push_back(rebuild(args.pos[static_cast<size_t>(c.argnums[k])], &next, leaf, true));
+      }
+    }
+  } catch (const ir::ExecError& e) {
+    in.fail(loc, c.name + ": on " + b->device() + ": " + e.message + (e.stmt.empty() ? "" : " (in: " + e.stmt + ")"));
+  } catch (const std::exception& e) {
+    in.fail(loc, c.name + ": on " + b->device() + ": " + e.what());
+  }
+  c.run_ms += ms_since(t0);
+  if (!c.grad) return value;
+  Value g = c.argnums_tuple ? make<TupleObj>(std::move(per_arg)) : per_arg[0];
+  return make<TupleObj>(std::vector<Value>{value, g});
 }
 
 }  // namespace
@@ -359,18 +438,53 @@ Value call_compiled(Interpreter& in, CompiledObj& c, CallArgs args, SourceLoc lo
     flattener.add(v, k, -1, &flat);
   }
   flat.key += "#" + std::to_string(args.pos.size());
+  // Where it runs: the device jit was given; else where its arguments are (as in JAX, the
+  // computation follows the data), else the interpreter's default device.
+  DeviceBackend* b = c.backend;
+  if (!c.device_given) {
+    for (TensorObj* t : flat.objs)
+      if (t->on_device()) {
+        b = t->backend;
+        break;
+      }
+    if (!b && in.default_device != "cpu") b = in.device_backend(in.default_device, loc);
+  }
+  if (b) flat.key += "@" + b->device();
   ++c.calls;
   std::shared_ptr<CompiledProgram> prog;
   if (auto it = c.cache.find(flat.key); it != c.cache.end()) {
     prog = it->second;
   } else {
-    prog = compile(in, c, args, flat, loc);
+    prog = compile(in, c, b, args, flat, loc);
     c.cache.emplace(flat.key, prog);
     ++c.compiles;
     c.trace_ms += prog->trace_ms;
     c.pass_ms += prog->pass_ms;
   }
   c.last = prog;
+  // The arguments' values where the program runs, taken before donation empties the caller's.
+  for (size_t i = 0; i < flat.objs.size(); ++i) {
+    TensorObj& t = *flat.objs[i];
+    if (!b) {
+      try {
+        flat.tensors.push_back(t.host(&in.allocator()));
+      } catch (const std::exception& e) {
+        in.fail(loc, c.name + ": argument '" + flat.names[i] + "' could not be copied from " + t.device() + ": " + e.what());
+      }
+    } else if (t.on_device() && t.backend == b) {
+      flat.dev.push_back(t.dev);
+    } else if (t.on_device()) {
+      in.fail(loc, c.name + ": argument '" + flat.names[i] + "' is on " + t.device() + ", but the function runs on " +
+                       b->device() + " (t.to(\"" + b->device() + "\") moves it)");
+    } else {
+      try {
+        flat.dev.push_back(std::make_shared<rt::cuda::DeviceTensor>(b->upload(t.t)));
+      } catch (const std::exception& e) {
+        in.fail(loc, c.name + ": argument '" + flat.names[i] + "' could not be copied to " + b->device() + ": " + e.what());
+      }
+    }
+  }
+  flat.objs.clear();
   // Donated arguments: their tensors move into the call (the caller's values are left empty),
   // so the executor may write the results over them; a tensor also passed undonated stays.
   for (int64_t k : c.donate) {
@@ -379,9 +493,10 @@ Value call_compiled(Interpreter& in, CompiledObj& c, CallArgs args, SourceLoc lo
                        std::to_string(args.pos.size()) + " positional arguments");
     donate_tensors(args.pos[static_cast<size_t>(k)]);
   }
-  flat.tensors.insert(flat.tensors.end(), prog->captured.begin(), prog->captured.end());
   std::vector<ir::TensorType> input_types;
   for (const auto& p : prog->prog[0]->inputs) input_types.push_back(p->type);
+  if (b) return call_on_device(in, c, b, *prog, flat, args, input_types, loc);
+  flat.tensors.insert(flat.tensors.end(), prog->captured.begin(), prog->captured.end());
   auto t0 = Clock::now();
   const ir::Trace& fw = *prog->prog[0];
   ir::Arg out, grads;
@@ -429,6 +544,21 @@ bool compiled_attr(const CompiledObj& c, const std::string& name, Value* out) {
     return false;
   }
   return true;
+}
+
+DeviceBackend* Interpreter::device_backend(const std::string& name, SourceLoc loc) {
+  if (name != "cuda" && name.rfind("cuda:", 0) != 0)
+    fail(loc, "device '" + name + "' is not known: 'cpu', 'cuda' or 'cuda:N'");
+  auto it = backends_.find(name);
+  if (it != backends_.end()) return it->second;
+  if (!device_opener_)
+    fail(loc, "device '" + name + "': this host has no GPU backend (tracer's CLI and the Session API install one; an "
+              "interpreter embedded alone runs on the CPU)");
+  std::string why;
+  DeviceBackend* b = device_opener_(name, &why);
+  if (!b) fail(loc, "device '" + name + "' cannot be opened: " + why);
+  backends_[name] = b;
+  return b;
 }
 
 }  // namespace tracer::interp

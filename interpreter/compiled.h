@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "interpreter/device.h"
 #include "interpreter/value.h"
 #include "ir/trace.h"
 
@@ -22,7 +23,9 @@ struct CompiledProgram {
   Traces prog;
   std::vector<std::vector<size_t>> grad_leaves;  // per argnum: indices into the flattened tensors
   std::vector<rt::Tensor> captured;  // tensors the function closes over: inputs after the arguments'
-  
+  // On a device: the program made ready once (kernels compiled), and the captured tensors there.
+  std::unique_ptr<DeviceBackend::Program> device_prog;
+  std::vector<rt::cuda::DeviceTensor> captured_dev;
   double trace_ms = 0, pass_ms = 0;
 };
 
@@ -31,7 +34,9 @@ struct CompiledObj : Object {
   Value fn;                          // the function compiled
   std::string name;                  // its name, for messages
   std::vector<std::string> passes;   // the pipeline (value_and_grad: grad first)
-  std::string device = "cpu";
+  std::string device = "cpu";        // as given (the default: where the arguments are)
+  bool device_given = false;          // device= given: it runs there; else where its arguments are
+  DeviceBackend* backend = nullptr;  // device='s, opened when jit was called; null on the CPU
   bool grad = false;                 // value_and_grad: returns (value, gradients)
   std::vector<int64_t> argnums{0};   // the positional arguments differentiated
   bool argnums_tuple = false;        // argnums given as a tuple: the gradients are a tuple too

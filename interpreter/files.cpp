@@ -53,7 +53,7 @@ void flatten_tree(Interpreter& in, const Value& v, const std::string& path, std:
   auto name = [&](const std::string& k) { return path.empty() ? k : path + "." + k; };
   switch (v.type()) {
     case VT::Tensor: {
-      const rt::Tensor& t = v.as<TensorObj>()->t;
+      const rt::Tensor& t = v.as<TensorObj>()->host();
       if (!t.defined()) in.fail(loc, "save: '" + path + "' is a tensor that was donated to a compiled call and holds no value");
       (*out)[path.empty() ? "tensor" : path] = t;
       return;
@@ -107,7 +107,7 @@ Value unflatten_tree(Interpreter& in, const Value& like, const std::string& path
     case VT::Tensor: {
       const std::string key = path.empty() ? "tensor" : path;
       rt::Tensor& t = take(key);
-      const rt::Tensor& want = like.as<TensorObj>()->t;
+      const rt::Tensor& want = like.as<TensorObj>()->host();
       if (want.defined() && (want.dtype() != t.dtype() || want.shape() != t.shape()))
         in.fail(loc, "load: '" + fname + "' holds '" + key + "' as " + rt::dtype_name(t.dtype()) + rt::shape_str(t.shape()) +
                          " but the parameter is " + rt::dtype_name(want.dtype()) + rt::shape_str(want.shape()));
@@ -169,7 +169,7 @@ Value builtin_save(Interpreter& in, CallArgs& a, SourceLoc loc) {
     }
     if (ends_with(path, ".npy")) {
       if (!a.pos[1].is(VT::Tensor)) in.fail(loc, "save: a .npy file holds one tensor; save a pytree as .safetensors");
-      const rt::Tensor& t = a.pos[1].as<TensorObj>()->t;
+      const rt::Tensor& t = a.pos[1].as<TensorObj>()->host();
       if (!t.defined()) in.fail(loc, "save: the tensor was donated to a compiled call and holds no value");
       rt::write_npy(full, t);
     } else if (ends_with(path, ".safetensors")) {

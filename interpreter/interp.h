@@ -12,6 +12,7 @@
 
 #include "common/source.h"
 #include "interpreter/resolve.h"
+#include "interpreter/device.h"
 #include "interpreter/value.h"
 #include "ir/op.h"
 #include "stdlib/stdlib.h"
@@ -144,6 +145,15 @@ class Interpreter {
     if ((++polls_ & 0xfff) == 0 && interrupted_.load(std::memory_order_relaxed)) raise_interrupt(loc);
   }
   ir::ExecContext& exec_context() { return exec_; }
+  // Devices for compiled functions and t.cuda() (interpreter/device.h): the host installs an
+  // opener (the Session API installs codegen's GPU executor); without one, a device other than
+  // "cpu" is an error that says so. The backends the opener gives are the host's, and outlive
+  // this interpreter's tensors (the host destroys the interpreter first).
+  void set_device_opener(DeviceOpener o) { device_opener_ = std::move(o); }
+  // The backend of "cuda" / "cuda:N" (opened at the first use), or a located error.
+  DeviceBackend* device_backend(const std::string& name, SourceLoc loc);
+  // The device jit and value_and_grad compile for when their device= is not given.
+  std::string default_device = "cpu";
   // The distributed job this interpreter runs in (dist.group(), dist.rank(), Thunder's printed
   // process groups; interpreter/dist.cpp): size 0 while unknown (no job, no --world-size).
   void set_world(int64_t size, int64_t rank) {
@@ -198,6 +208,8 @@ class Interpreter {
   std::vector<int32_t> stdlib_files_;
   std::map<std::string, Value> passes_;
   std::deque<ir::OpDecl> host_ops_;  // stable addresses: statements point at them
+  DeviceOpener device_opener_;
+  std::map<std::string, DeviceBackend*> backends_;  // by the name asked for
   FunctionRegistry functions_;  // every live function, to break closure cycles at the end
   Recorder rec_;
   int64_t steps_ = 0;

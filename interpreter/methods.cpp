@@ -401,7 +401,7 @@ const rt::Tensor& concrete(Interpreter& in, const Value& v, SourceLoc loc, const
                      "function); return the tensor and read it after the call" +
                      (cast.empty() ? "" : " (" + cast + " casts a tensor without reading it)"));
   }
-  const rt::Tensor& t = v.as<TensorObj>()->t;
+  const rt::Tensor& t = v.as<TensorObj>()->host();
   if (!t.defined())
     in.fail(loc, std::string(what) + ": the tensor was donated to a compiled call (donate_argnums) and holds no value any more");
   return t;
@@ -429,7 +429,45 @@ Value tensor_tolist(Interpreter& in, CallArgs& a, SourceLoc loc) {
   int64_t next = 0;
   return nested_list(t, 0, &next);  // a 0-d tensor gives its number, as in PyTorch
 }
+// t on the device named (the same tensor when it is there already).
+Value tensor_on(Interpreter& in, const Value& v, const std::string& device, SourceLoc loc) {
+  if (v.is(VT::Proxy)) {
+    if (device == v.as<ProxyObj>()->p->type.device || (device == "cuda" && v.as<ProxyObj>()->p->type.device.rfind("cuda", 0) == 0)) return v;
+    in.fail(loc, "moving a tensor between devices while tracing: a trace runs on one device (jit(f, device=...) chooses it)");
+  }
+  TensorObj* t = v.as<TensorObj>();
+  if (!t->holds_value())
+    in.fail(loc, "the tensor was donated to a compiled call (donate_argnums) and holds no value any more");
+  if (device == "cpu") return t->on_device() ? make<TensorObj>(concrete(in, v, loc, "cpu()")) : v;
+  DeviceBackend* b = in.device_backend(device, loc);
+  if (t->on_device() && t->backend == b) return v;
+  return make<TensorObj>(b->upload(concrete(in, v, loc, "cuda()")), b);
+}
+Value tensor_cpu(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  if (a.pos.size() != 1 || !a.kw.empty()) in.fail(loc, "t.cpu() takes no arguments");
+  return tensor_on(in, a.pos[0], "cpu", loc);
+}
+Value tensor_cuda(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  if (a.pos.size() > 2 || !a.kw.empty()) in.fail(loc, "t.cuda(index=None) takes at most the device's index");
+  std::string device = "cuda";
+  if (a.pos.size() == 2) {
+    if (!a.pos[1].is(VT::Int)) in.fail(loc, "t.cuda(index): index must be an int");
+    device += ":" + std::to_string(a.pos[1].as_int());
+  }
+  return tensor_on(in, a.pos[0], device, loc);
+}
+// t.to("cuda") moves; anything else (t.to(bf16), ...) is ltorch's to, the cast.
+Value tensor_to(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  if (a.pos.size() == 2 && a.kw.empty() && a.pos[1].is(VT::Str)) return tensor_on(in, a.pos[0], a.pos[1].as<StrObj>()->s, loc);
+  if (a.pos.size() == 1 && a.kw.size() == 1 && a.kw[0].first == "device" && a.kw[0].second.is(VT::Str))
+    return tensor_on(in, a.pos[0], a.kw[0].second.as<StrObj>()->s, loc);
+  return in.call_ltorch("to", std::move(a), loc);
+}
+
 const BuiltinDef kTensor[] = {
+    {"cpu", tensor_cpu, "t.cpu(): t on the host (a copy of a device tensor's values)"},
+    {"cuda", tensor_cuda, "t.cuda(index=None): t on the GPU (needs a host with a GPU backend: tracer's CLI and Session API)"},
+    {"to", tensor_to, "t.to(device): t on 'cpu', 'cuda' or 'cuda:N'; t.to(dtype) casts"},
     {"item", tensor_item, "t.item(): the value of a one-element tensor as a Python number (not while tracing)"},
     {"tolist", tensor_tolist, "t.tolist(): the values as nested lists of Python numbers (not while tracing)"},
 };
@@ -543,13 +581,13 @@ Value Interpreter::get_attr(const Value& obj, const std::string& name, SourceLoc
     }
     case VT::Tensor:
     case VT::Proxy: {
-      if (obj.is(VT::Tensor) && !obj.as<TensorObj>()->t.defined())
+      if (obj.is(VT::Tensor) && !obj.as<TensorObj>()->holds_value())
         fail(loc, "'." + name + "' of a tensor that was donated to a compiled call (donate_argnums): it holds no value any "
                   "more; use what that call returned");
       if (name == "shape") return shape_tuple(tensor_shape(obj));
       if (name == "dtype") return Value::dtype(tensor_dtype(obj));
       if (name == "ndim") return Value::integer(static_cast<int64_t>(tensor_shape(obj).size()));
-      if (name == "device") return str_value(obj.is(VT::Proxy) ? obj.as<ProxyObj>()->p->type.device : "cpu");
+      if (name == "device") return str_value(obj.is(VT::Proxy) ? obj.as<ProxyObj>()->p->type.device : obj.as<TensorObj>()->device());
       if (name == "name" && obj.is(VT::Proxy)) return str_value(obj.as<ProxyObj>()->p->name);
       if (const BuiltinDef* m = find_method(obj.type(), name)) return make<BoundMethodObj>(obj, make<BuiltinObj>(m));
       if (const Value* f = ltorch_.as<NamespaceObj>()->lookup(name)) return make<BoundMethodObj>(obj, *f);

@@ -271,7 +271,7 @@ bool Interpreter::truth(const Value& v, SourceLoc loc) {
   // A concrete tensor (eager mode) has a value: a one-element one is true when nonzero, as in
   // PyTorch; one of more elements is ambiguous.
   if (v.is(VT::Tensor)) {
-    const rt::Tensor& t = v.as<TensorObj>()->t;
+    const rt::Tensor& t = v.as<TensorObj>()->host();
     if (t.numel() != 1)
       fail(loc, "the truth value of a tensor of " + std::to_string(t.numel()) + " elements (shape " + rt::shape_str(t.shape()) +
                     ") is ambiguous; reduce it first (sum, amax, any(t.tolist()))");

@@ -18,7 +18,7 @@ bool to_arg(const Value& v, ir::Arg* out) {
     case VT::Float: *out = ir::Arg::of_float(v.as_float()); return true;
     case VT::Str: *out = ir::Arg::of_str(v.as<StrObj>()->s); return true;
     case VT::DType: *out = ir::Arg::of_dtype(v.as_dtype()); return true;
-    case VT::Tensor: *out = ir::Arg::of_tensor(v.as<TensorObj>()->t); return true;
+    case VT::Tensor: *out = ir::Arg::of_tensor(v.as<TensorObj>()->host()); return true;
     case VT::Proxy: *out = ir::Arg::of_proxy(v.as<ProxyObj>()->p); return true;
     case VT::List:
     case VT::Tuple: {
@@ -248,11 +248,11 @@ void Interpreter::record(ir::Stmt s) {
 // ---------------------------------------------------------------- tensor indexing
 
 static int64_t rank_of(const Value& t) {
-  return t.is(VT::Tensor) ? t.as<TensorObj>()->t.dim() : static_cast<int64_t>(t.as<ProxyObj>()->p->type.shape.size());
+  return t.is(VT::Tensor) ? static_cast<int64_t>(t.as<TensorObj>()->shape().size()) : static_cast<int64_t>(t.as<ProxyObj>()->p->type.shape.size());
 }
 
 static rt::Shape shape_of(const Value& t) {
-  return t.is(VT::Tensor) ? t.as<TensorObj>()->t.shape() : t.as<ProxyObj>()->p->type.shape;
+  return t.is(VT::Tensor) ? t.as<TensorObj>()->shape() : t.as<ProxyObj>()->p->type.shape;
 }
 
 static Value int_tuple(const std::vector<int64_t>& xs) {

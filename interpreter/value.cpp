@@ -1,6 +1,7 @@
 // Value basics: names of types, equality, hashing, truth, and repr/str.
 #include "interpreter/value.h"
 #include "interpreter/compiled.h"
+#include "interpreter/device.h"
 
 #include <fmt/format.h>
 
@@ -29,6 +30,16 @@ struct Nest {
   ~Nest() { --nesting; }
 };
 }  // namespace
+
+std::string TensorObj::device() const { return dev && backend ? backend->device() : std::string("cpu"); }
+
+const rt::Tensor& TensorObj::host(rt::Allocator* al) {
+  if (!t.defined() && dev) {
+    if (!backend) throw std::runtime_error("a device tensor without its device (internal error; please report this)");
+    t = backend->download(*dev, al);
+  }
+  return t;
+}
 
 const char* type_name(VT t) {
   switch (t) {
@@ -487,7 +498,7 @@ std::string repr(const Value& v) {
     case VT::Builtin: return std::string("<built-in function ") + v.as<BuiltinObj>()->name() + ">";
     case VT::BoundMethod: return "<bound method>";
     case VT::Tensor: {
-      const rt::Tensor& t = v.as<TensorObj>()->t;
+      const rt::Tensor& t = v.as<TensorObj>()->host();
       if (!t.defined()) return "<donated tensor>";
       return std::string("<tensor ") + rt::dtype_name(t.dtype()) + rt::shape_str(t.shape()) + ">";
     }

@@ -12,6 +12,7 @@
 #include "interpreter/ast.h"
 #include "ir/op.h"
 #include "ir/trace.h"
+#include "runtime/cuda.h"
 #include "runtime/tensor.h"
 
 namespace tracer::interp {
@@ -353,9 +354,28 @@ struct BoundMethodObj : Object {
   BoundMethodObj(Value s, Value f) : Object(VT::BoundMethod), self(std::move(s)), fn(std::move(f)) {}
 };
 
+class DeviceBackend;
 struct TensorObj : Object {
+  // On the host: t. On a device (a device program's result): dev, with the backend that made it,
+  // and t empty until host() copies it over (kept: tensors are values, never changed in place).
+  // Neither: donated to a compiled call.
   rt::Tensor t;
+  std::shared_ptr<rt::cuda::DeviceTensor> dev;
+  DeviceBackend* backend = nullptr;
   explicit TensorObj(rt::Tensor v) : Object(VT::Tensor), t(std::move(v)) {}
+  TensorObj(rt::cuda::DeviceTensor d, DeviceBackend* b)
+      : Object(VT::Tensor), dev(std::make_shared<rt::cuda::DeviceTensor>(std::move(d))), backend(b) {}
+  bool holds_value() const { return t.defined() || dev; }
+  bool on_device() const { return dev != nullptr; }
+  rt::DType dtype() const { return dev ? dev->dtype : t.dtype(); }
+  const rt::Shape& shape() const { return dev ? dev->shape : t.shape(); }
+  std::string device() const;  // "cpu", "cuda:0"
+  // The values on the host (copied from the device the first time; throws if that fails).
+  const rt::Tensor& host(rt::Allocator* al = nullptr);
+  void clear() {
+    t = rt::Tensor();
+    dev.reset();
+  }
 };
 struct ProxyObj : Object {
   ir::ProxyPtr p;

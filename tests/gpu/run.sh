@@ -76,6 +76,12 @@ check() {  # label, CPU args..., --, GPU extra args...
 # Online sums of exponentials (TRACER_ROWS_ONLINE=1, off by default): the special-value rows and
 # the GPT under a fuse pipeline.
 TRACER_ROWS_ONLINE=1 check "ops.trace ops_rows fuse online" tests/gpu/ops.trace --entry ops_rows --passes fuse --
+# Compiled functions in the language on the GPU (jit, value_and_grad, AdamW) against the CPU.
+if "$TRACER" run tests/gpu/jit_cuda.trace > "$tmp/jit.log" 2>&1 && tail -1 "$tmp/jit.log" | grep -q "^ok$"; then
+  echo "ok   jit_cuda.trace: compiled functions on cuda equal the CPU's"
+else
+  echo "FAIL jit_cuda.trace"; cat "$tmp/jit.log"; fail=1
+fi
 # The C API on the GPU: the embedding example's training step through tracer_call on cuda:0
 # against the same on the CPU (HOST_C: the built tests/tracer_embed_host_c, if given).
 if [ -n "${HOST_C:-}" ]; then

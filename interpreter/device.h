@@ -1,0 +1,47 @@
+// Devices for compiled functions (docs/training.md, "On a GPU"): jit(f, device="cuda") and
+// value_and_grad(f, device="cuda") run their programs through a DeviceBackend, which the host
+// installs (the Session API installs codegen's GPU executor: the interpreter knows no code
+// generator). Tensors a device program returns stay on the device (TensorObj::dev) and go back to
+// it as the next call's arguments without a copy; reading one's values copies it to the host.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ir/op.h"
+#include "ir/trace.h"
+#include "runtime/cuda.h"
+#include "runtime/tensor.h"
+
+namespace tracer::interp {
+
+class DeviceBackend {
+ public:
+  virtual ~DeviceBackend() = default;
+  // "cuda:0", as tensors' .device gives it; and with the device's name, for messages.
+  virtual const std::string& device() const = 0;
+  virtual std::string description() const = 0;
+  virtual rt::cuda::DeviceTensor upload(const rt::Tensor& t) = 0;
+  virtual rt::Tensor download(const rt::cuda::DeviceTensor& t, rt::Allocator* al) = 0;
+
+  // One compiled program's traces, made ready once (its kernels compiled) and run per call.
+  class Program {
+   public:
+    virtual ~Program() = default;
+    using Values = std::unordered_map<const ir::Proxy*, rt::cuda::DeviceTensor>;
+    // Runs the first trace over inputs (parallel to its inputs; moved in, so that what the
+    // caller gave up is freed at its last use) and, when there are two, the backward over the
+    // forward's saved values and a cotangent of ones. Returns the values of the forward's and
+    // the backward's output proxies. Throws ir::ExecError for a statement's failure.
+    virtual void run(std::vector<rt::cuda::DeviceTensor> inputs, ir::ExecContext& ctx, Values* forward,
+                     Values* backward) = 0;
+  };
+  virtual std::unique_ptr<Program> prepare(std::vector<std::shared_ptr<ir::Trace>> traces) = 0;
+};
+
+// Opens the backend of a device name ("cuda", "cuda:1"), or returns null with the reason.
+using DeviceOpener = std::function<DeviceBackend*(const std::string& device, std::string* why)>;
+
+}  // namespace tracer::interp
