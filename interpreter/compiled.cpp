@@ -348,6 +348,22 @@ std::shared_ptr<CompiledProgram> compile(Interpreter& in, CompiledObj& c, Device
   return prog;
 }
 
+// value_and_grad's result: (value, gradients), the gradients shaped like the arguments argnums
+// names (a tuple of them when argnums was one); grad(i) is the gradient of flattened input i,
+// every other value of those arguments becomes None.
+template <class G>
+Value value_and_grads(const CompiledObj& c, const CompiledProgram& prog, const CallArgs& args, Value value, const G& grad) {
+  std::vector<Value> per_arg;
+  for (size_t k = 0; k < c.argnums.size(); ++k) {
+    const std::vector<size_t>& leaves = prog.grad_leaves[k];
+    size_t next = 0;
+    auto leaf = [&](size_t i) { return grad(leaves[i]); };
+    per_arg.push_back(rebuild(args.pos[static_cast<size_t>(c.argnums[k])], &next, leaf, true));
+  }
+  Value g = c.argnums_tuple ? make<TupleObj>(std::move(per_arg)) : per_arg[0];
+  return make<TupleObj>(std::vector<Value>{std::move(value), g});
+}
+
 // The values of a device program's outputs: its proxies' tensors stay on the device.
 Value device_value(const ir::Arg& a, const DeviceBackend::Program::Values& vals, DeviceBackend* b) {
   switch (a.kind) {
@@ -383,27 +399,20 @@ Value call_on_device(Interpreter& in, CompiledObj& c, DeviceBackend* b, Compiled
   const ir::Trace& fw = *prog.prog[0];
   DeviceBackend::Program::Values fv, bv;
   auto t0 = Clock::now();
-  Value value;
-  std::vector<Value> per_arg;
+  Value result;
   try {
     prog.device_prog->run(std::move(inputs), in.exec_context(), &fv, c.grad ? &bv : nullptr);
     if (!c.grad) {
-      value = device_value(fw.output, fv, b);
+      result = device_value(fw.output, fv, b);
     } else {
-      value = device_value(fw.output.items[0], fv, b);
       const ir::Trace& bw = *prog.prog[1];
-      for (size_t k = 0; k < c.argnums.size(); ++k) {
-        const std::vector<size_t>& leaves = prog.grad_leaves[k];
-        size_t next = 0;
-        auto leaf = [&](size_t i) -> Value {
-          const ir::Arg& g = bw.output.items[leaves[i]];
-          if (g.kind == ir::Arg::Kind::Proxy) return device_value(g, bv, b);
-          // No path from this input to the loss: zeros, as on the CPU.
-          const ir::TensorType& x = input_types[leaves[i]];
-          return make<TensorObj>(b->upload(rt::full(x.shape, rt::Scalar{0.0, 0, false}, x.dtype, &in.allocator())), b);
-        };
-        per_arg.push_back(rebuild(args.pos[static_cast<size_t>(c.argnums[k])], &next, leaf, true));
-      }
+      result = value_and_grads(c, prog, args, device_value(fw.output.items[0], fv, b), [&](size_t i) -> Value {
+        const ir::Arg& g = bw.output.items[i];
+        if (g.kind == ir::Arg::Kind::Proxy) return device_value(g, bv, b);
+        // No path from this input to the loss: zeros, as on the CPU.
+        const ir::TensorType& x = input_types[i];
+        return make<TensorObj>(b->upload(rt::full(x.shape, rt::Scalar{0.0, 0, false}, x.dtype, &in.allocator())), b);
+      });
     }
   } catch (const ir::ExecError& e) {
     in.fail(loc, c.name + ": on " + b->device() + ": " + e.message + (e.stmt.empty() ? "" : " (in: " + e.stmt + ")"));
@@ -411,9 +420,7 @@ Value call_on_device(Interpreter& in, CompiledObj& c, DeviceBackend* b, Compiled
     in.fail(loc, c.name + ": on " + b->device() + ": " + e.what());
   }
   c.run_ms += ms_since(t0);
-  if (!c.grad) return value;
-  Value g = c.argnums_tuple ? make<TupleObj>(std::move(per_arg)) : per_arg[0];
-  return make<TupleObj>(std::vector<Value>{value, g});
+  return result;
 }
 
 }  // namespace
@@ -508,23 +515,14 @@ Value call_compiled(Interpreter& in, CompiledObj& c, CallArgs args, SourceLoc lo
   }
   c.run_ms += ms_since(t0);
   if (!c.grad) return from_arg(out);
-  Value value = from_arg(out.items[0]);
-  std::vector<Value> per_arg;
-  for (size_t k = 0; k < c.argnums.size(); ++k) {
-    const std::vector<size_t>& leaves = prog->grad_leaves[k];
-    size_t next = 0;
-    auto leaf = [&](size_t i) -> Value {
-      const ir::Arg& g = grads.items[leaves[i]];
-      if (g.kind == ir::Arg::Kind::Tensor) return make<TensorObj>(g.tensor);
-      // No path from this input to the loss: its gradient is zeros, as JAX and PyTorch's
-      // autograd.grad(materialize_grads=True) give.
-      const ir::TensorType& x = input_types[leaves[i]];
-      return make<TensorObj>(rt::full(x.shape, rt::Scalar{0.0, 0, false}, x.dtype, &in.allocator()));
-    };
-    per_arg.push_back(rebuild(args.pos[static_cast<size_t>(c.argnums[k])], &next, leaf, true));
-  }
-  Value g = c.argnums_tuple ? make<TupleObj>(std::move(per_arg)) : per_arg[0];
-  return make<TupleObj>(std::vector<Value>{value, g});
+  return value_and_grads(c, *prog, args, from_arg(out.items[0]), [&](size_t i) -> Value {
+    const ir::Arg& g = grads.items[i];
+    if (g.kind == ir::Arg::Kind::Tensor) return make<TensorObj>(g.tensor);
+    // No path from this input to the loss: its gradient is zeros, as JAX and PyTorch's
+    // autograd.grad(materialize_grads=True) give.
+    const ir::TensorType& x = input_types[i];
+    return make<TensorObj>(rt::full(x.shape, rt::Scalar{0.0, 0, false}, x.dtype, &in.allocator()));
+  });
 }
 
 bool compiled_attr(const CompiledObj& c, const std::string& name, Value* out) {
