@@ -105,7 +105,7 @@ DeviceTensor GpuExecutor::alloc(const ir::TensorType& t) {
 
 DeviceTensor GpuExecutor::upload(const rt::Tensor& t) {
   DeviceTensor d = alloc({t.dtype(), t.shape(), "cuda"});
-  dev_.copy_to_device(d.ptr(), t.data(), t.nbytes());
+  dev_.copy_to_device_async(d.ptr(), t.data(), t.nbytes());  // staged: the host goes on
   return d;
 }
 
@@ -124,6 +124,7 @@ rt::Tensor GpuExecutor::download(const DeviceTensor& t, rt::Allocator* al) {
   }
   rt::Tensor h = rt::Tensor::empty(t.dtype, t.shape, al);
   dev_.synchronize();
+  check_index_errors();  // nothing leaves a run whose gather had a bad index
   dev_.copy_to_host(h.data(), t.ptr(), h.nbytes());
   return h;
 }
@@ -695,6 +696,7 @@ GpuExecutor::Values GpuExecutor::run(const ir::Trace& t, std::vector<DeviceTenso
     throw ir::ExecError{"the trace takes " + std::to_string(t.inputs.size()) + " inputs but " + std::to_string(inputs.size()) +
                             " were given",
                         {}, ""};
+  poll_index_errors(false);  // an earlier run's bad index, if its flag has come back by now
   Values env;
   env.reserve(t.stmts.size() + t.inputs.size());
   transposed_.clear();
@@ -733,7 +735,7 @@ GpuExecutor::Values GpuExecutor::run(const ir::Trace& t, std::vector<DeviceTenso
   views_.clear();
   viewed_inputs_.clear();
   if (check_ && !in_graph_) check_end(t);
-  check_index_errors();  // a gather or scatter with a bad index fails the run here
+  read_index_errors_later();  // a gather or scatter with a bad index: thrown when the flag is back
   return out;
 }
 

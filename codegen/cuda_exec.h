@@ -385,10 +385,19 @@ class GpuExecutor {
   uint64_t rng_start_ = 0;
   bool rng_ready_ = false;
   bool in_graph_ = false;  // capturing: nothing may synchronize
-  // take and take_backward report a bad index here (flag, index, rows); read after the run.
+  // take and take_backward report a bad index here (flag, index, rows). A run ends by copying
+  // the flag to pinned host memory in stream order (read_index_errors_later); it is read, and a
+  // bad index thrown, when that copy has run: at the next run's start if it has by then, at a
+  // download, or at check_index_errors(), which waits. So runs never wait for the device, and no
+  // value reaches the host from a run whose index was bad without the error.
   rt::cuda::DevPtr index_errors();
+  void read_index_errors_later();
+  void poll_index_errors(bool wait);
   std::shared_ptr<rt::cuda::Buffer> index_err_;
-  bool index_check_pending_ = false;
+  bool index_check_pending_ = false;  // kernels wrote the flag since it was last copied
+  bool index_read_pending_ = false;   // a copy of the flag to index_host_ is in flight
+  unsigned long long* index_host_ = nullptr;  // pinned (3 words); null: checks wait
+  void* index_event_ = nullptr;
   std::unordered_map<std::string, AttentionKernel> attention_kernels_;  // by dtype, head size, causality
   enum class AttentionChoice { Auto, Cudnn, Tracer };  // TRACER_ATTENTION
   AttentionChoice attention_choice_ = AttentionChoice::Auto;

@@ -54,6 +54,14 @@ std::vector<int64_t> inverse(const std::vector<int64_t>& p) {
 }  // namespace
 
 GpuExecutor::~GpuExecutor() {
+  if (index_host_) {
+    try {
+      if (index_read_pending_) dev_.event_wait(index_event_);  // the copy into it has run
+    } catch (...) {
+    }
+    dev_.free_pinned_host(index_host_);
+    events_.push_back(index_event_);
+  }
   for (auto& [p, pc] : pending_) events_.push_back(pc.event);
   pending_.clear();
   for (void* e : events_) dev_.destroy_event(e);

@@ -91,17 +91,52 @@ rt::cuda::DevPtr GpuExecutor::index_errors() {
   return index_err_->ptr;
 }
 
-void GpuExecutor::check_index_errors() {
+void GpuExecutor::read_index_errors_later() {
   if (!index_check_pending_ || in_graph_) return;
+  if (!index_host_) {
+    index_host_ = static_cast<unsigned long long*>(dev_.pinned_host(sizeof kNoIndexError));
+    if (index_host_) index_event_ = take_event();
+  }
+  if (!index_host_) {  // no pinned memory: read it now
+    check_index_errors();
+    return;
+  }
   index_check_pending_ = false;
-  dev_.synchronize();
-  unsigned long long e[3] = {0, 0, 0};
-  dev_.copy_to_host(e, index_err_->ptr, sizeof e);
+  dev_.copy_to_host_async(index_host_, index_err_->ptr, sizeof kNoIndexError);
+  dev_.record(index_event_, dev_.stream());
+  index_read_pending_ = true;
+}
+
+void GpuExecutor::poll_index_errors(bool wait) {
+  if (!index_read_pending_) return;
+  if (wait)
+    dev_.event_wait(index_event_);
+  else if (!dev_.event_done(index_event_))
+    return;
+  index_read_pending_ = false;
+  unsigned long long e[3] = {index_host_[0], index_host_[1], index_host_[2]};
   if (!e[0]) return;
-  dev_.copy_to_device(index_err_->ptr, kNoIndexError, sizeof kNoIndexError);
+  dev_.copy_to_device_async(index_err_->ptr, kNoIndexError, sizeof kNoIndexError);
   throw std::runtime_error(std::string(e[0] == 2 ? "prims.take_backward" : "prims.take") + ": index " +
                            std::to_string(static_cast<long long>(e[1])) + " is out of range for " +
                            std::to_string(static_cast<long long>(e[2])) + " rows");
+}
+
+void GpuExecutor::check_index_errors() {
+  if (in_graph_) return;
+  if (index_check_pending_ && index_host_) read_index_errors_later();
+  if (index_check_pending_) {  // no pinned memory: a copy that waits
+    index_check_pending_ = false;
+    dev_.synchronize();
+    unsigned long long e[3] = {0, 0, 0};
+    dev_.copy_to_host(e, index_err_->ptr, sizeof e);
+    if (!e[0]) return;
+    dev_.copy_to_device(index_err_->ptr, kNoIndexError, sizeof kNoIndexError);
+    throw std::runtime_error(std::string(e[0] == 2 ? "prims.take_backward" : "prims.take") + ": index " +
+                             std::to_string(static_cast<long long>(e[1])) + " is out of range for " +
+                             std::to_string(static_cast<long long>(e[2])) + " rows");
+  }
+  poll_index_errors(true);
 }
 
 }  // namespace tracer::codegen

@@ -167,15 +167,21 @@ std::shared_ptr<Module> Interpreter::load(const std::string& name, std::string t
   modules_.push_back(m);
   clear_interrupt();
   // As in Python: "__main__" for the program being run (tracer run's file), else the module's
-  // name, so that `if __name__ == "__main__":` guards what only running it should do.
+  // name, so that `if __name__ == "__main__":` guards what only running it should do. A module
+  // the program loads while it runs (load_module) is never the program.
   std::string stem = name.substr(name.find_last_of('/') == std::string::npos ? 0 : name.find_last_of('/') + 1);
   if (stem.find('.') != std::string::npos) stem.resize(stem.find('.'));
-  m->globals["__name__"] = str_value(main_program_ && names_values ? "__main__" : stem);
+  m->globals["__name__"] = str_value(main_program_ && names_values && loading_ == 0 ? "__main__" : stem);
   for (const auto& [k, v] : pinned) {
     m->globals[k] = v;
     ++m->globals_version;
     m->pinned.insert(k);
   }
+  struct Depth {
+    int& n;
+    explicit Depth(int& d) : n(d) { ++n; }
+    ~Depth() { --n; }
+  } depth(loading_);
   try {
     run_module(*m);
   } catch (const ScriptError& e) {

@@ -215,6 +215,7 @@ class Interpreter {
   int64_t steps_ = 0;
   int depth_ = 0;
   bool main_program_ = false;
+  int loading_ = 0;  // modules being loaded (run) now: nested ones are load_module's
   std::vector<std::string> allowed_read_, allowed_write_;
   int64_t world_size_ = 0, world_rank_ = 0;
   std::map<std::tuple<int32_t, int64_t, std::string>, Value> thunder_objects_;  // thunder_object's values

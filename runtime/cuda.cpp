@@ -115,6 +115,10 @@ struct Api {
   CUresult (*func_set_attr)(void*, int, int) = nullptr;
   CUresult (*launch_host_func)(CUstream, void (*)(void*), void*) = nullptr;  // optional (timing gates)
   CUresult (*stream_wait_event)(CUstream, CUevent, unsigned) = nullptr;     // optional (the communication stream)
+  // Optional (staged uploads and asynchronous reads of small results; without them, copies wait).
+  CUresult (*host_alloc)(void**, size_t, unsigned) = nullptr;
+  CUresult (*host_free)(void*) = nullptr;
+  CUresult (*event_query)(CUevent) = nullptr;
   // The driver stays loaded for the life of the process (as NVRTC does; unloading a driver
   // while its threads may still run is not safe).
 };
@@ -228,6 +232,9 @@ std::shared_ptr<Api> load_driver(std::string* why) {
   bind(h, a->func_set_attr, "cuFuncSetAttribute", &missing);
   a->launch_host_func = reinterpret_cast<decltype(a->launch_host_func)>(dlsym(h, "cuLaunchHostFunc"));
   a->stream_wait_event = reinterpret_cast<decltype(a->stream_wait_event)>(dlsym(h, "cuStreamWaitEvent"));
+  a->host_alloc = reinterpret_cast<decltype(a->host_alloc)>(dlsym(h, "cuMemHostAlloc"));
+  a->host_free = reinterpret_cast<decltype(a->host_free)>(dlsym(h, "cuMemFreeHost"));
+  a->event_query = reinterpret_cast<decltype(a->event_query)>(dlsym(h, "cuEventQuery"));
   if (!missing.empty()) {
     *why = "the CUDA driver is too old (missing:" + missing + ")";
     return nullptr;
@@ -345,6 +352,11 @@ Device::~Device() {
   api_->ctx_set(ctx_);
   if (stream_) api_->stream_sync(stream_);
   lt_plans_.reset();  // their descriptors before the library's handle
+  for (auto* list : {&staging_free_, &staging_busy_})
+    for (const Staging& b : *list) {
+      api_->host_free(b.host);
+      api_->event_destroy(static_cast<CUevent>(b.event));
+    }
   if (lt_handle_) lt_->destroy(lt_handle_);
   if (workspace_) api_->mem_free(workspace_);
   for (auto& [n, ptrs] : free_)
@@ -397,9 +409,89 @@ void Device::release(DevPtr p, size_t bytes) {
   free_[n].push_back(p);
 }
 
-void Device::copy_to_device_async(DevPtr dst, const void* src, size_t bytes) {
-  if (bytes) check(api_->htod_async(dst, src, bytes, stream_), "cuMemcpyHtoDAsync");
+// Staged uploads: src is copied into a pinned block, the device copies from there in stream
+// order, and an event says when the block may be reused, so the host never waits for the device
+// (a copy from pageable memory may: the driver can synchronize with the stream to stage it).
+// Blocks are powers of two from 4 KiB, kept for reuse, up to kStagingLimit bytes in all.
+namespace {
+constexpr size_t kStagingLimit = size_t{256} << 20, kStagingMin = 4096;
 }
+
+void Device::copy_to_device_async(DevPtr dst, const void* src, size_t bytes) {
+  if (!bytes) return;
+  if (capturing_ || !api_->host_alloc || !api_->host_free || !api_->event_query || bytes > kStagingLimit / 4) {
+    // A capture records the copy (its source is read at each replay); a large upload waits.
+    check(api_->htod_async(dst, src, bytes, stream_), "cuMemcpyHtoDAsync");
+    if (!capturing_ && bytes > kStagingLimit / 4) check(api_->stream_sync(stream_), "cuStreamSynchronize");
+    return;
+  }
+  for (size_t i = 0; i < staging_busy_.size();) {  // blocks whose copies have run are free again
+    if (api_->event_query(static_cast<CUevent>(staging_busy_[i].event)) == 0) {
+      staging_free_.push_back(staging_busy_[i]);
+      staging_busy_.erase(staging_busy_.begin() + static_cast<std::ptrdiff_t>(i));
+    } else {
+      ++i;
+    }
+  }
+  auto best = staging_free_.end();
+  for (auto it = staging_free_.begin(); it != staging_free_.end(); ++it)
+    if (it->bytes >= bytes && (best == staging_free_.end() || it->bytes < best->bytes)) best = it;
+  Staging s;
+  if (best != staging_free_.end()) {
+    s = *best;
+    staging_free_.erase(best);
+  } else {
+    size_t n = kStagingMin;
+    while (n < bytes) n <<= 1;
+    if (staging_bytes_ + n > kStagingLimit) {  // full: wait for the copies, give every block back
+      check(api_->stream_sync(stream_), "cuStreamSynchronize");
+      for (auto* list : {&staging_free_, &staging_busy_})
+        for (const Staging& b : *list) {
+          api_->host_free(b.host);
+          api_->event_destroy(static_cast<CUevent>(b.event));
+        }
+      staging_free_.clear();
+      staging_busy_.clear();
+      staging_bytes_ = 0;
+    }
+    check(api_->host_alloc(&s.host, n, 0), "cuMemHostAlloc");
+    s.bytes = n;
+    s.event = new_event();
+    staging_bytes_ += n;
+  }
+  std::memcpy(s.host, src, bytes);
+  staging_busy_.push_back(s);  // (before the calls that may throw: the destructor frees it)
+  check(api_->htod_async(dst, s.host, bytes, stream_), "cuMemcpyHtoDAsync");
+  record(s.event, stream_);
+}
+
+void* Device::pinned_host(size_t bytes) {
+  if (!api_->host_alloc || !api_->host_free) return nullptr;
+  void* p = nullptr;
+  check(api_->host_alloc(&p, bytes ? bytes : 1, 0), "cuMemHostAlloc");
+  return p;
+}
+
+void Device::free_pinned_host(void* p) {
+  if (p) api_->host_free(p);
+}
+
+void Device::copy_to_host_async(void* pinned_dst, DevPtr src, size_t bytes) {
+  if (bytes) check(api_->dtoh_async(pinned_dst, src, bytes, stream_), "cuMemcpyDtoHAsync");
+}
+
+bool Device::event_done(void* event) {
+  if (!api_->event_query) {
+    check(api_->event_sync(static_cast<CUevent>(event)), "cuEventSynchronize");
+    return true;
+  }
+  int rc = api_->event_query(static_cast<CUevent>(event));
+  if (rc == 600) return false;  // CUDA_ERROR_NOT_READY
+  check(rc, "cuEventQuery");
+  return true;
+}
+
+void Device::event_wait(void* event) { check(api_->event_sync(static_cast<CUevent>(event)), "cuEventSynchronize"); }
 
 // ---- graphs ----
 

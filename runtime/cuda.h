@@ -77,10 +77,19 @@ class Device {
   size_t reserved_bytes() const { return reserved_; }  // held from the driver, cached blocks included
   void empty_cache();
 
+  // Waits until the copy has run.
   void copy_to_device(DevPtr dst, const void* src, size_t bytes);
-  // In stream order; src may be reused as soon as this returns (pageable memory is staged).
+  // In stream order, without waiting for the device: src is staged in pinned memory first, so it
+  // may be reused as soon as this returns (uploads above 64 MiB wait). Inside a capture the copy
+  // is recorded as it is, reading src at each replay.
   void copy_to_device_async(DevPtr dst, const void* src, size_t bytes);
-  void copy_to_host(void* dst, DevPtr src, size_t bytes);
+  void copy_to_host(void* dst, DevPtr src, size_t bytes);  // waits for the stream
+  // Pinned host memory (null where the driver has none), for copy_to_host_async's destination.
+  void* pinned_host(size_t bytes);
+  void free_pinned_host(void* p);
+  void copy_to_host_async(void* pinned_dst, DevPtr src, size_t bytes);  // in stream order
+  bool event_done(void* event);  // the work before the event's record has run
+  void event_wait(void* event);
   void copy_device(DevPtr dst, DevPtr src, size_t bytes);
 
   // ---- kernels ----
@@ -187,6 +196,13 @@ class Device {
   };
   std::unordered_map<DevPtr, Pin> pinned_;       // blocks owned by graphs
   bool capturing_ = false;
+  struct Staging {  // a pinned block of copy_to_device_async, busy until its event has passed
+    void* host = nullptr;
+    size_t bytes = 0;
+    void* event = nullptr;
+  };
+  std::vector<Staging> staging_free_, staging_busy_;
+  size_t staging_bytes_ = 0;
   int tune_ = -1;  // TRACER_MATMUL_TUNE, read on first use (-1: not yet)
   std::string matmul_cache_dir_;
   MatmulTuning tuning_;

@@ -218,6 +218,23 @@ TEST_CASE("examples/train_gpt.trace: the loss falls well below ln(V) on the CPU"
   CHECK_THAT(out, Catch::Contains("compiled 1 time(s)"));
 }
 
+TEST_CASE("load_module: a module the program loads is never __main__ (its guarded top level does not run)", "[compiled][files]") {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("tracer_modules_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "mod.trace") << "X = 1\nNAME = __name__\nif __name__ == \"__main__\":\n    print(\"mod ran as the program\")\n";
+  std::ofstream(dir / "prog.trace") << "m = load_module(\"mod.trace\", X=2)\nprint(__name__, m.NAME, m.X)\n";
+  int rc = 0;
+  std::string out = run_cli("run " + (dir / "prog.trace").string(), &rc);
+  INFO(out);
+  CHECK(rc == 0);
+  CHECK(lines(out) == std::vector<std::string>{"__main__ mod 2"});
+  out = run_cli("run " + (dir / "mod.trace").string(), &rc);  // run itself, it is the program
+  CHECK(rc == 0);
+  CHECK_THAT(out, Catch::Contains("mod ran as the program"));
+  fs::remove_all(dir);
+}
+
 TEST_CASE("examples/train_gpt.trace: resuming from a saved step equals not stopping", "[compiled][train]") {
   int rc = 0;
   namespace fs = std::filesystem;
