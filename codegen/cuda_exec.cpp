@@ -74,6 +74,8 @@ GpuExecutor::GpuExecutor(rt::cuda::Device& dev, std::shared_ptr<Nvrtc> nvrtc, Ke
   const char* p = std::getenv("TRACER_GPU_PROFILE");
   profile_ = p && *p && std::string(p) != "0";
   profile_each_ = profile_ && std::string(p) == "2";
+  host_profile_ = p && std::string(p) == "host";
+  if (host_profile_) profile_ = false;
   if (const char* c = std::getenv("TRACER_GPU_CHECK")) check_ = std::atoi(c);
   if (const char* v = std::getenv("TRACER_ATTENTION_VIEWS")) views_enabled_ = std::string(v) != "0";
   if (const char* c = std::getenv("TRACER_ATTENTION_CAT")) attention_cat_ = std::string(c) != "0";
@@ -656,6 +658,16 @@ void GpuExecutor::run_stmts(const std::vector<ir::Stmt>& stmts, Values& env, ir:
       check_outputs(stmts, i, skip != before ? skip : stmts.size(), env, ctx);
       continue;
     }
+    if (host_profile_ && depth_ == 1) {
+      auto h0 = std::chrono::steady_clock::now();
+      size_t launches = stats_.launches, gemms = stats_.gemms;
+      if (!run_pair(stmts, i, env, ctx, lazy, &skip)) run_stmt(stmts[i], env, ctx, dying, lazy);
+      const ir::Stmt& s = stmts[i];
+      host_time(s.kind == ir::StmtKind::Del ? "del" : stats_.gemms > gemms ? "matmul" : stats_.launches > launches ? "kernel"
+                                                   : s.kind == ir::StmtKind::Prim ? "prim " + s.op->name : "no launch",
+                h0);
+      continue;
+    }
     if (!profile_ || in_graph_ || stmts[i].kind == ir::StmtKind::Del) {
       if (!run_pair(stmts, i, env, ctx, lazy, &skip)) run_stmt(stmts[i], env, ctx, dying, lazy);
       continue;
@@ -691,11 +703,18 @@ void GpuExecutor::run_stmts(const std::vector<ir::Stmt>& stmts, Values& env, ir:
   }
 }
 
+void GpuExecutor::host_time(const std::string& what, std::chrono::steady_clock::time_point since) {
+  auto& e = host_times_[what];
+  e.first += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since).count();
+  e.second += 1;
+}
+
 GpuExecutor::Values GpuExecutor::run(const ir::Trace& t, std::vector<DeviceTensor> inputs, ir::ExecContext& ctx) {
   if (inputs.size() != t.inputs.size())
     throw ir::ExecError{"the trace takes " + std::to_string(t.inputs.size()) + " inputs but " + std::to_string(inputs.size()) +
                             " were given",
                         {}, ""};
+  auto h0 = std::chrono::steady_clock::now();
   poll_index_errors(false);  // an earlier run's bad index, if its flag has come back by now
   Values env;
   env.reserve(t.stmts.size() + t.inputs.size());
@@ -715,7 +734,11 @@ GpuExecutor::Values GpuExecutor::run(const ir::Trace& t, std::vector<DeviceTenso
     if (!inputs[i].layout.empty()) take_layout_input(t, t.inputs[i], std::move(inputs[i]), env);
   inputs.clear();
   if (check_ && !in_graph_) check_begin(t, env, ctx);
+  if (host_profile_) host_time("run: set-up", h0);
+  auto h1 = std::chrono::steady_clock::now();
   run_stmts(t.stmts, env, ctx, ir::lazy_transposes(t.stmts, &t.output));
+  if (host_profile_) host_time("run: statements", h1);
+  h1 = std::chrono::steady_clock::now();
   finish_collectives();
   Values out;
   ir::for_each_proxy(t.output, [&](const ir::ProxyPtr& p) {
@@ -736,6 +759,11 @@ GpuExecutor::Values GpuExecutor::run(const ir::Trace& t, std::vector<DeviceTenso
   viewed_inputs_.clear();
   if (check_ && !in_graph_) check_end(t);
   read_index_errors_later();  // a gather or scatter with a bad index: thrown when the flag is back
+  if (host_profile_) {
+    host_time("run: the end", h1);
+    host_time("run: all", h0);
+    if (host_times_["run: all"].second % 40 == 0) print_host_times();  // (the executor may outlive the output)
+  }
   return out;
 }
 

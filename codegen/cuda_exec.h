@@ -8,6 +8,7 @@
 // writes over a dying argument's buffer as on the CPU.
 #pragma once
 #include <array>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -423,6 +424,12 @@ class GpuExecutor {
   std::unordered_map<const ir::Stmt*, void*> uniform_fns_;               // run_uniform's kernels
   int check_ = 0;    // TRACER_GPU_CHECK: 1 compares each statement with the CPU, 2 also watches live values
   int depth_ = 0;    // run_stmts nesting: checks apply to a trace's own statements
+  // TRACER_GPU_PROFILE=host: the host's time per run (set-up, statements by kind, the end),
+  // printed to stderr when the executor goes: where a host-bound step spends its time.
+  bool host_profile_ = false;
+  std::map<std::string, std::pair<double, long>> host_times_;
+  void host_time(const std::string& what, std::chrono::steady_clock::time_point since);
+  void print_host_times();
   std::vector<ir::ProxyPtr> check_in_names_;
   std::vector<rt::Tensor> check_in_;
   struct Snapshot {

@@ -9,7 +9,10 @@
 // A collective along a dimension other than 0 moves it to the front first (a transpose kernel)
 // and back at the wait. Outside a job a group of one rank needs no communicator: each value is
 // its own (a copy).
+#include <cstdio>
 #include <numeric>
+
+#include <cstdio>
 
 #include "codegen/cuda_exec.h"
 #include "ir/op_rules.h"
@@ -53,7 +56,16 @@ std::vector<int64_t> inverse(const std::vector<int64_t>& p) {
 
 }  // namespace
 
+void GpuExecutor::print_host_times() {
+  if (host_times_.empty()) return;
+  std::fprintf(stderr, "# host time of GPU executor %p (TRACER_GPU_PROFILE=host): total ms, count, us each\n", static_cast<void*>(this));
+  for (const auto& [what, e] : host_times_)
+    std::fprintf(stderr, "#   %-28s %10.3f ms %8ld %9.2f us\n", what.c_str(), e.first, e.second, 1e3 * e.first / static_cast<double>(e.second));
+  host_times_.clear();
+}
+
 GpuExecutor::~GpuExecutor() {
+  if (host_profile_) print_host_times();
   if (index_host_) {
     try {
       if (index_read_pending_) dev_.event_wait(index_event_);  // the copy into it has run
