@@ -268,6 +268,7 @@ bool Session::Impl::run_gpu(const interp::Traces& program_traces, std::vector<rt
       rep.device_peak_bytes = dev.peak_bytes();
       const codegen::GpuStats& st = g.stats();
       rep.kernels_launched = st.launches;
+      rep.horizontal_members = st.horizontal_members;
       rep.kernels_compiled = st.compiled;
       rep.kernel_disk_hits = st.disk_hits;
       rep.gemms = st.gemms;

@@ -5,7 +5,7 @@ tracer's examples/train_gpt.trace keeps them. Prints one JSON line: the median s
 optimizer step alone (ms), with the copy bandwidth measured in the same process and the bytes the
 optimizer reads and writes (parameters, gradients, two moments: read 4, write 3 per element).
 
-  python3 bench/train_step_torch.py [--runs 20]
+  python3 bench/train_step_torch.py [--runs 20] [--clip 1.0]
 """
 import argparse
 import json
@@ -36,6 +36,7 @@ def timed(fn, runs, warmup=3):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--clip", type=float, default=0.0, help="clip the gradients' global norm to this (0: not clipped)")
     a = ap.parse_args()
     dims = gpt_torch.FULL
     inputs = gpt_torch.make_inputs(**dims)
@@ -47,6 +48,8 @@ def main():
     def step():
         opt.zero_grad(set_to_none=True)
         m().backward()
+        if a.clip > 0:
+            torch.nn.utils.clip_grad_norm_(leaves, a.clip, foreach=True)
         opt.step()
 
     step_ms = timed(step, a.runs)
@@ -58,7 +61,7 @@ def main():
     y = torch.empty_like(x)
     copy_ms = timed(lambda: y.copy_(x), 20)
     copy_gbs = 2 * x.numel() / (copy_ms * 1e-3) / 1e9
-    print(json.dumps({"torch": torch.__version__, "device": torch.cuda.get_device_name(), "step_ms": round(step_ms, 3),
+    print(json.dumps({"torch": torch.__version__, "device": torch.cuda.get_device_name(), "clip": a.clip, "step_ms": round(step_ms, 3),
                       "optimizer_ms": round(opt_ms, 3), "optimizer_GBps": round(opt_bytes / (opt_ms * 1e-3) / 1e9, 1),
                       "copy_GBps": round(copy_gbs, 1), "params": n, "tokens": dims["B"] * dims["T"]}))
 

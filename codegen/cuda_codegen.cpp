@@ -65,7 +65,8 @@ bool is_elementwise_group(const Stmt& s, std::string* why) {
 }
 
 namespace {
-Kernel generate(const Stmt& s, const std::string& name, bool canonical, const std::unordered_set<const ir::Proxy*>& may_alias);
+Kernel generate(const Stmt& s, const std::string& name, bool canonical, const std::unordered_set<const ir::Proxy*>& may_alias,
+                bool segment = false);
 }
 
 std::unordered_set<const ir::Proxy*> alias_candidates(const Stmt& s, const std::unordered_set<const ir::Proxy*>& dying) {
@@ -125,7 +126,8 @@ Kernel generate_elementwise(const Stmt& s, const std::string& name, const std::u
 }
 
 namespace {
-Kernel generate(const Stmt& s, const std::string& name, bool canonical, const std::unordered_set<const ir::Proxy*>& may_alias) {
+Kernel generate(const Stmt& s, const std::string& name, bool canonical, const std::unordered_set<const ir::Proxy*>& may_alias,
+                bool segment) {
   ir::GroupPlan plan = ir::plan_group(s);
   if (plan.kind != ir::GroupKind::Elementwise)
     throw std::invalid_argument("codegen: '" + ir::print_stmt_line(s) + "' is not an elementwise group: " +
@@ -372,7 +374,8 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical, const st
 
   // The kernel: a grid-stride loop over vectors of vector_width elements, then the tail.
   const int V = k.vector_width;
-  body << "extern \"C\" __global__ void __launch_bounds__(256) " << name << "(";
+  // (segment: a device function that a horizontal kernel calls with its share of the blocks)
+  body << (segment ? "__device__ __forceinline__ void " : "extern \"C\" __global__ void __launch_bounds__(256) ") << name << "(";
   bool first_param = true;
   for (const auto& p : inputs) {
     body << (first_param ? "" : ", ") << "const " << storage_name(p->type.dtype) << restrict_of(p) << "p_" << name_of(p);
@@ -382,9 +385,15 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical, const st
     body << (first_param ? "" : ", ") << storage_name(o->type.dtype) << restrict_of(o) << "p_" << name_of(o);
     first_param = false;
   }
-  body << ", long long n, int vec_ok) {\n";
-  body << "  const " << idx << " stride = (" << idx << ")gridDim.x * blockDim.x;\n";
-  body << "  const " << idx << " first = (" << idx << ")blockIdx.x * blockDim.x + threadIdx.x;\n";
+  if (segment) {
+    body << ", long long n, int vec_ok, unsigned tr_block, unsigned tr_blocks) {\n";
+    body << "  const " << idx << " stride = (" << idx << ")tr_blocks * blockDim.x;\n";
+    body << "  const " << idx << " first = (" << idx << ")tr_block * blockDim.x + threadIdx.x;\n";
+  } else {
+    body << ", long long n, int vec_ok) {\n";
+    body << "  const " << idx << " stride = (" << idx << ")gridDim.x * blockDim.x;\n";
+    body << "  const " << idx << " first = (" << idx << ")blockIdx.x * blockDim.x + threadIdx.x;\n";
+  }
   body << "  constexpr int V = " << V << ";\n";
   body << "  const " << idx << " nvec = vec_ok ? (" << idx << ")(n / V) : 0;\n";
   // A draw's seed and offset: scalar tensors of the group (read once) or constants.
@@ -482,10 +491,59 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical, const st
     body << "    p_" << name_of(s.outputs[j]) << "[i] = " << store_expr(s.outputs[j]->type.dtype, out_regs[j], true) << ";\n";
   body << "  }\n}\n";
 
-  k.source = std::string(cuda_prelude()) + "\n" + body.str();
+  k.source = segment ? body.str() : std::string(cuda_prelude()) + "\n" + body.str();
+  return k;
+}
+
+// The horizontal kernel's source: each member a segment function, then one kernel whose blocks
+// are dealt out to them in order (member j gets k.segment_blocks[j] blocks).
+Kernel generate_multi(const std::vector<const Stmt*>& stmts, const std::string& name, bool canonical,
+                      const std::vector<std::unordered_set<const ir::Proxy*>>& may_alias, int sm_count) {
+  Kernel k;
+  k.name = name;
+  std::ostringstream src, wrapper, calls;
+  src << cuda_prelude() << "\n";
+  wrapper << "extern \"C\" __global__ void __launch_bounds__(256) " << name << "(";
+  long long start = 0;
+  size_t param = 0;
+  for (size_t j = 0; j < stmts.size(); ++j) {
+    Kernel m = generate(*stmts[j], name + "_s" + std::to_string(j), canonical, may_alias[j], true);
+    src << m.source << "\n";
+    long long units = m.elements / m.vector_width + m.elements % m.vector_width;
+    long long blocks = std::max<long long>(1, std::min<long long>((units + 255) / 256, 16LL * sm_count));
+    calls << "  " << (j ? "else " : "") << "if (b < " << start + blocks << "u) " << name << "_s" << j << "(";
+    for (size_t q = 0; q < m.params.size(); ++q) {
+      const KernelParam& kp = m.params[q];
+      wrapper << (param ? ", " : "") << (kp.output ? "" : "const ") << storage_name(kp.type.dtype) << "* a" << param;
+      calls << "a" << param << ", ";
+      ++param;
+    }
+    calls << m.elements << "LL, (int)((vec_mask >> " << j << ") & 1ULL), b - " << start << "u, " << blocks << "u);\n";
+    start += blocks;
+    k.params.insert(k.params.end(), m.params.begin(), m.params.end());
+    k.segment_params.push_back(static_cast<int>(m.params.size()));
+    k.segment_blocks.push_back(blocks);
+    k.segment_elements.push_back(m.elements);
+    k.elements += m.elements;
+    if (!canonical) k.origin += (j ? "\n" : "") + m.origin;
+  }
+  wrapper << ", unsigned long long vec_mask) {\n  const unsigned b = blockIdx.x;\n" << calls.str() << "}\n";
+  k.source = src.str() + wrapper.str();
+  k.blocks = start;
   return k;
 }
 }  // namespace
+
+Kernel generate_elementwise_multi(const std::vector<const Stmt*>& stmts, const std::string& name,
+                                  const std::vector<std::unordered_set<const ir::Proxy*>>& may_alias, int sm_count) {
+  if (stmts.empty() || stmts.size() > 64 || may_alias.size() != stmts.size())
+    throw std::invalid_argument("codegen: a horizontal kernel takes 1 to 64 groups, with their may_alias sets");
+  Kernel k = generate_multi(stmts, name, false, may_alias, sm_count);
+  Kernel c = generate_multi(stmts, "tr_kernel", true, may_alias, sm_count);
+  k.symbol = name_by_hash(c.source);
+  k.structure = std::move(c.source);
+  return k;
+}
 
 std::vector<Kernel> kernels_for(const ir::Trace& t, int sm_count, int compute_major, long long max_shared_bytes) {
   std::vector<Kernel> out;

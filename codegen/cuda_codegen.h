@@ -56,6 +56,13 @@ struct Kernel {
   // the first kernel's blocks each write one partial per reduction, and the second is one block.
   bool columns = false, column_fold = false;
   int64_t column_block = 0, column_chunks = 0, partials = 0;
+  // A horizontal kernel (generate_elementwise_multi): its members' parameters one after the
+  // other (segment_params of each), then `unsigned long long vec_mask` (bit j: member j's
+  // pointers are 16-byte aligned); launched on `blocks` blocks of 256, member j taking
+  // segment_blocks[j] of them in order.
+  std::vector<int> segment_params;
+  std::vector<int64_t> segment_blocks, segment_elements;
+  int64_t blocks = 0;
 };
 
 // Whether s can become one elementwise kernel (and why not, in *why).
@@ -74,6 +81,15 @@ std::unordered_set<const ir::Proxy*> alias_candidates(const ir::Stmt& s, const s
 // not one (is_elementwise_group says why).
 Kernel generate_elementwise(const ir::Stmt& s, const std::string& name,
                             const std::unordered_set<const ir::Proxy*>& may_alias = {});
+
+// Horizontal fusion: independent elementwise groups (none reads another's outputs; an
+// optimizer's update of each parameter, a clipping's scale of each gradient) as one kernel, so
+// that they cost one launch and small members share the device with large ones. Member j is
+// generate_elementwise's kernel for stmts[j] with may_alias[j], turned into a device function
+// that runs on its share of the grid (the blocks its own launch would have had, up to 16 per
+// multiprocessor of sm_count). At most 64 members.
+Kernel generate_elementwise_multi(const std::vector<const ir::Stmt*>& stmts, const std::string& name,
+                                  const std::vector<std::unordered_set<const ir::Proxy*>>& may_alias, int sm_count = 132);
 
 // Whether s is a row group (and why not): a fusion of elementwise statements and reductions over
 // the last dimension (ir::row_reduction) of one shape [..., C], every value of that shape, of

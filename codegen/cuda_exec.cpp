@@ -75,6 +75,7 @@ GpuExecutor::GpuExecutor(rt::cuda::Device& dev, std::shared_ptr<Nvrtc> nvrtc, Ke
   profile_ = p && *p && std::string(p) != "0";
   profile_each_ = profile_ && std::string(p) == "2";
   host_profile_ = p && std::string(p) == "host";
+  if (const char* h = std::getenv("TRACER_HORIZONTAL")) horizontal_on_ = std::string(h) != "0";
   if (host_profile_) profile_ = false;
   if (const char* c = std::getenv("TRACER_GPU_CHECK")) check_ = std::atoi(c);
   if (const char* v = std::getenv("TRACER_ATTENTION_VIEWS")) views_enabled_ = std::string(v) != "0";
@@ -657,6 +658,15 @@ void GpuExecutor::run_stmts(const std::vector<ir::Stmt>& stmts, Values& env, ir:
       if (!run_linear_gelu(stmts, i, env, &skip)) run_stmt(stmts[i], env, ctx, dying, lazy);
       check_outputs(stmts, i, skip != before ? skip : stmts.size(), env, ctx);
       continue;
+    }
+    if (horizontal_on_ && depth_ == 1 && !profile_ && !check_ && stmts[i].kind == ir::StmtKind::Fusion && (skip <= i || skip == stmts.size())) {
+      auto h0 = std::chrono::steady_clock::now();
+      size_t next = 0;
+      if (run_horizontal(stmts, i, env, ctx, lazy, &next)) {
+        if (host_profile_) host_time("horizontal kernel", h0);
+        i = next - 1;
+        continue;
+      }
     }
     if (host_profile_ && depth_ == 1) {
       auto h0 = std::chrono::steady_clock::now();

@@ -35,6 +35,7 @@ std::vector<std::pair<rt::cuda::AttentionProblem, bool>> attention_problems(cons
 
 struct GpuStats {
   size_t launches = 0;       // generated kernels launched
+  size_t horizontal_members = 0;  // elementwise groups launched inside horizontal kernels (each of those counts once above)
   size_t gemms = 0;          // cuBLASLt calls
   size_t gelu_epilogues = 0; // of them, linears that ran the following gelu (tanh) in their epilogue
   size_t dgelu_epilogues = 0; // matmuls that ran the following gelu_backward (tanh, and its bias sum)
@@ -133,6 +134,7 @@ class GpuExecutor {
     simple_.clear();
     take_add_.clear();
     uniform_fns_.clear();
+    horizontal_.clear();
   }
 
   // Attention operands read in place (codegen/cuda_exec_views.cpp): a fusion output as a chain
@@ -363,6 +365,23 @@ class GpuExecutor {
   std::unordered_map<const ir::Stmt*, Prepared> kernels_;    // generated and loaded once per statement
   std::unordered_map<const ir::Stmt*, CatPlan> without_cat_;  // plan_cat's, by fusion
   std::unordered_map<const ir::Stmt*, int> is_group_;  // 1: elementwise group, 2: row group, 0: neither; once per statement
+  // Horizontal fusion (cuda_exec_horizontal.cpp; TRACER_HORIZONTAL=0 turns it off): runs of
+  // independent elementwise groups, dels between them allowed, launched as one kernel. Planned
+  // once per statement that starts a run (null: none starts there).
+  struct Horizontal {
+    std::vector<size_t> members;  // statement indices, in order (dels between them run after the launch)
+    std::vector<std::unordered_set<const ir::Proxy*>> dying;  // per member: the dels right after it, less what other members read
+    Kernel kernel;
+    void* fn = nullptr;
+  };
+  std::unordered_map<const ir::Stmt*, std::shared_ptr<Horizontal>> horizontal_;
+  bool horizontal_on_ = true;
+  std::shared_ptr<Horizontal> plan_horizontal(const std::vector<ir::Stmt>& stmts, size_t i,
+                                              const std::unordered_set<const ir::Proxy*>& lazy);
+  // Runs the horizontal group starting at stmts[i] when there is one and its buffers allow it
+  // (*next: the statement after its last member); false: run stmts[i] alone.
+  bool run_horizontal(const std::vector<ir::Stmt>& stmts, size_t i, Values& env, ir::ExecContext& ctx,
+                      const std::unordered_set<const ir::Proxy*>& lazy, size_t* next);
   struct Simple {
     bool ok = false;
     SimpleKernel kernel;

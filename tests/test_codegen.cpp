@@ -572,4 +572,65 @@ TEST_CASE("NVRTC compiles the attention mask's conversions, every mask dtype int
     }
 }
 
+
+TEST_CASE("horizontal kernels: independent elementwise groups as one kernel that NVRTC compiles", "[codegen][nvrtc]") {
+  std::string why;
+  auto nvrtc = codegen::Nvrtc::load(&why);
+  INFO(why);
+  REQUIRE(nvrtc);
+  // The groups the executor would run one after the other (the slices of k are their own).
+  SourceManager sm;
+  interp::Interpreter in{sm};
+  DiagnosticList diags;
+  auto m = in.load("m.trace", R"(
+def f(a: bf16[13, 19], ga: bf16[13, 19], b: f32[7], gb: f32[7], c: bf16[3], gc: bf16[3], d: f32[4096, 9], gd: f32[4096, 9], k: f32[4096, 9]):
+    na = prims.convert_element_type(prims.sub(prims.convert_element_type(a, float32), prims.mul(0.01, prims.convert_element_type(ga, float32))), bfloat16)
+    nb = prims.sub(prims.mul(b, 0.999), prims.mul(0.01, gb))
+    nc = prims.convert_element_type(prims.sub(prims.convert_element_type(c, float32), prims.mul(0.01, prims.convert_element_type(gc, float32))), bfloat16)
+    nd = prims.sub(d, prims.mul(k, prims.sqrt(prims.abs(gd))))
+    return na, nb, nc, nd
+)",
+                   diags);
+  REQUIRE(m);
+  auto t = in.trace(*m->globals.at("f").as<interp::FunctionObj>(), {});
+  // fuse makes one group per shape: four, independent, as an optimizer's trace has them.
+  interp::Traces fused = interp::run_passes(in, {t}, {"fuse"}, {}, nullptr);
+  std::vector<ir::Stmt> groups;
+  for (const ir::Stmt& s : fused[0]->stmts)
+    if (s.kind == ir::StmtKind::Fusion) groups.push_back(s);
+  REQUIRE(groups.size() == 4);
+  std::vector<const ir::Stmt*> members;
+  for (const auto& g : groups) members.push_back(&g);
+  std::vector<std::unordered_set<const ir::Proxy*>> alias(members.size());
+  codegen::Kernel k = codegen::generate_elementwise_multi(members, "h", alias, 132);
+  REQUIRE(k.segment_params.size() == members.size());
+  size_t params = 0;
+  for (int n : k.segment_params) params += static_cast<size_t>(n);
+  CHECK(params == k.params.size());
+  int64_t blocks = 0;
+  for (int64_t b : k.segment_blocks) blocks += b;
+  CHECK(blocks == k.blocks);
+  for (size_t j = 0; j < members.size(); ++j)  // a block of 256 threads per 256 vectors (or fewer)
+    CHECK(k.segment_blocks[j] == std::max<int64_t>(1, (k.segment_elements[j] / 4 + k.segment_elements[j] % 4 + 255) / 256));
+  std::vector<int64_t> sizes(k.segment_elements.begin(), k.segment_elements.end());
+  std::sort(sizes.begin(), sizes.end());
+  CHECK(sizes == std::vector<int64_t>{3, 7, 13 * 19, 4096 * 9});
+  size_t kernels = 0;
+  for (size_t at = k.source.find("__global__"); at != std::string::npos; at = k.source.find("__global__", at + 1)) ++kernels;
+  CHECK(kernels == 1);
+  CHECK_THAT(k.source, Catch::Contains("unsigned long long vec_mask"));
+  CHECK(k.symbol.rfind("tr_", 0) == 0);
+  INFO(k.source);
+  auto r = nvrtc->compile(k.source, k.name, "sm_90", codegen::Emit::cubin);
+  INFO(r.log);
+  CHECK(r.ok);
+  auto c = nvrtc->compile(k.structure, k.symbol, "sm_90", codegen::Emit::cubin);
+  CHECK(c.ok);
+  // More than 64 members, or a count of may_alias sets that differs, is refused.
+  std::vector<const ir::Stmt*> many(65, members[0]);
+  CHECK_THROWS_AS(codegen::generate_elementwise_multi(many, "h", std::vector<std::unordered_set<const ir::Proxy*>>(65), 132),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(codegen::generate_elementwise_multi(members, "h", {}, 132), std::invalid_argument);
+}
+
 }  // namespace tracer::test

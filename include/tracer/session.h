@@ -68,6 +68,7 @@ struct RunReport {
   size_t device_peak_bytes = 0;
   size_t kernels_launched = 0, kernels_compiled = 0, kernel_disk_hits = 0, gemms = 0, cpu_fallbacks = 0;
   size_t collectives = 0;  // collectives run through NCCL (a job's GPU run)
+  size_t horizontal_members = 0;  // elementwise groups that ran inside horizontal kernels (one launch each run of them)
   size_t gelu_epilogues = 0;  // linears that ran the following gelu (tanh) in cuBLASLt's epilogue
   size_t dgelu_epilogues = 0;  // matmuls that ran the following gelu_backward (tanh, and its bias sum) in it
   // cuBLASLt tuning (docs/codegen.md; TRACER_MATMUL_TUNE=0 turns it off): problems timed on

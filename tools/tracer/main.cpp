@@ -96,6 +96,7 @@ nlohmann::json report_json(const std::string& file, const std::string& entry, co
   if (r.device != "cpu") {
     j["device_peak_bytes"] = r.device_peak_bytes;
     j["kernels_launched"] = r.kernels_launched;
+    j["horizontal_members"] = r.horizontal_members;
     j["kernels_compiled"] = r.kernels_compiled;
     j["kernel_disk_hits"] = r.kernel_disk_hits;
     j["gemms"] = r.gemms;
@@ -221,7 +222,8 @@ int cmd_run(const Common& c, const std::string& output_dir, const RunArgs& ra) {
     std::cerr << fmt::format("# {}: {} statements, ran in {:.1f} ms on {} (first run; {} kernels compiled, {:.0f} ms wall, {:.0f} ms in all), device peak {:.2f} MiB\n",
                              *entry, r->statements, r->run_ms, r->device, r->kernels_compiled, r->compile_wall_ms,
                              r->compile_ms, r->device_peak_bytes / 1048576.0);
-    std::cerr << fmt::format("# {} kernel launches, {} cuBLASLt matmuls{}, {} statements on the CPU{}\n", r->kernels_launched,
+    std::cerr << fmt::format("# {} kernel launches{}, {} cuBLASLt matmuls{}, {} statements on the CPU{}\n", r->kernels_launched,
+                             r->horizontal_members ? fmt::format(" ({} groups in horizontal kernels)", r->horizontal_members) : "",
                              r->gemms, epilogues(*r),
                              r->cpu_fallbacks,
                              r->fallback_ops.empty() ? "" : " (" + fmt::format("{}", fmt::join(r->fallback_ops, ", ")) + ")");

@@ -1,0 +1,191 @@
+// Horizontal fusion in the GPU executor (docs/codegen.md, "Horizontal kernels"): a run of
+// independent elementwise groups, as an optimizer's update of each parameter or a clipping's
+// scale of each gradient is, launched as one kernel (codegen::generate_elementwise_multi).
+//
+// A run starts at an elementwise fusion and takes the fusions after it, dels between them
+// allowed, until a statement of another kind, a fusion that reads an earlier member's output,
+// 64 members or about 3.5 KiB of kernel parameters. Buffers are taken as the members would take
+// them one by one (an output over a dying input of its own member), with two differences that
+// the rules below make harmless:
+//   - every member runs at once, so an output never takes a buffer another member reads;
+//   - the dels between members run after the launch, so a buffer they free could not be reused
+//     by a later member: where a later member would allocate after such a free, the run is not
+//     grouped (the peak, and `tracer mem`'s estimate of it, stay as they were).
+#include <algorithm>
+
+#include "codegen/cuda_exec.h"
+#include "ir/fusion.h"
+
+namespace tracer::codegen {
+
+using rt::cuda::DeviceTensor;
+
+namespace {
+constexpr size_t kMaxMembers = 64, kMaxParamBytes = 3584;  // kernel parameters: 4 KiB on every driver
+
+void reads_of(const ir::Stmt& s, std::unordered_set<const ir::Proxy*>& out) {
+  for (const ir::Arg& a : s.args) ir::for_each_proxy(a, [&](const ir::ProxyPtr& p) { out.insert(p.get()); });
+}
+}  // namespace
+
+std::shared_ptr<GpuExecutor::Horizontal> GpuExecutor::plan_horizontal(const std::vector<ir::Stmt>& stmts, size_t i,
+                                                                       const std::unordered_set<const ir::Proxy*>& lazy) {
+  auto is_member = [&](const ir::Stmt& s) {
+    if (s.kind != ir::StmtKind::Fusion || view_fusions_.count(&s)) return false;
+    for (const auto& o : s.outputs)
+      if (lazy.count(o.get())) return false;
+    auto pk = is_group_.find(&s);
+    if (pk == is_group_.end())
+      pk = is_group_.emplace(&s, is_elementwise_group(s) ? 1 : is_row_group(s) ? 2 : is_column_group(s) ? 3 : 0).first;
+    return pk->second == 1;
+  };
+  if (!is_member(stmts[i])) return nullptr;
+  auto h = std::make_shared<Horizontal>();
+  std::unordered_set<const ir::Proxy*> written;
+  size_t param_bytes = 8;  // vec_mask
+  for (size_t j = i; j < stmts.size() && h->members.size() < kMaxMembers; ++j) {
+    const ir::Stmt& s = stmts[j];
+    if (s.kind == ir::StmtKind::Del) continue;
+    if (!is_member(s)) break;
+    std::unordered_set<const ir::Proxy*> reads;
+    reads_of(s, reads);
+    bool depends = false;
+    for (const ir::Proxy* r : reads) depends = depends || written.count(r);
+    if (depends) break;
+    size_t bytes = 8 * (reads.size() + s.outputs.size());
+    if (param_bytes + bytes > kMaxParamBytes) break;
+    param_bytes += bytes;
+    h->members.push_back(j);
+    for (const auto& o : s.outputs) written.insert(o.get());
+  }
+  if (h->members.size() < 2) return nullptr;
+  // Each member's donors: its dying inputs that no other member reads (they run at once).
+  std::vector<std::unordered_set<const ir::Proxy*>> reads(h->members.size());
+  for (size_t m = 0; m < h->members.size(); ++m) reads_of(stmts[h->members[m]], reads[m]);
+  std::vector<const ir::Stmt*> ms;
+  for (size_t m = 0; m < h->members.size(); ++m) {
+    std::unordered_set<const ir::Proxy*> dying;
+    ir::dying_after(stmts, h->members[m], dying);
+    for (auto it = dying.begin(); it != dying.end();) {
+      bool shared = false;
+      for (size_t o = 0; o < h->members.size() && !shared; ++o) shared = o != m && reads[o].count(*it);
+      it = shared ? dying.erase(it) : std::next(it);
+    }
+    h->dying.push_back(std::move(dying));
+    ms.push_back(&stmts[h->members[m]]);
+  }
+  std::vector<std::unordered_set<const ir::Proxy*>> may_alias;
+  for (size_t m = 0; m < ms.size(); ++m) may_alias.push_back(alias_candidates(*ms[m], h->dying[m]));
+  h->kernel = generate_elementwise_multi(ms, "horizontal", may_alias, dev_.sm_count());
+  h->fn = kernel_function(h->kernel);
+  return h;
+}
+
+bool GpuExecutor::run_horizontal(const std::vector<ir::Stmt>& stmts, size_t i, Values& env, ir::ExecContext& ctx,
+                                 const std::unordered_set<const ir::Proxy*>& lazy, size_t* next) {
+  auto pit = horizontal_.find(&stmts[i]);
+  if (pit == horizontal_.end()) {
+    std::shared_ptr<Horizontal> plan;
+    try {
+      plan = plan_horizontal(stmts, i, lazy);
+    } catch (const std::exception&) {
+      plan = nullptr;  // (a member that cannot be generated as a segment runs alone)
+    }
+    pit = horizontal_.emplace(&stmts[i], std::move(plan)).first;
+  }
+  if (!pit->second) return false;
+  Horizontal& h = *pit->second;
+  const Kernel& k = h.kernel;
+  // Dry run: every input present and packed, each output's donor, and whether a later member
+  // would allocate after a del between members freed a buffer (then the run is not grouped).
+  struct Bound {
+    std::vector<const ir::Proxy*> donors;  // per output of the member: its donor, or null
+  };
+  std::vector<Bound> bound(h.members.size());
+  std::unordered_set<const ir::Proxy*> taken;
+  bool freed = false;
+  size_t q = 0;  // k.params index
+  for (size_t m = 0; m < h.members.size(); ++m) {
+    const size_t n = static_cast<size_t>(k.segment_params[m]);
+    bool allocates = false;
+    for (size_t a = q; a < q + n; ++a) {
+      const KernelParam& p = k.params[a];
+      if (!p.output) {
+        auto it = env.find(p.proxy.get());
+        if (it == env.end() || transposed_.count(p.proxy.get()) || !it->second.layout.empty()) return false;
+        continue;
+      }
+      const ir::Proxy* donor = nullptr;
+      for (size_t b = q; b < q + n && !donor; ++b) {
+        const KernelParam& d = k.params[b];
+        if (d.output || !d.may_alias || !p.may_alias || !h.dying[m].count(d.proxy.get()) || d.type.dtype != p.type.dtype ||
+            rt::numel(d.type.shape) != rt::numel(p.type.shape) || taken.count(d.proxy.get()))
+          continue;
+        const DeviceTensor& t = env.at(d.proxy.get());
+        if (t.buffer.use_count() == 1 && t.buffer->bytes == t.nbytes() && !transposed_.count(d.proxy.get())) donor = d.proxy.get();
+      }
+      if (donor) taken.insert(donor);
+      allocates = allocates || !donor;
+      bound[m].donors.push_back(donor);
+    }
+    if (allocates && freed) return false;
+    q += n;
+    // The dels after this member (before the next): do they free a buffer?
+    const size_t end = m + 1 < h.members.size() ? h.members[m + 1] : h.members[m] + 1;
+    for (size_t d = h.members[m] + 1; d < end; ++d)
+      for (const auto& x : stmts[d].deleted) {
+        auto it = env.find(x.get());
+        if (it != env.end() && !taken.count(x.get()) && it->second.buffer && it->second.buffer.use_count() == 1) freed = true;
+      }
+  }
+  // Bind: the outputs (donated buffers or new ones), the pointers, then one launch.
+  std::vector<rt::cuda::DevPtr> ptrs;
+  std::vector<std::pair<const ir::Proxy*, DeviceTensor>> outs;
+  unsigned long long vec_mask = 0;
+  q = 0;
+  for (size_t m = 0; m < h.members.size(); ++m) {
+    const size_t n = static_cast<size_t>(k.segment_params[m]);
+    bool aligned = true;
+    size_t o = 0;
+    for (size_t a = q; a < q + n; ++a) {
+      const KernelParam& p = k.params[a];
+      rt::cuda::DevPtr ptr;
+      if (!p.output) {
+        ptr = env.at(p.proxy.get()).ptr();
+      } else {
+        DeviceTensor t;
+        if (const ir::Proxy* d = bound[m].donors[o]) {
+          t = env.at(d);
+          t.dtype = p.type.dtype;
+          t.shape = p.type.shape;
+        } else {
+          t = alloc(p.type);
+        }
+        ++o;
+        ptr = t.ptr();
+        outs.emplace_back(p.proxy.get(), std::move(t));
+      }
+      aligned = aligned && ptr % 16 == 0;
+      ptrs.push_back(ptr);
+    }
+    if (aligned) vec_mask |= 1ULL << m;
+    q += n;
+  }
+  std::vector<void*> args;
+  for (auto& p : ptrs) args.push_back(&p);
+  args.push_back(&vec_mask);
+  dev_.launch(h.fn, static_cast<unsigned>(k.blocks), 256, args.data());
+  stats_.launches++;
+  stats_.horizontal_members += h.members.size();
+  for (const ir::Proxy* d : taken) env.erase(d);
+  for (auto& [p, t] : outs) env[p] = std::move(t);
+  // The dels between the members, now that the kernel has been issued (stream order keeps what
+  // they free from being reused before it has run).
+  std::unordered_set<const ir::Proxy*> none;
+  for (size_t d = h.members.front() + 1; d < h.members.back(); ++d)
+    if (stmts[d].kind == ir::StmtKind::Del) run_stmt(stmts[d], env, ctx, none, lazy);
+  *next = h.members.back() + 1;
+  return true;
+}
+
+}  // namespace tracer::codegen
