@@ -21,6 +21,10 @@ for f in examples/*.trace; do
   for passes in "" "grad,philox,remat,del_last_used" "grad,checkpoint,philox,remat,fuse,del_last_used"; do
     label="$(basename "$f") ${passes:-no passes}"
     args=($(small "$f"))
+    # The small Llama-2's bf16 gradients differ from the CPU's by its own rounding (uniform
+    # weights; up to 6.7e-2 against 2e-2, with and without passes, bench/results/2026-12-02-h200-nccl-s9.md):
+    # it is compared in f32.
+    [ "$(basename "$f")" = llama2_7b.trace ] && args+=(--set F32=1)
     [ -n "$passes" ] && args+=(--passes "$passes")
     rm -rf "$tmp/cpu" "$tmp/gpu"
     if ! "$TRACER" run "$f" "${args[@]}" --output "$tmp/cpu" >"$tmp/cpu.log" 2>&1; then
