@@ -81,7 +81,13 @@ bool GpuExecutor::run_take_backward_add(const std::vector<ir::Stmt>& stmts, size
 
 namespace {
 const unsigned long long kNoIndexError[3] = {0, 0, 0};  // flag, index, rows
+
+[[noreturn]] void throw_index_error(const unsigned long long e[3]) {
+  throw std::runtime_error(std::string(e[0] == 2 ? "prims.take_backward" : "prims.take") + ": index " +
+                           std::to_string(static_cast<long long>(e[1])) + " is out of range for " +
+                           std::to_string(static_cast<long long>(e[2])) + " rows");
 }
+}  // namespace
 
 rt::cuda::DevPtr GpuExecutor::index_errors() {
   if (!index_err_) {
@@ -117,9 +123,7 @@ void GpuExecutor::poll_index_errors(bool wait) {
   unsigned long long e[3] = {index_host_[0], index_host_[1], index_host_[2]};
   if (!e[0]) return;
   dev_.copy_to_device_async(index_err_->ptr, kNoIndexError, sizeof kNoIndexError);
-  throw std::runtime_error(std::string(e[0] == 2 ? "prims.take_backward" : "prims.take") + ": index " +
-                           std::to_string(static_cast<long long>(e[1])) + " is out of range for " +
-                           std::to_string(static_cast<long long>(e[2])) + " rows");
+  throw_index_error(e);
 }
 
 void GpuExecutor::check_index_errors() {
@@ -132,9 +136,7 @@ void GpuExecutor::check_index_errors() {
     dev_.copy_to_host(e, index_err_->ptr, sizeof e);
     if (!e[0]) return;
     dev_.copy_to_device(index_err_->ptr, kNoIndexError, sizeof kNoIndexError);
-    throw std::runtime_error(std::string(e[0] == 2 ? "prims.take_backward" : "prims.take") + ": index " +
-                             std::to_string(static_cast<long long>(e[1])) + " is out of range for " +
-                             std::to_string(static_cast<long long>(e[2])) + " rows");
+    throw_index_error(e);
   }
   poll_index_errors(true);
 }
