@@ -345,20 +345,9 @@ void GpuExecutor::bind(const Kernel& k, Values& env, const std::unordered_set<co
       continue;
     }
     // An argument that dies here, whose buffer nobody else holds, with the output's type.
-    const ir::Proxy* donor = nullptr;
-    for (const KernelParam& q : k.params) {
-      if (dying.empty()) break;
-      // Only pairs the kernel declares without __restrict__ (alias_candidates) may share memory.
-      if (q.output || !q.may_alias || !p.may_alias || !dying.count(q.proxy.get()) || q.type.dtype != p.type.dtype ||
-          rt::numel(q.type.shape) != rt::numel(p.type.shape))
-        continue;
-      if (std::find(donors.begin(), donors.end(), q.proxy.get()) != donors.end()) continue;
-      const DeviceTensor& d = env.at(q.proxy.get());
-      if (d.buffer.use_count() == 1 && d.buffer->bytes == d.nbytes() && !transposed_.count(q.proxy.get())) {
-        donor = q.proxy.get();
-        break;
-      }
-    }
+    const ir::Proxy* donor = dying.empty() ? nullptr : donor_for(p, k.params, 0, k.params.size(), env, dying, [&](const ir::Proxy* q) {
+      return std::find(donors.begin(), donors.end(), q) != donors.end();
+    });
     DeviceTensor o;
     if (donor) {
       donors.push_back(donor);
@@ -371,6 +360,21 @@ void GpuExecutor::bind(const Kernel& k, Values& env, const std::unordered_set<co
     ptrs.push_back(o.ptr());
     outs.push_back(std::move(o));
   }
+}
+
+const ir::Proxy* GpuExecutor::donor_for(const KernelParam& p, const std::vector<KernelParam>& params, size_t begin, size_t end,
+                                        const Values& env, const std::unordered_set<const ir::Proxy*>& dying,
+                                        const std::function<bool(const ir::Proxy*)>& taken) const {
+  for (size_t b = begin; b < end; ++b) {
+    const KernelParam& q = params[b];
+    // Only pairs the kernel declares without __restrict__ (alias_candidates) may share memory.
+    if (q.output || !q.may_alias || !p.may_alias || !dying.count(q.proxy.get()) || q.type.dtype != p.type.dtype ||
+        rt::numel(q.type.shape) != rt::numel(p.type.shape) || taken(q.proxy.get()))
+      continue;
+    const DeviceTensor& d = env.at(q.proxy.get());
+    if (d.buffer.use_count() == 1 && d.buffer->bytes == d.nbytes() && !transposed_.count(q.proxy.get())) return q.proxy.get();
+  }
+  return nullptr;
 }
 
 void GpuExecutor::bind_outputs(const Kernel& k, Values& env) {

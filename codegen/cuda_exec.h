@@ -225,6 +225,12 @@ class GpuExecutor {
   // then each output's, written over a dying input where the kernel allows (KernelParam::
   // may_alias); bind_outputs then gives the outputs their values (and drops the donors).
   void bind(const Kernel& k, Values& env, const std::unordered_set<const ir::Proxy*>& dying);
+  // The input among params[begin, end) whose buffer output p may take (buffer reuse): one the
+  // kernel declares may-alias with p, dying here, of p's dtype and size, not yet taken, whose
+  // buffer nothing else holds; null when none.
+  const ir::Proxy* donor_for(const KernelParam& p, const std::vector<KernelParam>& params, size_t begin, size_t end,
+                             const Values& env, const std::unordered_set<const ir::Proxy*>& dying,
+                             const std::function<bool(const ir::Proxy*)>& taken) const;
   void bind_outputs(const Kernel& k, Values& env);
   // prims.matmul and prims.linear (codegen/cuda_exec_matmul.cpp).
   bool run_matmul(const ir::Stmt& s, Values& env, const std::unordered_set<const ir::Proxy*>& lazy);

@@ -115,15 +115,8 @@ bool GpuExecutor::run_horizontal(const std::vector<ir::Stmt>& stmts, size_t i, V
         if (it == env.end() || transposed_.count(p.proxy.get()) || !it->second.layout.empty()) return false;
         continue;
       }
-      const ir::Proxy* donor = nullptr;
-      for (size_t b = q; b < q + n && !donor; ++b) {
-        const KernelParam& d = k.params[b];
-        if (d.output || !d.may_alias || !p.may_alias || !h.dying[m].count(d.proxy.get()) || d.type.dtype != p.type.dtype ||
-            rt::numel(d.type.shape) != rt::numel(p.type.shape) || taken.count(d.proxy.get()))
-          continue;
-        const DeviceTensor& t = env.at(d.proxy.get());
-        if (t.buffer.use_count() == 1 && t.buffer->bytes == t.nbytes() && !transposed_.count(d.proxy.get())) donor = d.proxy.get();
-      }
+      const ir::Proxy* donor =
+          donor_for(p, k.params, q, q + n, env, h.dying[m], [&](const ir::Proxy* d) { return taken.count(d) > 0; });
       if (donor) taken.insert(donor);
       allocates = allocates || !donor;
       bound[m].donors.push_back(donor);
