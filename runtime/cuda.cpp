@@ -1,6 +1,7 @@
 // The CUDA driver and cuBLASLt through dlopen; see cuda.h. The entry points used are declared
 // here with the C types of their headers (stable ABI), so the build needs no CUDA toolkit.
 #include "runtime/cuda.h"
+#include "runtime/cuda_driver.h"
 
 #include <dlfcn.h>
 
@@ -19,15 +20,6 @@
 namespace tracer::rt::cuda {
 
 namespace {
-using CUresult = int;
-using CUdevice = int;
-using CUcontext = void*;
-using CUmodule = void*;
-using CUfunction = void*;
-using CUstream = void*;
-using CUevent = void*;
-using CUgraph = void*;
-using CUgraphExec = void*;
 using LtStatus = int;
 using LtHandle = void*;
 using LtDesc = void*;
@@ -72,56 +64,6 @@ bool bind(void* h, F& fn, const char* name, std::string* missing) {
   return fn != nullptr;
 }
 }  // namespace
-
-struct Api {
-  void* handle = nullptr;
-  CUresult (*init)(unsigned) = nullptr;
-  CUresult (*driver_version)(int*) = nullptr;
-  CUresult (*device_count)(int*) = nullptr;
-  CUresult (*device_get)(CUdevice*, int) = nullptr;
-  CUresult (*device_name)(char*, int, CUdevice) = nullptr;
-  CUresult (*device_attr)(int*, int, CUdevice) = nullptr;
-  CUresult (*primary_retain)(CUcontext*, CUdevice) = nullptr;
-  CUresult (*primary_release)(CUdevice) = nullptr;
-  CUresult (*ctx_set)(CUcontext) = nullptr;
-  CUresult (*mem_alloc)(DevPtr*, size_t) = nullptr;
-  CUresult (*mem_free)(DevPtr) = nullptr;
-  CUresult (*dtoh_async)(void*, DevPtr, size_t, CUstream) = nullptr;
-  CUresult (*dtod_async)(DevPtr, DevPtr, size_t, CUstream) = nullptr;
-  CUresult (*module_load)(CUmodule*, const void*) = nullptr;
-  CUresult (*module_unload)(CUmodule) = nullptr;
-  CUresult (*module_function)(CUfunction*, CUmodule, const char*) = nullptr;
-  CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
-                     void**, void**) = nullptr;
-  CUresult (*stream_create)(CUstream*, unsigned) = nullptr;
-  CUresult (*stream_destroy)(CUstream) = nullptr;
-  CUresult (*stream_sync)(CUstream) = nullptr;
-  CUresult (*event_create)(CUevent*, unsigned) = nullptr;
-  CUresult (*event_destroy)(CUevent) = nullptr;
-  CUresult (*event_record)(CUevent, CUstream) = nullptr;
-  CUresult (*event_sync)(CUevent) = nullptr;
-  CUresult (*event_elapsed)(float*, CUevent, CUevent) = nullptr;
-  CUresult (*error_string)(CUresult, const char**) = nullptr;
-  CUresult (*error_name)(CUresult, const char**) = nullptr;
-  CUresult (*htod_async)(DevPtr, const void*, size_t, CUstream) = nullptr;
-  // CUDA graphs (stream capture).
-  CUresult (*begin_capture)(CUstream, int) = nullptr;
-  CUresult (*end_capture)(CUstream, CUgraph*) = nullptr;
-  CUresult (*graph_instantiate)(CUgraphExec*, CUgraph, unsigned long long) = nullptr;
-  CUresult (*graph_launch)(CUgraphExec, CUstream) = nullptr;
-  CUresult (*graph_exec_destroy)(CUgraphExec) = nullptr;
-  CUresult (*graph_destroy)(CUgraph) = nullptr;
-  CUresult (*graph_node_count)(CUgraph, void*, size_t*) = nullptr;
-  CUresult (*func_set_attr)(void*, int, int) = nullptr;
-  CUresult (*launch_host_func)(CUstream, void (*)(void*), void*) = nullptr;  // optional (timing gates)
-  CUresult (*stream_wait_event)(CUstream, CUevent, unsigned) = nullptr;     // optional (the communication stream)
-  // Optional (staged uploads and asynchronous reads of small results; without them, copies wait).
-  CUresult (*host_alloc)(void**, size_t, unsigned) = nullptr;
-  CUresult (*host_free)(void*) = nullptr;
-  CUresult (*event_query)(CUevent) = nullptr;
-  // The driver stays loaded for the life of the process (as NVRTC does; unloading a driver
-  // while its threads may still run is not safe).
-};
 
 struct LtApi {
   void* handle = nullptr;
@@ -409,90 +351,6 @@ void Device::release(DevPtr p, size_t bytes) {
   free_[n].push_back(p);
 }
 
-// Staged uploads: src is copied into a pinned block, the device copies from there in stream
-// order, and an event says when the block may be reused, so the host never waits for the device
-// (a copy from pageable memory may: the driver can synchronize with the stream to stage it).
-// Blocks are powers of two from 4 KiB, kept for reuse, up to kStagingLimit bytes in all.
-namespace {
-constexpr size_t kStagingLimit = size_t{256} << 20, kStagingMin = 4096;
-}
-
-void Device::copy_to_device_async(DevPtr dst, const void* src, size_t bytes) {
-  if (!bytes) return;
-  if (capturing_ || !api_->host_alloc || !api_->host_free || !api_->event_query || bytes > kStagingLimit / 4) {
-    // A capture records the copy (its source is read at each replay); a large upload waits.
-    check(api_->htod_async(dst, src, bytes, stream_), "cuMemcpyHtoDAsync");
-    if (!capturing_ && bytes > kStagingLimit / 4) check(api_->stream_sync(stream_), "cuStreamSynchronize");
-    return;
-  }
-  for (size_t i = 0; i < staging_busy_.size();) {  // blocks whose copies have run are free again
-    if (api_->event_query(static_cast<CUevent>(staging_busy_[i].event)) == 0) {
-      staging_free_.push_back(staging_busy_[i]);
-      staging_busy_.erase(staging_busy_.begin() + static_cast<std::ptrdiff_t>(i));
-    } else {
-      ++i;
-    }
-  }
-  auto best = staging_free_.end();
-  for (auto it = staging_free_.begin(); it != staging_free_.end(); ++it)
-    if (it->bytes >= bytes && (best == staging_free_.end() || it->bytes < best->bytes)) best = it;
-  Staging s;
-  if (best != staging_free_.end()) {
-    s = *best;
-    staging_free_.erase(best);
-  } else {
-    size_t n = kStagingMin;
-    while (n < bytes) n <<= 1;
-    if (staging_bytes_ + n > kStagingLimit) {  // full: wait for the copies, give every block back
-      check(api_->stream_sync(stream_), "cuStreamSynchronize");
-      for (auto* list : {&staging_free_, &staging_busy_})
-        for (const Staging& b : *list) {
-          api_->host_free(b.host);
-          api_->event_destroy(static_cast<CUevent>(b.event));
-        }
-      staging_free_.clear();
-      staging_busy_.clear();
-      staging_bytes_ = 0;
-    }
-    check(api_->host_alloc(&s.host, n, 0), "cuMemHostAlloc");
-    s.bytes = n;
-    s.event = new_event();
-    staging_bytes_ += n;
-  }
-  std::memcpy(s.host, src, bytes);
-  staging_busy_.push_back(s);  // (before the calls that may throw: the destructor frees it)
-  check(api_->htod_async(dst, s.host, bytes, stream_), "cuMemcpyHtoDAsync");
-  record(s.event, stream_);
-}
-
-void* Device::pinned_host(size_t bytes) {
-  if (!api_->host_alloc || !api_->host_free) return nullptr;
-  void* p = nullptr;
-  check(api_->host_alloc(&p, bytes ? bytes : 1, 0), "cuMemHostAlloc");
-  return p;
-}
-
-void Device::free_pinned_host(void* p) {
-  if (p) api_->host_free(p);
-}
-
-void Device::copy_to_host_async(void* pinned_dst, DevPtr src, size_t bytes) {
-  if (bytes) check(api_->dtoh_async(pinned_dst, src, bytes, stream_), "cuMemcpyDtoHAsync");
-}
-
-bool Device::event_done(void* event) {
-  if (!api_->event_query) {
-    check(api_->event_sync(static_cast<CUevent>(event)), "cuEventSynchronize");
-    return true;
-  }
-  int rc = api_->event_query(static_cast<CUevent>(event));
-  if (rc == 600) return false;  // CUDA_ERROR_NOT_READY
-  check(rc, "cuEventQuery");
-  return true;
-}
-
-void Device::event_wait(void* event) { check(api_->event_sync(static_cast<CUevent>(event)), "cuEventSynchronize"); }
-
 // ---- graphs ----
 
 void Device::begin_capture() {
@@ -586,22 +444,6 @@ void Device::empty_cache() {
   free_.clear();
 }
 
-// Copies are ordered on the device's stream (it does not synchronize with the legacy default
-// stream); the two with host memory wait for it, so the host buffer may be reused on return.
-void Device::copy_to_device(DevPtr dst, const void* src, size_t bytes) {
-  if (!bytes) return;
-  check(api_->htod_async(dst, src, bytes, stream_), "cuMemcpyHtoDAsync");
-  check(api_->stream_sync(stream_), "cuStreamSynchronize");
-}
-void Device::copy_to_host(void* dst, DevPtr src, size_t bytes) {
-  if (!bytes) return;
-  check(api_->dtoh_async(dst, src, bytes, stream_), "cuMemcpyDtoHAsync");
-  check(api_->stream_sync(stream_), "cuStreamSynchronize");
-}
-void Device::copy_device(DevPtr dst, DevPtr src, size_t bytes) {
-  if (bytes) check(api_->dtod_async(dst, src, bytes, stream_), "cuMemcpyDtoDAsync");
-}
-
 void* Device::function(const std::string& key, const std::string& cubin, const std::string& symbol) {
   auto f = functions_.find(key + "/" + symbol);
   if (f != functions_.end()) return f->second;
@@ -649,7 +491,6 @@ void Device::synchronize() {
 
 namespace {
 constexpr unsigned kCommStreamNonBlocking = 1;  // CU_STREAM_NON_BLOCKING
-constexpr unsigned kEventDisableTiming = 2;     // CU_EVENT_DISABLE_TIMING
 }  // namespace
 
 void* Device::comm_stream() {
@@ -658,23 +499,6 @@ void* Device::comm_stream() {
     check(api_->stream_create(&comm_stream_, kCommStreamNonBlocking), "cuStreamCreate");
   }
   return comm_stream_;
-}
-
-void* Device::new_event() {
-  CUevent e = nullptr;
-  check(api_->event_create(&e, kEventDisableTiming), "cuEventCreate");
-  return e;
-}
-
-void Device::destroy_event(void* e) {
-  if (e) api_->event_destroy(static_cast<CUevent>(e));
-}
-
-void Device::record(void* event, void* stream) { check(api_->event_record(static_cast<CUevent>(event), static_cast<CUstream>(stream)), "cuEventRecord"); }
-
-void Device::stream_wait(void* stream, void* event) {
-  if (!api_->stream_wait_event) throw CudaError("the CUDA driver has no cuStreamWaitEvent");
-  check(api_->stream_wait_event(static_cast<CUstream>(stream), static_cast<CUevent>(event), 0), "cuStreamWaitEvent");
 }
 
 namespace {
