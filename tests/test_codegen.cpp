@@ -17,6 +17,8 @@
 #include "interpreter/passes.h"
 #include "ir/fusion.h"
 #include "ir/group.h"
+#include "ir/verify.h"
+#include "runtime/kernels.h"
 #include "tests/codegen_support.h"
 #include "tests/support.h"
 #include "tracer/session.h"
@@ -631,6 +633,66 @@ def f(a: bf16[13, 19], ga: bf16[13, 19], b: f32[7], gb: f32[7], c: bf16[3], gc: 
   CHECK_THROWS_AS(codegen::generate_elementwise_multi(many, "h", std::vector<std::unordered_set<const ir::Proxy*>>(65), 132),
                   std::invalid_argument);
   CHECK_THROWS_AS(codegen::generate_elementwise_multi(members, "h", {}, 132), std::invalid_argument);
+}
+
+// An optimizer's trace: many independent updates of a few shapes, far more statements than the
+// 64-256 fuse places at a time, so that pieces (and, where the peak stops a piece, prefixes)
+// must be cut. Every cut falls between updates: no fusion reads another's output but the
+// one-element coefficients, and the fused program computes what the unfused one does.
+TEST_CASE("fuse cuts long runs of updates between them, never through one", "[codegen][fuse]") {
+  SourceManager sm;
+  interp::Interpreter in{sm};
+  DiagnosticList diags;
+  std::string params, body, outs;
+  const char* types[] = {"f32[33]", "bf16[7, 5]", "f32[7, 5]", "bf16[33]"};
+  const int n = 46;  // 13 statements each: about 600 in one run
+  for (int i = 0; i < n; ++i) {
+    const std::string t = types[(i / 11) % 4], j = std::to_string(i);
+    params += "p" + j + ": " + t + ", g" + j + ": " + t + ", m" + j + ": " + t + ", ";
+    body += "    a" + j + " = prims.convert_element_type(p" + j + ", float32)\n"
+            "    b" + j + " = prims.convert_element_type(g" + j + ", float32)\n"
+            "    c" + j + " = k_b1 * prims.convert_element_type(m" + j + ", float32) + k_ob1 * b" + j + "\n"
+            "    d" + j + " = a" + j + " - k_lr * (c" + j + " / (sqrt(abs(c" + j + ")) + k_eps))\n"
+            "    outs.append(prims.convert_element_type(d" + j + ", p" + j + ".dtype))\n"
+            "    outs.append(prims.convert_element_type(c" + j + ", m" + j + ".dtype))\n";
+  }
+  std::string src = "def f(" + params + "k: f32[4]):\n"
+                    "    k_lr, k_b1, k_ob1, k_eps = k[0], k[1], k[2], k[3]\n    outs = []\n" + body + "    return outs\n";
+  auto m = in.load("m.trace", src, diags);
+  REQUIRE(m);
+  auto t = in.trace(*m->globals.at("f").as<interp::FunctionObj>(), {});
+  interp::Traces fused = interp::run_passes(in, {t}, {"fuse"}, {}, nullptr);
+  std::unordered_map<const ir::Proxy*, size_t> made_by;  // fusion outputs: by fusion
+  size_t fusions = 0, written = 0;
+  for (const ir::Stmt& s : fused[0]->stmts) {
+    if (s.kind != ir::StmtKind::Fusion) continue;
+    ++fusions;
+    for (const ir::Arg& a : s.args)
+      ir::for_each_proxy(a, [&](const ir::ProxyPtr& p) {
+        INFO(ir::print_stmt_line(s) << " reads " << p->name);
+        CHECK((!made_by.count(p.get()) || rt::numel(p->type.shape) == 1));
+      });
+    for (const auto& o : s.outputs) made_by[o.get()] = fusions;
+    written += s.outputs.size();
+  }
+  CHECK(fusions >= 4);  // (at least one per shape and dtype)
+  CHECK(written <= static_cast<size_t>(2 * n) + 8);  // the updates, and the coefficients at most
+  std::vector<rt::Tensor> inputs;
+  for (const auto& p : t->inputs) inputs.push_back(rt::uniform_philox(p->type.shape, 0.5, 2.0, p->type.dtype, 5, inputs.size(), nullptr));
+  auto run = [&](const ir::Trace& tr) {
+    ir::ExecContext ctx;
+    std::vector<rt::Tensor> copies;
+    for (const auto& x : inputs) copies.push_back(rt::cast(x, x.dtype(), nullptr));
+    return ir::execute(tr, std::move(copies), ctx);
+  };
+  ir::Arg plain = run(*t), fast = run(*fused[0]);
+  REQUIRE(plain.items.size() == static_cast<size_t>(2 * n));
+  REQUIRE(fast.items.size() == plain.items.size());
+  for (size_t j = 0; j < plain.items.size(); ++j) {
+    const rt::Tensor &x = plain.items[j].tensor, &y = fast.items[j].tensor;
+    REQUIRE(x.dtype() == y.dtype());
+    for (int64_t e = 0; e < rt::numel(x.shape()); e += 4) CHECK(x.get(e) == y.get(e));
+  }
 }
 
 }  // namespace tracer::test
