@@ -328,7 +328,12 @@ void GpuExecutor::run_rng_state(const ir::Stmt& s, Values& env, ir::ExecContext&
   env[s.outputs[1].get()] = std::move(offset);
 }
 
-void GpuExecutor::bind(const Kernel& k, Values& env, const std::unordered_set<const ir::Proxy*>& dying) {
+void GpuExecutor::bind(Prepared& prep, Values& env, const std::unordered_set<const ir::Proxy*>& dying) {
+  const Kernel& k = prep.kernel;
+  if (!prep.donors_ready) {
+    prep.donors = donor_candidates(k.params, 0, k.params.size(), dying);
+    prep.donors_ready = true;
+  }
   // Scratch kept across launches: the launch path allocates nothing of its own.
   std::vector<rt::cuda::DevPtr>& ptrs = scratch_ptrs_;
   std::vector<DeviceTensor>& outs = scratch_outs_;
@@ -336,7 +341,8 @@ void GpuExecutor::bind(const Kernel& k, Values& env, const std::unordered_set<co
   ptrs.clear();
   outs.clear();
   donors.clear();
-  for (const KernelParam& p : k.params) {
+  for (size_t a = 0; a < k.params.size(); ++a) {
+    const KernelParam& p = k.params[a];
     if (!p.output) {
       auto it = env.find(p.proxy.get());
       if (it == env.end()) throw std::runtime_error("'" + p.name + "' has no value (deleted or never defined)");
@@ -345,9 +351,10 @@ void GpuExecutor::bind(const Kernel& k, Values& env, const std::unordered_set<co
       continue;
     }
     // An argument that dies here, whose buffer nobody else holds, with the output's type.
-    const ir::Proxy* donor = dying.empty() ? nullptr : donor_for(p, k.params, 0, k.params.size(), env, dying, [&](const ir::Proxy* q) {
-      return std::find(donors.begin(), donors.end(), q) != donors.end();
+    const int64_t b = prep.donors[a].empty() ? -1 : pick_donor(prep.donors[a], k.params, env, [&](uint32_t c) {
+      return std::find(donors.begin(), donors.end(), k.params[c].proxy.get()) != donors.end();
     });
+    const ir::Proxy* donor = b < 0 ? nullptr : k.params[static_cast<size_t>(b)].proxy.get();
     DeviceTensor o;
     if (donor) {
       donors.push_back(donor);
@@ -362,19 +369,24 @@ void GpuExecutor::bind(const Kernel& k, Values& env, const std::unordered_set<co
   }
 }
 
-const ir::Proxy* GpuExecutor::donor_for(const KernelParam& p, const std::vector<KernelParam>& params, size_t begin, size_t end,
-                                        const Values& env, const std::unordered_set<const ir::Proxy*>& dying,
-                                        const std::function<bool(const ir::Proxy*)>& taken) const {
-  for (size_t b = begin; b < end; ++b) {
-    const KernelParam& q = params[b];
-    // Only pairs the kernel declares without __restrict__ (alias_candidates) may share memory.
-    if (q.output || !q.may_alias || !p.may_alias || !dying.count(q.proxy.get()) || q.type.dtype != p.type.dtype ||
-        rt::numel(q.type.shape) != rt::numel(p.type.shape) || taken(q.proxy.get()))
-      continue;
-    const DeviceTensor& d = env.at(q.proxy.get());
-    if (d.buffer.use_count() == 1 && d.buffer->bytes == d.nbytes() && !transposed_.count(q.proxy.get())) return q.proxy.get();
+GpuExecutor::DonorCandidates GpuExecutor::donor_candidates(const std::vector<KernelParam>& params, size_t begin, size_t end,
+                                                           const std::unordered_set<const ir::Proxy*>& dying) {
+  DonorCandidates out(params.size());
+  if (dying.empty()) return out;
+  for (size_t a = begin; a < end; ++a) {
+    const KernelParam& p = params[a];
+    if (!p.output || !p.may_alias) continue;
+    const int64_t n = rt::numel(p.type.shape);
+    for (size_t b = begin; b < end; ++b) {
+      const KernelParam& q = params[b];
+      // Only pairs the kernel declares without __restrict__ (alias_candidates) may share memory.
+      if (q.output || !q.may_alias || q.type.dtype != p.type.dtype || !dying.count(q.proxy.get()) ||
+          rt::numel(q.type.shape) != n)
+        continue;
+      out[a].push_back(static_cast<uint32_t>(b));
+    }
   }
-  return nullptr;
+  return out;
 }
 
 void GpuExecutor::bind_outputs(const Kernel& k, Values& env) {
@@ -394,7 +406,7 @@ void GpuExecutor::run_kernel(const ir::Stmt& s, Values& env, const std::unordere
     kit = kernels_.emplace(&s, std::move(prep)).first;
   }
   const Kernel& k = kit->second.kernel;
-  bind(k, env, dying);
+  bind(kit->second, env, dying);
   std::vector<void*>& args = scratch_args_;
   args.clear();
   long long n = k.elements;
@@ -419,7 +431,7 @@ void GpuExecutor::run_row_kernel(const ir::Stmt& s, Values& env, const std::unor
     kit = kernels_.emplace(&s, std::move(prep)).first;
   }
   const Kernel& k = kit->second.kernel;
-  bind(k, env, dying);
+  bind(kit->second, env, dying);
   std::vector<rt::cuda::DevPtr>& ptrs = scratch_ptrs_;
   std::vector<void*>& args = scratch_args_;
   args.clear();
@@ -454,7 +466,7 @@ void GpuExecutor::run_column_kernel(const ir::Stmt& s, Values& env, const std::u
     kit = kernels_.emplace(&s, std::move(prep)).first;
   }
   const Kernel& k = kit->second.kernel;
-  bind(k, env, dying);
+  bind(kit->second, env, dying);
   // The partials: one double per chunk of rows, reduction and column (stream ordered: freed
   // to the allocator's cache after the launches are queued, reused only by later work).
   rt::cuda::Buffer partial(&dev_, static_cast<size_t>(std::max<int64_t>(k.partials, 1)) * sizeof(double));
@@ -567,7 +579,7 @@ void GpuExecutor::run_stmt(const ir::Stmt& s, Values& env, ir::ExecContext& ctx,
       }
       return;
     }
-    if (s.kind == ir::StmtKind::Fusion && !materializing_ && !view_fusions_.empty() && skip_view_fusion(s, env)) return;
+    if (s.kind == ir::StmtKind::Fusion && !materializing_ && !view_fusions_->empty() && skip_view_fusion(s, env)) return;
     if (!lazy.empty() && s.kind == ir::StmtKind::Prim && s.outputs.size() == 1 && lazy.count(s.outputs[0].get())) {
       env[s.outputs[0].get()] = env.at(s.args[0].proxy.get());  // read transposed by the matmul
       transposed_[s.outputs[0].get()] = true;
@@ -743,22 +755,32 @@ GpuExecutor::Values GpuExecutor::run(const ir::Trace& t, std::vector<DeviceTenso
     if (!inputs[i].layout.empty()) continue;  // held transposed: after plan_views
     env[t.inputs[i].get()] = std::move(inputs[i]);
   }
-  plan_views(t);
+  views_.clear();
+  auto plan_it = trace_plans_.find(&t);
+  if (plan_it == trace_plans_.end()) {
+    TracePlan plan;
+    plan_views(t, plan.view_fusions);
+    plan.lazy = ir::lazy_transposes(t.stmts, &t.output);
+    plan_it = trace_plans_.emplace(&t, std::move(plan)).first;
+  }
+  view_fusions_ = &plan_it->second.view_fusions;
   for (size_t i = 0; i < inputs.size(); ++i)
     if (!inputs[i].layout.empty()) take_layout_input(t, t.inputs[i], std::move(inputs[i]), env);
   inputs.clear();
   if (check_ && !in_graph_) check_begin(t, env, ctx);
   if (host_profile_) host_time("run: set-up", h0);
   auto h1 = std::chrono::steady_clock::now();
-  run_stmts(t.stmts, env, ctx, ir::lazy_transposes(t.stmts, &t.output));
+  run_stmts(t.stmts, env, ctx, plan_it->second.lazy);
   if (host_profile_) host_time("run: statements", h1);
   h1 = std::chrono::steady_clock::now();
   finish_collectives();
   Values out;
+  out.reserve(env.size());
   ir::for_each_proxy(t.output, [&](const ir::ProxyPtr& p) {
+    if (out.count(p.get())) return;  // (returned twice)
     auto it = env.find(p.get());
     if (it != env.end()) {
-      out[p.get()] = it->second;
+      out.insert(env.extract(it));  // env ends here: its entry moves over, nothing copied
       return;
     }
     // An attention output written transposed leaves as it is, its layout said.

@@ -135,6 +135,8 @@ class GpuExecutor {
     take_add_.clear();
     uniform_fns_.clear();
     horizontal_.clear();
+    trace_plans_.clear();
+    view_fusions_ = &no_plan_.view_fusions;
   }
 
   // Attention operands read in place (codegen/cuda_exec_views.cpp): a fusion output as a chain
@@ -224,13 +226,29 @@ class GpuExecutor {
   // A generated kernel's pointers (scratch_ptrs_) in its parameter order: the inputs' buffers,
   // then each output's, written over a dying input where the kernel allows (KernelParam::
   // may_alias); bind_outputs then gives the outputs their values (and drops the donors).
-  void bind(const Kernel& k, Values& env, const std::unordered_set<const ir::Proxy*>& dying);
-  // The input among params[begin, end) whose buffer output p may take (buffer reuse): one the
-  // kernel declares may-alias with p, dying here, of p's dtype and size, not yet taken, whose
-  // buffer nothing else holds; null when none.
-  const ir::Proxy* donor_for(const KernelParam& p, const std::vector<KernelParam>& params, size_t begin, size_t end,
-                             const Values& env, const std::unordered_set<const ir::Proxy*>& dying,
-                             const std::function<bool(const ir::Proxy*)>& taken) const;
+  struct Prepared;
+  void bind(Prepared& prep, Values& env, const std::unordered_set<const ir::Proxy*>& dying);
+  // Buffer reuse, in two steps. donor_candidates (once per kernel, as its statement's dels do
+  // not change between runs): for each output among params[begin, end), the inputs there whose
+  // buffer it may take: declared may-alias with it (no __restrict__), dying here, of its dtype
+  // and size. pick_donor (each run): the first of them not yet taken whose buffer nothing else
+  // holds, packed and not a lazy transpose: its param index, -1 when none.
+  using DonorCandidates = std::vector<std::vector<uint32_t>>;  // by param index (outputs only)
+  static DonorCandidates donor_candidates(const std::vector<KernelParam>& params, size_t begin, size_t end,
+                                          const std::unordered_set<const ir::Proxy*>& dying);
+  template <class Taken>
+  int64_t pick_donor(const std::vector<uint32_t>& candidates, const std::vector<KernelParam>& params,
+                              const Values& env, const Taken& taken) const {
+    // taken(b): whether input param b's buffer went to an earlier output already.
+    for (uint32_t b : candidates) {
+      if (taken(b)) continue;
+      const ir::Proxy* q = params[b].proxy.get();
+      const rt::cuda::DeviceTensor& d = env.at(q);
+      if (d.buffer.use_count() == 1 && d.buffer->bytes == d.nbytes() && (transposed_.empty() || !transposed_.count(q)))
+        return static_cast<int64_t>(b);
+    }
+    return -1;
+  }
   void bind_outputs(const Kernel& k, Values& env);
   // prims.matmul and prims.linear (codegen/cuda_exec_matmul.cpp).
   bool run_matmul(const ir::Stmt& s, Values& env, const std::unordered_set<const ir::Proxy*>& lazy);
@@ -296,7 +314,7 @@ class GpuExecutor {
   // converted to 0 / -inf), where the mask is [1 or b, 1 or h, L, S]; false where it is not or
   // cuDNN has no plan (tracer's rows kernels run it then).
   bool run_attention_cudnn_masked(const ir::Stmt& s, Values& env, const AttentionArgs& a);
-  void plan_views(const ir::Trace& t);  // view_fusions_ (and out_layouts_) for a trace's statements
+  void plan_views(const ir::Trace& t, std::unordered_map<const ir::Stmt*, ViewFusion>& out);  // (and out_layouts_)
   void plan_out_layouts(const ir::Trace& t);
   const ReaderMap& readers_of(const ir::Trace& t);  // each value's readers (statement, argument), once per trace
   // An input that arrives held transposed (DeviceTensor::layout, an attention output the trace
@@ -365,6 +383,8 @@ class GpuExecutor {
     Kernel kernel;
     void* fn = nullptr;
     void* fn2 = nullptr;  // a column group's second kernel
+    DonorCandidates donors;  // (bind's, made at its first call)
+    bool donors_ready = false;
   };
   // Masked attention statements' per-batch mask offsets (run_attention_rows), on the device.
   std::unordered_map<const ir::Stmt*, std::shared_ptr<rt::cuda::Buffer>> mask_offsets_;
@@ -379,8 +399,10 @@ class GpuExecutor {
     std::vector<std::unordered_set<const ir::Proxy*>> dying;  // per member: the dels right after it, less what other members read
     Kernel kernel;
     void* fn = nullptr;
+    DonorCandidates donors;  // over kernel.params, each member's outputs among its own params
   };
   std::unordered_map<const ir::Stmt*, std::shared_ptr<Horizontal>> horizontal_;
+  size_t max_param_bytes() const;  // a kernel's parameters: 32 KiB from CUDA 12.1 on sm_70+, else 4 KiB
   bool horizontal_on_ = true;
   std::shared_ptr<Horizontal> plan_horizontal(const std::vector<ir::Stmt>& stmts, size_t i,
                                               const std::unordered_set<const ir::Proxy*>& lazy);
@@ -402,6 +424,7 @@ class GpuExecutor {
   std::vector<rt::cuda::DevPtr> scratch_ptrs_;
   std::vector<rt::cuda::DeviceTensor> scratch_outs_;
   std::vector<const ir::Proxy*> scratch_donors_;
+  std::vector<char> scratch_taken_;  // by param index: an input whose buffer an output took
   std::vector<void*> scratch_args_;
   // The generator's device state for rng_state (see run_rng_state).
   void* rng_fn_ = nullptr;
@@ -434,7 +457,15 @@ class GpuExecutor {
   enum class DGeluEpilogue { Off, Auto, Apart, BGrad } dgelu_epilogue_ = DGeluEpilogue::Auto;
   bool attention_cat_ = true;  // TRACER_ATTENTION_CAT=0: run_attention_into_cat off
   bool out_layout_ = true;     // TRACER_ATTENTION_OUT_LAYOUT=0: attention outputs written packed
-  std::unordered_map<const ir::Stmt*, ViewFusion> view_fusions_;  // this trace's fusions that may become views
+  // Per trace, made at its first run (until new_program): the fusions that may become views
+  // (plan_views) and the transposes only matrix products read (ir::lazy_transposes).
+  struct TracePlan {
+    std::unordered_map<const ir::Stmt*, ViewFusion> view_fusions;
+    std::unordered_set<const ir::Proxy*> lazy;
+  };
+  std::unordered_map<const ir::Trace*, TracePlan> trace_plans_;
+  TracePlan no_plan_;
+  const std::unordered_map<const ir::Stmt*, ViewFusion>* view_fusions_ = &no_plan_.view_fusions;  // the running trace's
   std::unordered_map<const ir::Proxy*, OperandView> views_;        // live views
   std::unordered_map<const ir::Stmt*, OutLayout> out_layouts_;     // by attention statement (until new_program)
   std::unordered_set<const ir::Trace*> out_layouts_planned_;

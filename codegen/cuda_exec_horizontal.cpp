@@ -21,7 +21,7 @@ namespace tracer::codegen {
 using rt::cuda::DeviceTensor;
 
 namespace {
-constexpr size_t kMaxMembers = 64, kMaxParamBytes = 3584;  // kernel parameters: 4 KiB on every driver
+constexpr size_t kMaxMembers = 64;  // (the kernel's vec_mask has a bit per member)
 
 void reads_of(const ir::Stmt& s, std::unordered_set<const ir::Proxy*>& out) {
   for (const ir::Arg& a : s.args) ir::for_each_proxy(a, [&](const ir::ProxyPtr& p) { out.insert(p.get()); });
@@ -31,7 +31,7 @@ void reads_of(const ir::Stmt& s, std::unordered_set<const ir::Proxy*>& out) {
 std::shared_ptr<GpuExecutor::Horizontal> GpuExecutor::plan_horizontal(const std::vector<ir::Stmt>& stmts, size_t i,
                                                                        const std::unordered_set<const ir::Proxy*>& lazy) {
   auto is_member = [&](const ir::Stmt& s) {
-    if (s.kind != ir::StmtKind::Fusion || view_fusions_.count(&s)) return false;
+    if (s.kind != ir::StmtKind::Fusion || view_fusions_->count(&s)) return false;
     for (const auto& o : s.outputs)
       if (lazy.count(o.get())) return false;
     auto pk = is_group_.find(&s);
@@ -53,7 +53,7 @@ std::shared_ptr<GpuExecutor::Horizontal> GpuExecutor::plan_horizontal(const std:
     for (const ir::Proxy* r : reads) depends = depends || written.count(r);
     if (depends) break;
     size_t bytes = 8 * (reads.size() + s.outputs.size());
-    if (param_bytes + bytes > kMaxParamBytes) break;
+    if (param_bytes + bytes > max_param_bytes()) break;
     param_bytes += bytes;
     h->members.push_back(j);
     for (const auto& o : s.outputs) written.insert(o.get());
@@ -78,7 +78,21 @@ std::shared_ptr<GpuExecutor::Horizontal> GpuExecutor::plan_horizontal(const std:
   for (size_t m = 0; m < ms.size(); ++m) may_alias.push_back(alias_candidates(*ms[m], h->dying[m]));
   h->kernel = generate_elementwise_multi(ms, "horizontal", may_alias, dev_.sm_count());
   h->fn = kernel_function(h->kernel);
+  h->donors.resize(h->kernel.params.size());
+  size_t q = 0;
+  for (size_t m = 0; m < ms.size(); ++m) {
+    const size_t n = static_cast<size_t>(h->kernel.segment_params[m]);
+    DonorCandidates d = donor_candidates(h->kernel.params, q, q + n, h->dying[m]);
+    for (size_t a = q; a < q + n; ++a) h->donors[a] = std::move(d[a]);
+    q += n;
+  }
   return h;
+}
+
+size_t GpuExecutor::max_param_bytes() const {
+  // 32,764 bytes from CUDA 12.1's driver on Volta and later (less room for the vec_mask and
+  // slack); 4,096 before.
+  return dev_.driver_version() >= 12010 && dev_.compute_major() >= 7 ? 32000 : 3584;
 }
 
 bool GpuExecutor::run_horizontal(const std::vector<ir::Stmt>& stmts, size_t i, Values& env, ir::ExecContext& ctx,
@@ -98,11 +112,14 @@ bool GpuExecutor::run_horizontal(const std::vector<ir::Stmt>& stmts, size_t i, V
   const Kernel& k = h.kernel;
   // Dry run: every input present and packed, each output's donor, and whether a later member
   // would allocate after a del between members freed a buffer (then the run is not grouped).
-  struct Bound {
-    std::vector<const ir::Proxy*> donors;  // per output of the member: its donor, or null
-  };
-  std::vector<Bound> bound(h.members.size());
-  std::unordered_set<const ir::Proxy*> taken;
+  // donors[a]: output param a's donor (null: a new buffer). A member's donors die right after
+  // it and no other member reads them, so "taken" is a question within the member.
+  std::vector<const ir::Proxy*>& donors = scratch_donors_;
+  donors.assign(k.params.size(), nullptr);
+  std::vector<char>& taken_by = scratch_taken_;  // by input param: its buffer went to an output
+  taken_by.assign(k.params.size(), 0);
+  const bool any_transposed = !transposed_.empty();
+  std::vector<const ir::Proxy*> taken;  // a member's donors, sorted
   bool freed = false;
   size_t q = 0;  // k.params index
   for (size_t m = 0; m < h.members.size(); ++m) {
@@ -112,66 +129,67 @@ bool GpuExecutor::run_horizontal(const std::vector<ir::Stmt>& stmts, size_t i, V
       const KernelParam& p = k.params[a];
       if (!p.output) {
         auto it = env.find(p.proxy.get());
-        if (it == env.end() || transposed_.count(p.proxy.get()) || !it->second.layout.empty()) return false;
+        if (it == env.end() || (any_transposed && transposed_.count(p.proxy.get())) || !it->second.layout.empty()) return false;
         continue;
       }
-      const ir::Proxy* donor =
-          donor_for(p, k.params, q, q + n, env, h.dying[m], [&](const ir::Proxy* d) { return taken.count(d) > 0; });
-      if (donor) taken.insert(donor);
-      allocates = allocates || !donor;
-      bound[m].donors.push_back(donor);
+      const int64_t b = h.donors[a].empty() ? -1 : pick_donor(h.donors[a], k.params, env, [&](uint32_t c) { return taken_by[c] != 0; });
+      if (b >= 0) taken_by[static_cast<size_t>(b)] = 1;
+      allocates = allocates || b < 0;
+      donors[a] = b < 0 ? nullptr : k.params[static_cast<size_t>(b)].proxy.get();
     }
     if (allocates && freed) return false;
-    q += n;
-    // The dels after this member (before the next): do they free a buffer?
+    // The dels after this member (before the next): do they free a buffer (one not taken)?
+    taken.clear();
+    for (size_t a = q; a < q + n; ++a)
+      if (donors[a]) taken.push_back(donors[a]);
+    std::sort(taken.begin(), taken.end());
     const size_t end = m + 1 < h.members.size() ? h.members[m + 1] : h.members[m] + 1;
-    for (size_t d = h.members[m] + 1; d < end; ++d)
+    for (size_t d = h.members[m] + 1; d < end && !freed; ++d)
       for (const auto& x : stmts[d].deleted) {
         auto it = env.find(x.get());
-        if (it != env.end() && !taken.count(x.get()) && it->second.buffer && it->second.buffer.use_count() == 1) freed = true;
+        if (it == env.end() || !it->second.buffer || it->second.buffer.use_count() != 1) continue;
+        if (!std::binary_search(taken.begin(), taken.end(), x.get())) freed = true;
       }
+    q += n;
   }
-  // Bind: the outputs (donated buffers or new ones), the pointers, then one launch.
-  std::vector<rt::cuda::DevPtr> ptrs;
-  std::vector<std::pair<const ir::Proxy*, DeviceTensor>> outs;
+  // Bind: the inputs' pointers first, then the outputs: a donor's entry is moved over to its
+  // output (the node re-keyed, nothing allocated), else a new buffer. Then one launch.
+  std::vector<rt::cuda::DevPtr>& ptrs = scratch_ptrs_;
+  ptrs.assign(k.params.size(), 0);
+  for (size_t a = 0; a < k.params.size(); ++a)
+    if (!k.params[a].output) ptrs[a] = env.find(k.params[a].proxy.get())->second.ptr();
+  for (size_t a = 0; a < k.params.size(); ++a) {
+    const KernelParam& p = k.params[a];
+    if (!p.output) continue;
+    if (const ir::Proxy* d = donors[a]) {
+      auto node = env.extract(d);
+      node.key() = p.proxy.get();
+      node.mapped().dtype = p.type.dtype;
+      node.mapped().shape = p.type.shape;
+      ptrs[a] = node.mapped().ptr();
+      env.insert(std::move(node));
+    } else {
+      DeviceTensor t = alloc(p.type);
+      ptrs[a] = t.ptr();
+      env[p.proxy.get()] = std::move(t);
+    }
+  }
   unsigned long long vec_mask = 0;
   q = 0;
   for (size_t m = 0; m < h.members.size(); ++m) {
     const size_t n = static_cast<size_t>(k.segment_params[m]);
     bool aligned = true;
-    size_t o = 0;
-    for (size_t a = q; a < q + n; ++a) {
-      const KernelParam& p = k.params[a];
-      rt::cuda::DevPtr ptr;
-      if (!p.output) {
-        ptr = env.at(p.proxy.get()).ptr();
-      } else {
-        DeviceTensor t;
-        if (const ir::Proxy* d = bound[m].donors[o]) {
-          t = env.at(d);
-          t.dtype = p.type.dtype;
-          t.shape = p.type.shape;
-        } else {
-          t = alloc(p.type);
-        }
-        ++o;
-        ptr = t.ptr();
-        outs.emplace_back(p.proxy.get(), std::move(t));
-      }
-      aligned = aligned && ptr % 16 == 0;
-      ptrs.push_back(ptr);
-    }
+    for (size_t a = q; a < q + n; ++a) aligned = aligned && ptrs[a] % 16 == 0;
     if (aligned) vec_mask |= 1ULL << m;
     q += n;
   }
-  std::vector<void*> args;
+  std::vector<void*>& args = scratch_args_;
+  args.clear();
   for (auto& p : ptrs) args.push_back(&p);
   args.push_back(&vec_mask);
   dev_.launch(h.fn, static_cast<unsigned>(k.blocks), 256, args.data());
   stats_.launches++;
   stats_.horizontal_members += h.members.size();
-  for (const ir::Proxy* d : taken) env.erase(d);
-  for (auto& [p, t] : outs) env[p] = std::move(t);
   // The dels between the members, now that the kernel has been issued (stream order keeps what
   // they free from being reused before it has run).
   std::unordered_set<const ir::Proxy*> none;

@@ -164,9 +164,7 @@ bool GpuExecutor::apply_chain(const ViewChain& chain, const DeviceTensor& src, O
   return true;
 }
 
-void GpuExecutor::plan_views(const ir::Trace& t) {
-  view_fusions_.clear();
-  views_.clear();
+void GpuExecutor::plan_views(const ir::Trace& t, std::unordered_map<const ir::Stmt*, ViewFusion>& out) {
   // TRACER_ATTENTION_VIEWS=0 runs the fusions (for comparison); so do the forced tracer path and
   // TRACER_GPU_CHECK (which compares each statement's outputs, views included, with the CPU).
   if (!views_enabled_ || attention_choice_ == AttentionChoice::Tracer || check_) return;
@@ -212,7 +210,7 @@ void GpuExecutor::plan_views(const ir::Trace& t) {
       if (ok && std::find(plan.readers.begin(), plan.readers.end(), &s) == plan.readers.end()) plan.readers.push_back(&s);
     };
     for (size_t j = i + 1; j < t.stmts.size() && ok; ++j) check(t.stmts[j]);
-    if (ok && !plan.readers.empty()) view_fusions_.emplace(&f, std::move(plan));
+    if (ok && !plan.readers.empty()) out.emplace(&f, std::move(plan));
   }
 }
 
@@ -281,8 +279,8 @@ bool GpuExecutor::operand_views(const ir::Stmt& s, const Values& env, const std:
 }
 
 bool GpuExecutor::skip_view_fusion(const ir::Stmt& s, const Values& env) {
-  auto it = view_fusions_.find(&s);
-  if (it == view_fusions_.end()) return false;
+  auto it = view_fusions_->find(&s);
+  if (it == view_fusions_->end()) return false;
   const ViewFusion& plan = it->second;
   std::unordered_map<const ir::Proxy*, OperandView> views;
   for (size_t i = 0; i < s.outputs.size(); ++i) {
