@@ -37,44 +37,63 @@ std::string identifier(const std::string& s) {
   return out;
 }
 
+// Flattens a call's arguments: the signature key and the tensors, and with names (at a call that
+// compiles, or one that failed) each tensor's path, type and argument. A call of a signature
+// compiled before needs the key and the tensors only, so it builds no paths; a problem found
+// without names (failed()) is reported by flattening again with them.
 class Flattener {
  public:
-  Flattener(Interpreter& in, const std::string& fname, SourceLoc loc) : in_(in), fname_(fname), loc_(loc) {}
+  Flattener(Interpreter& in, const std::string& fname, SourceLoc loc, bool names = true)
+      : in_(in), fname_(fname), loc_(loc), names_(names) {}
+  bool failed() const { return failed_; }
 
   void add(const Value& v, const std::string& path, int64_t arg, Flat* f, int depth = 0) {
-    if (depth > 64) in_.fail(loc_, fname_ + ": an argument nests deeper than 64 levels");
+    if (failed_) return;
+    if (depth > 64) {
+      if (!names_) return void(failed_ = true);
+      in_.fail(loc_, fname_ + ": an argument nests deeper than 64 levels");
+    }
     switch (v.type()) {
       case VT::Tensor: {
         TensorObj* t = v.as<TensorObj>();
-        if (!t->holds_value())
+        if (!t->holds_value()) {
+          if (!names_) return void(failed_ = true);
           in_.fail(loc_, fname_ + ": argument '" + path + "' is a tensor that was donated to an earlier call and holds no value");
-        f->key += std::string("T") + rt::dtype_name(t->dtype()) + rt::shape_str(t->shape());
+        }
+        f->key += 'T';
+        f->key += rt::dtype_name(t->dtype());
+        f->key += rt::shape_str(t->shape());
         f->objs.push_back(t);
+        if (!names_) return;
         f->types.push_back(ir::TensorType{t->dtype(), t->shape(), "cpu"});
         f->names.push_back(path);
         f->arg_of.push_back(arg);
         return;
       }
       case VT::Proxy:
+        if (!names_) return void(failed_ = true);
         in_.fail(loc_, fname_ + ": argument '" + path + "' is a traced value (a proxy) outside a trace");
       case VT::List:
       case VT::Tuple: {
         const auto& xs = v.is(VT::List) ? v.as<ListObj>()->items : v.as<TupleObj>()->items;
-        f->key += v.is(VT::List) ? "[" : "(";
-        for (size_t i = 0; i < xs.size(); ++i) add(xs[i], path + "_" + std::to_string(i), arg, f, depth + 1);
-        f->key += v.is(VT::List) ? "]" : ")";
+        f->key += v.is(VT::List) ? '[' : '(';
+        for (size_t i = 0; i < xs.size(); ++i) add(xs[i], names_ ? path + "_" + std::to_string(i) : path, arg, f, depth + 1);
+        f->key += v.is(VT::List) ? ']' : ')';
         return;
       }
       case VT::Dict: {
-        f->key += "{";
+        f->key += '{';
         for (auto& [k, x] : v.as<DictObj>()->items()) {
-          if (!k.is(VT::Str) && !k.is(VT::Int))
+          if (!k.is(VT::Str) && !k.is(VT::Int)) {
+            if (!names_) return void(failed_ = true);
             in_.fail(loc_, fname_ + ": argument '" + path + "' is a dict with a " + type_name(k.type()) +
                                " key; a pytree's keys are strings or integers");
-          f->key += repr(k) + ":";
-          add(x, path + "_" + (k.is(VT::Str) ? k.as<StrObj>()->s : std::to_string(k.as_int())), arg, f, depth + 1);
+          }
+          f->key += repr(k);
+          f->key += ':';
+          add(x, names_ ? path + "_" + (k.is(VT::Str) ? k.as<StrObj>()->s : std::to_string(k.as_int())) : path, arg, f, depth + 1);
         }
-        f->key += "}";
+        f->key += '}';
         return;
       }
       case VT::None:
@@ -87,6 +106,7 @@ class Flattener {
         f->key += std::string(type_name(v.type())) + ":" + repr(v) + ";";
         return;
       default:
+        if (!names_) return void(failed_ = true);
         in_.fail(loc_, fname_ + ": argument '" + path + "' is a " + type_name(v.type()) +
                            "; a compiled function takes tensors, Python numbers, strings, and lists, tuples and dicts of them");
     }
@@ -96,6 +116,7 @@ class Flattener {
   Interpreter& in_;
   const std::string& fname_;
   SourceLoc loc_;
+  bool names_ = true, failed_ = false;
 };
 
 // v with its tensors replaced, in order, by leaf(i) for i counting from *next; with others_none
@@ -393,6 +414,7 @@ Value device_value(const ir::Arg& a, const DeviceBackend::Program::Values& vals,
 Value call_on_device(Interpreter& in, CompiledObj& c, DeviceBackend* b, CompiledProgram& prog, Flat& flat, const CallArgs& args,
                      const std::vector<ir::TensorType>& input_types, SourceLoc loc) {
   std::vector<rt::cuda::DeviceTensor> inputs;
+  inputs.reserve(flat.dev.size() + prog.captured_dev.size());
   for (auto& d : flat.dev) inputs.push_back(*d);
   flat.dev.clear();  // a donated argument's tensor: the program holds its only reference
   inputs.insert(inputs.end(), prog.captured_dev.begin(), prog.captured_dev.end());
@@ -437,14 +459,26 @@ Value call_compiled(Interpreter& in, CompiledObj& c, CallArgs args, SourceLoc lo
     return in.call(c.fn, std::move(args), loc);
   }
   const FunctionObj& fn = *c.fn.as<FunctionObj>();
-  Flattener flattener(in, c.name, loc);
+  // First without names (the steps of a loop); with them where the call compiles or fails.
+  static const std::string no_path;
+  auto flatten = [&](bool names, Flat* flat) {
+    Flattener flattener(in, c.name, loc, names);
+    for (size_t i = 0; i < args.pos.size(); ++i)
+      flattener.add(args.pos[i], names ? param_name(fn, i) : no_path, static_cast<int64_t>(i), flat);
+    for (const auto& [k, v] : args.kw) {
+      flat->key += "|" + k + "=";
+      flattener.add(v, k, -1, flat);
+    }
+    flat->key += "#" + std::to_string(args.pos.size());
+    return !flattener.failed();
+  };
   Flat flat;
-  for (size_t i = 0; i < args.pos.size(); ++i) flattener.add(args.pos[i], param_name(fn, i), static_cast<int64_t>(i), &flat);
-  for (const auto& [k, v] : args.kw) {
-    flat.key += "|" + k + "=";
-    flattener.add(v, k, -1, &flat);
+  bool named = false;
+  if (!flatten(false, &flat)) {
+    flat = Flat();
+    flatten(true, &flat);  // (reports the problem)
+    named = true;
   }
-  flat.key += "#" + std::to_string(args.pos.size());
   // Where it runs: the device jit was given; else where its arguments are (as in JAX, the
   // computation follows the data), else the interpreter's default device.
   DeviceBackend* b = c.backend;
@@ -462,6 +496,14 @@ Value call_compiled(Interpreter& in, CompiledObj& c, CallArgs args, SourceLoc lo
   if (auto it = c.cache.find(flat.key); it != c.cache.end()) {
     prog = it->second;
   } else {
+    if (!named) {
+      Flat full;
+      flatten(true, &full);
+      flat.types = std::move(full.types);
+      flat.names = std::move(full.names);
+      flat.arg_of = std::move(full.arg_of);
+      named = true;
+    }
     prog = compile(in, c, b, args, flat, loc);
     c.cache.emplace(flat.key, prog);
     ++c.compiles;
@@ -469,6 +511,15 @@ Value call_compiled(Interpreter& in, CompiledObj& c, CallArgs args, SourceLoc lo
     c.pass_ms += prog->pass_ms;
   }
   c.last = prog;
+  auto name_of = [&](size_t i) {  // (for an error message)
+    if (!named) {
+      Flat full;
+      flatten(true, &full);
+      flat.names = std::move(full.names);
+      named = true;
+    }
+    return flat.names[i];
+  };
   // The arguments' values where the program runs, taken before donation empties the caller's.
   for (size_t i = 0; i < flat.objs.size(); ++i) {
     TensorObj& t = *flat.objs[i];
@@ -476,18 +527,18 @@ Value call_compiled(Interpreter& in, CompiledObj& c, CallArgs args, SourceLoc lo
       try {
         flat.tensors.push_back(t.host(&in.allocator()));
       } catch (const std::exception& e) {
-        in.fail(loc, c.name + ": argument '" + flat.names[i] + "' could not be copied from " + t.device() + ": " + e.what());
+        in.fail(loc, c.name + ": argument '" + name_of(i) + "' could not be copied from " + t.device() + ": " + e.what());
       }
     } else if (t.on_device() && t.backend == b) {
       flat.dev.push_back(t.dev);
     } else if (t.on_device()) {
-      in.fail(loc, c.name + ": argument '" + flat.names[i] + "' is on " + t.device() + ", but the function runs on " +
+      in.fail(loc, c.name + ": argument '" + name_of(i) + "' is on " + t.device() + ", but the function runs on " +
                        b->device() + " (t.to(\"" + b->device() + "\") moves it)");
     } else {
       try {
         flat.dev.push_back(std::make_shared<rt::cuda::DeviceTensor>(b->upload(t.t)));
       } catch (const std::exception& e) {
-        in.fail(loc, c.name + ": argument '" + flat.names[i] + "' could not be copied to " + b->device() + ": " + e.what());
+        in.fail(loc, c.name + ": argument '" + name_of(i) + "' could not be copied to " + b->device() + ": " + e.what());
       }
     }
   }
