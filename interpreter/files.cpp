@@ -51,11 +51,17 @@ void flatten_tree(Interpreter& in, const Value& v, const std::string& path, std:
                   SourceLoc loc, int depth = 0) {
   if (depth > 64) in.fail(loc, "save: the value nests deeper than 64 levels");
   auto name = [&](const std::string& k) { return path.empty() ? k : path + "." + k; };
+  // Keys may hold dots (PyTorch's state_dict names, "h.0.attn.w"): the file's names are the same
+  // either way, so only two leaves that come to one name are refused.
+  auto put = [&](const std::string& key, const rt::Tensor& t) {
+    if (!out->emplace(key, t).second)
+      in.fail(loc, "save: two values are named '" + key + "' in the file (a key with a '.' names the same as nested dicts)");
+  };
   switch (v.type()) {
     case VT::Tensor: {
       const rt::Tensor& t = v.as<TensorObj>()->host();
       if (!t.defined()) in.fail(loc, "save: '" + path + "' is a tensor that was donated to a compiled call and holds no value");
-      (*out)[path.empty() ? "tensor" : path] = t;
+      put(path.empty() ? "tensor" : path, t);
       return;
     }
     case VT::Int:
@@ -65,7 +71,7 @@ void flatten_tree(Interpreter& in, const Value& v, const std::string& path, std:
       rt::Tensor t = rt::Tensor::empty(dt, {}, &in.allocator());
       if (v.is(VT::Int)) t.data_as<int64_t>()[0] = v.as_int();
       else t.set(0, v.to_double());
-      (*out)[path.empty() ? "value" : path] = t;
+      put(path.empty() ? "value" : path, t);
       return;
     }
     case VT::None: return;
@@ -79,7 +85,6 @@ void flatten_tree(Interpreter& in, const Value& v, const std::string& path, std:
       for (auto& [k, x] : v.as<DictObj>()->items()) {
         if (!k.is(VT::Str) && !k.is(VT::Int)) in.fail(loc, "save: a dict key is a " + std::string(type_name(k.type())) + "; keys are strings or integers");
         std::string ks = k.is(VT::Str) ? k.as<StrObj>()->s : std::to_string(k.as_int());
-        if (ks.find('.') != std::string::npos) in.fail(loc, "save: the key '" + ks + "' holds a '.', which separates the names in the file");
         flatten_tree(in, x, name(ks), out, loc, depth + 1);
       }
       return;

@@ -133,11 +133,16 @@ print(q["step"], q["lr"], amax(abs(q["w"] - p["w"])).item(), q["layers"][0]["b"]
 print(sorted(load(D + "/ck/a.safetensors").keys()))
 save(D + "/ck/t.npy", p["layers"][0]["b"])
 print(load(D + "/ck/t.npy").tolist() == p["layers"][0]["b"].tolist())
+sd = {"h.0.w": p["w"], "h.0.b": p["layers"][0]["b"]}
+save(D + "/ck/sd.safetensors", sd)
+back = load(D + "/ck/sd.safetensors", like=sd)
+print(sorted(back.keys()), back["h.0.w"].tolist() == p["w"].tolist(), load(D + "/ck/sd.safetensors")["h.0.b"].dtype)
 )",
                true, true);
   INFO(r.rendered);
   REQUIRE(r.ok);
-  CHECK(lines(r.output) == std::vector<std::string>{"7 0.5 0.0 bf16 True", "['layers.0.b', 'layers.1.b', 'lr', 'step', 'w']", "True"});
+  CHECK(lines(r.output) == std::vector<std::string>{"7 0.5 0.0 bf16 True", "['layers.0.b', 'layers.1.b', 'lr', 'step', 'w']", "True",
+                                            "['h.0.b', 'h.0.w'] True bf16"});
 
   struct Case {
     std::string body;
@@ -156,7 +161,7 @@ print(load(D + "/ck/t.npy").tolist() == p["layers"][0]["b"].tolist())
        true, true, "holds 'w' as f32[3, 4] but the parameter is f32[4, 3]"},
       {"save(D + '/ck/c.txt', p)\n", true, true, "names neither a .npy nor a .safetensors file"},
       {"save(D + '/ck/c.npy', p)\n", true, true, "a .npy file holds one tensor"},
-      {"save(D + '/ck/c.safetensors', {'a.b': p['w']})\n", true, true, "holds a '.'"},
+      {"save(D + '/ck/c.safetensors', {'a.b': p['w'], 'a': {'b': p['w']}})\n", true, true, "two values are named 'a.b' in the file"},
       {"load(D + '/ck/missing.npy')\n", true, true, "missing.npy"},
   };
   for (const Case& c : cases) {
