@@ -4,7 +4,8 @@
 //
 // A run starts at an elementwise fusion and takes the fusions after it, dels between them
 // allowed, until a statement of another kind, a fusion that reads an earlier member's output,
-// 64 members or about 3.5 KiB of kernel parameters. Buffers are taken as the members would take
+// 64 members or the kernel parameters' limit (max_param_bytes: 32000 bytes from CUDA 12.1 on
+// sm_70+, else about 3.5 KiB). Buffers are taken as the members would take
 // them one by one (an output over a dying input of its own member), with two differences that
 // the rules below make harmless:
 //   - every member runs at once, so an output never takes a buffer another member reads;
