@@ -25,6 +25,10 @@ SHAPES = {  # name: (shape, dtype)
     "big": ((513, 257), torch.bfloat16),
 }
 TOL = {torch.float32: 2e-6, torch.bfloat16: 1e-2}  # ||a - b|| / ||b||
+# With clipping, torch's global norm of the bf16 gradients is rounded to bf16 on its way (the norm
+# of each bf16 tensor is a bf16), so its clip factor differs from the exact one by up to ~4e-3 and
+# every clipped f32 parameter follows: against torch 1e-4, against float64 the tight tolerance.
+TOL_TORCH_CLIPPED = {torch.float32: 1e-4, torch.bfloat16: 1e-2}
 
 
 def make(d, steps, seed):
@@ -115,11 +119,12 @@ def main():
                     continue
                 moved = rel(got, params[k].to(dt))  # the steps must move the parameter at all
                 e_torch, e_64 = rel(got, ref[k]), rel(got, f64[k])
-                ok = e_torch <= TOL[dt] and e_64 <= TOL[dt] and moved > 1e-4
+                tol_torch = TOL_TORCH_CLIPPED[dt] if clip > 0 else TOL[dt]
+                ok = e_torch <= tol_torch and e_64 <= TOL[dt] and moved > 1e-4
                 worst.append((k, e_torch, e_64))
                 if not ok:
                     print(f"FAIL adamw clip={clip} {k} ({dt}): vs torch {e_torch:.2e}, vs f64 {e_64:.2e}, "
-                          f"moved {moved:.2e}, tolerance {TOL[dt]:.0e}")
+                          f"moved {moved:.2e}, tolerance {tol_torch:.0e} (torch), {TOL[dt]:.0e} (f64)")
                     fail = True
             for i, n in enumerate(ref_norms):
                 got = float(out[f"norm{i}"].double().reshape(-1)[0])
