@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "codegen/cuda_codegen.h"
 #include "codegen/cuda_attention.h"
@@ -692,6 +693,58 @@ TEST_CASE("fuse cuts long runs of updates between them, never through one", "[co
     const rt::Tensor &x = plain.items[j].tensor, &y = fast.items[j].tensor;
     REQUIRE(x.dtype() == y.dtype());
     for (int64_t e = 0; e < rt::numel(x.shape()); e += 4) CHECK(x.get(e) == y.get(e));
+  }
+}
+
+// A run whose statements form independent computations becomes one fusion per computation
+// (fuse's _components): statements stay together where one reads what another defines or both
+// read one input of more than one element; inputs of one element join nothing. Each part is then
+// one kernel with the registers of one computation (a horizontal kernel on the GPU), not one
+// kernel that holds them all at once.
+TEST_CASE("fuse makes independent computations separate fusions, joined only through shared tensors", "[codegen][fuse]") {
+  SourceManager sm;
+  interp::Interpreter in{sm};
+  DiagnosticList diags;
+  auto m = in.load("m.trace",
+                   "def f(a: f32[5, 7], b: bf16[5, 7], c: f32[5, 7], k: f32[2], s: f32[1]):\n"
+                   "    k0, k1 = k[0], k[1]\n"
+                   "    x = (a * k0 + 1.0) * s\n"          // with a:
+                   "    y = sqrt(abs(b.float() * k1)) * s\n"  // alone (k1, s are one element)
+                   "    z = a - exp(c)\n"                 // with x, through a
+                   "    w = (c * 0.5).to(bf16)\n"          // with z, through c
+                   "    u = b.float() + k0\n"              // with y, through b
+                   "    return x, y, z, w, u\n",
+                   diags);
+  REQUIRE(m);
+  auto t = in.trace(*m->globals.at("f").as<interp::FunctionObj>(), {});
+  interp::Traces fused = interp::run_passes(in, {t}, {"fuse"}, {}, nullptr);
+  std::vector<std::set<std::string>> reads_of;  // each fusion's full-size inputs
+  std::vector<size_t> outs_of;
+  for (const ir::Stmt& s : fused[0]->stmts) {
+    if (s.kind != ir::StmtKind::Fusion || rt::numel(s.outputs[0]->type.shape) == 1) continue;
+    std::set<std::string> r;
+    for (const ir::Arg& a : s.args)
+      ir::for_each_proxy(a, [&](const ir::ProxyPtr& p) {
+        if (rt::numel(p->type.shape) > 1) r.insert(p->name);
+      });
+    reads_of.push_back(r);
+    outs_of.push_back(s.outputs.size());
+  }
+  INFO(interp::print_traces(fused));
+  REQUIRE(reads_of.size() == 2);
+  CHECK(reads_of[0] == std::set<std::string>{"a", "c"});
+  CHECK(outs_of[0] == 3);
+  CHECK(reads_of[1] == std::set<std::string>{"b", "k"});  // (k[1] is sliced inside)
+  CHECK(outs_of[1] == 2);
+  std::vector<rt::Tensor> inputs;
+  for (const auto& p : t->inputs) inputs.push_back(rt::uniform_philox(p->type.shape, -2.0, 2.0, p->type.dtype, 9, inputs.size(), nullptr));
+  ir::ExecContext c1, c2;
+  ir::Arg plain = ir::execute(*t, inputs, c1), fast = ir::execute(*fused[0], inputs, c2);
+  REQUIRE(fast.items.size() == plain.items.size());
+  for (size_t j = 0; j < plain.items.size(); ++j) {
+    const rt::Tensor &x = plain.items[j].tensor, &y = fast.items[j].tensor;
+    REQUIRE(x.dtype() == y.dtype());
+    for (int64_t e = 0; e < rt::numel(x.shape()); ++e) CHECK(x.get(e) == y.get(e));
   }
 }
 
