@@ -15,6 +15,7 @@
 
 #include "codegen/cuda_reduce.h"
 #include "ir/fusion.h"
+#include "ir/op_rules.h"
 #include "ir/verify.h"
 #include "runtime/io.h"
 
@@ -301,6 +302,40 @@ bool GpuExecutor::run_simple(const ir::Stmt& s, Values& env) {
     stats_.launches += 2;
   }
   env[s.outputs[0].get()] = std::move(out);
+  return true;
+}
+
+// A slice that is one run of its packed input (unit steps; the dimensions after the first one it
+// cuts taken whole, those before it one index each) is a view at an offset of the input's buffer,
+// no kernel: an optimizer's coefficients sliced out of their tensor, whole rows of a batch.
+bool GpuExecutor::slice_view(const ir::Stmt& s, Values& env) {
+  auto it = env.find(s.args[0].proxy.get());
+  if (it == env.end() || !it->second.buffer || !it->second.layout.empty()) return false;
+  const DeviceTensor& x = it->second;
+  const ir::TensorType& out = s.outputs[0]->type;
+  if (x.dtype != out.dtype || rt::numel(out.shape) == 0) return false;
+  ir::SliceSpec sp;
+  try {
+    sp = ir::slice_spec(s.args[0], s.args[1], s.args[2], s.args.size() > 3 ? s.args[3] : ir::Arg());
+  } catch (const std::exception&) {
+    return false;
+  }
+  const size_t nd = x.shape.size();
+  if (sp.start.size() != nd || sp.step.size() != nd || out.shape.size() != nd) return false;
+  int64_t offset = 0, stride = 1;
+  bool cut = false;  // a dimension inside (nearer the last) is cut
+  for (size_t d = nd; d-- > 0;) {
+    const int64_t lo = sp.start[d], n = out.shape[d];
+    if ((sp.step[d] != 1 && n != 1) || lo < 0 || n < 1 || lo + n > x.shape[d]) return false;
+    if (cut && n != 1) return false;
+    if (n != x.shape[d]) cut = true;
+    offset += lo * stride;
+    stride *= x.shape[d];
+  }
+  DeviceTensor v = x;
+  v.offset += static_cast<size_t>(offset) * rt::dtype_size(x.dtype);
+  v.shape = out.shape;
+  env[s.outputs[0].get()] = std::move(v);
   return true;
 }
 
@@ -593,6 +628,9 @@ void GpuExecutor::run_stmt(const ir::Stmt& s, Values& env, ir::ExecContext& ctx,
         materialize_views(s, env, ctx);
       }
     }
+    if (s.kind == ir::StmtKind::Prim && s.op->name == "slice" && s.args[0].kind == K::Proxy &&
+        !transposed_.count(s.args[0].proxy.get()) && slice_view(s, env))
+      return;
     // Whether s is an elementwise group is decided once per statement (the launch path is hot:
     // bench/launch.trace measures it).
     auto pk = is_group_.find(&s);

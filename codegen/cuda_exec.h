@@ -244,12 +244,14 @@ class GpuExecutor {
       if (taken(b)) continue;
       const ir::Proxy* q = params[b].proxy.get();
       const rt::cuda::DeviceTensor& d = env.at(q);
-      if (d.buffer.use_count() == 1 && d.buffer->bytes == d.nbytes() && (transposed_.empty() || !transposed_.count(q)))
+      if (d.buffer.use_count() == 1 && d.offset == 0 && d.buffer->bytes == d.nbytes() && (transposed_.empty() || !transposed_.count(q)))
         return static_cast<int64_t>(b);
     }
     return -1;
   }
   void bind_outputs(const Kernel& k, Values& env);
+  // prims.slice as a view of its input where it is one run of it (no kernel).
+  bool slice_view(const ir::Stmt& s, Values& env);
   // prims.matmul and prims.linear (codegen/cuda_exec_matmul.cpp).
   bool run_matmul(const ir::Stmt& s, Values& env, const std::unordered_set<const ir::Proxy*>& lazy);
   // A linear's operands on the device, none read transposed: x [..., K], w [N, K], bias [N].

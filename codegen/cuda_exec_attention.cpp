@@ -138,6 +138,18 @@ bool GpuExecutor::run_attention(const ir::Stmt& s, Values& env, ir::ExecContext&
     }
     materialize_views(s, env, ctx);
   }
+  // A slice view may start anywhere in its buffer (GpuExecutor::slice_view): tracer's attention
+  // kernels copy 16 bytes at a time and cuDNN's plans here take 16-byte operands, so an operand
+  // that is not 16-byte aligned is copied to one that is first.
+  for (const ir::Arg& x : s.args) {
+    if (x.kind != K::Proxy) continue;
+    auto it = env.find(x.proxy.get());
+    if (it == env.end() || it->second.offset == 0 || it->second.ptr() % 16 == 0 || !it->second.layout.empty()) continue;
+    DeviceTensor c = alloc(x.proxy->type);
+    c.shape = it->second.shape;
+    dev_.copy_device(c.ptr(), it->second.ptr(), it->second.nbytes());
+    it->second = std::move(c);
+  }
   const AttentionPath path = attention_path_for(s, dev_.compute_major(), dev_.max_shared_per_block());
   AttentionArgs a;
   a.backward = s.op->name == "attention_backward";

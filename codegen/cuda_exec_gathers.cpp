@@ -57,7 +57,7 @@ bool GpuExecutor::run_take_backward_add(const std::vector<ir::Stmt>& stmts, size
   auto it = env.find(addend);
   if (it == env.end()) return false;
   DeviceTensor& d = it->second;
-  if (d.dtype != want.dtype || d.shape != want.shape || d.buffer.use_count() != 1 || d.buffer->bytes != d.nbytes()) return false;
+  if (d.dtype != want.dtype || d.shape != want.shape || d.buffer.use_count() != 1 || d.offset != 0 || d.buffer->bytes != d.nbytes()) return false;
   auto g = env.find(s.args[0].kind == K::Proxy ? s.args[0].proxy.get() : nullptr);
   auto ix = env.find(s.args[1].kind == K::Proxy ? s.args[1].proxy.get() : nullptr);
   if (g == env.end() || ix == env.end() || transposed_.count(g->first) || transposed_.count(ix->first)) return false;

@@ -236,8 +236,12 @@ struct DeviceTensor {
   // attention output the GPU executor wrote as its readers want it, handed from one trace to the
   // next (codegen/cuda_exec_views.cpp); downloads put it back.
   std::vector<int64_t> layout;
+  // Bytes into the buffer where this value starts: 0, or a slice that is one run of a packed
+  // tensor (the GPU executor's slice views, codegen/cuda_exec.cpp). Buffer reuse takes only
+  // values that are their whole buffer.
+  size_t offset = 0;
   size_t nbytes() const { return static_cast<size_t>(numel(shape)) * dtype_size(dtype); }
-  DevPtr ptr() const { return buffer ? buffer->ptr : 0; }
+  DevPtr ptr() const { return buffer ? buffer->ptr + offset : 0; }
 };
 
 }  // namespace tracer::rt::cuda
