@@ -23,12 +23,6 @@ for r in 1 2; do timeout 150 $T run bench/optim_step.trace --allow-read examples
 echo "== ncu: the optimizer's kernels (after the first steps)"
 timeout 200 ncu --clock-control none --launch-skip 12 --launch-count 3 --section SpeedOfLight --section LaunchStats --section Occupancy \
   $T run bench/optim_step.trace --allow-read examples -- --steps 3 2>&1 | grep -E "Registers Per|Achieved Occupancy|DRAM Throughput|Duration|Memory Throughput|Block Limit Registers" | head -30
-for round in 1 2; do
-  echo "== round $round"
-  timeout 120 python3 bench/train_step_torch.py --runs 20 2>&1 | tail -1
-  timeout 150 $T run bench/train_phases.trace --allow-read examples $G -- --steps 20 --clip 0 2>&1 | grep -E "pipelined|repeated"
-  timeout 120 python3 bench/train_step_torch.py --runs 20 --clip 1.0 2>&1 | tail -1
-  timeout 150 $T run bench/train_phases.trace --allow-read examples $G -- --steps 20 --clip 1.0 2>&1 | grep -E "pipelined|repeated"
-done
+rounds 2 "$G"
 echo "== train_gpt GPT-2 small, 30 steps"
 timeout 200 $T run examples/train_gpt.trace --device cuda $G -- --steps 30 --log 10 2>&1 | tail -4

@@ -19,3 +19,15 @@ bench() {
 import json,sys; j=json.load(open(sys.argv[1])); b=j['bench']
 print('%-52s median %.3f min %.3f ms  peak %d  launches %s  cudnn %s' % (sys.argv[2], b['median_ms'], b.get('min_ms', 0), j.get('device_peak_bytes', 0), j.get('kernels_launched'), j.get('cudnn', {}).get('version')))" "$tmp/b.json" "$label" || tail -3 "$tmp/b.err"
 }
+# rounds N SIZES: GPT-2 small's step, PyTorch's (bench/train_step_torch.py) and tracer's
+# (bench/train_phases.trace) interleaved, without clipping and with clip 1.0, N rounds.
+rounds() {
+  local n=$1 sizes=$2 round clip
+  for round in $(seq 1 "$n"); do
+    echo "== round $round"
+    for clip in 0 1.0; do
+      timeout 120 python3 bench/train_step_torch.py --runs 20 --clip $clip 2>&1 | tail -1
+      timeout 150 $T run bench/train_phases.trace --allow-read examples $sizes -- --steps 20 --clip $clip 2>&1 | grep -E "pipelined|repeated"
+    done
+  done
+}
