@@ -124,6 +124,9 @@ enum class StmtKind {
   // A Thunder fusion call ("[a, b] = nvFusion0(x, y)") followed by its commented subsymbols:
   // targets[0] = the target list, value = the Call, body = the subsymbol statements parsed
   // from the comments (a flat list of Assign statements, each with its type_comments).
+  // With Stmt::decomposed, any other call printed with its decomposition (an executor's or a
+  // user's op: "(t0, t1) = multimul(a, b)" and its commented subsymbols): the callee runs where
+  // the name is defined, the decomposition where it is not.
   FusionDef,
 };
 
@@ -159,6 +162,7 @@ struct Stmt {
   std::string type_string;           // TypeComment
   std::vector<TypeComment> type_comments;  // trailing type comments
   std::vector<std::string> comments;  // full-line comments directly above (text after '#', trimmed)
+  bool decomposed = false;            // FusionDef of a call that is not a fusion (see FusionDef)
   explicit Stmt(StmtKind k, SourceLoc l = {}) : kind(k), loc(l) {}
 };
 

@@ -577,6 +577,9 @@ const BuiltinDef kBuiltins[] = {
      "checkpoint(): with checkpoint(): marks statements whose activations backward recomputes."},
     {"no_autocast", b_passthrough, "A decorator from Thunder printouts; has no effect."},
     {"no_grad", b_passthrough, "A decorator from PyTorch printouts; has no effect."},
+    {"autocast", b_passthrough,
+     "torch.autocast(device_type, ...): a decorator of Thunder's printouts (autocast turned off around the computation); "
+     "has no effect: a printed trace's casts are explicit."},
     {"device", b_device, "device(\"cuda:0\"): a device name (a string)."},
     {"clear_collection", b_clear_collection,
      "clear_collection(c): from Thunder's backward printouts (the collection's values die at their dels); does nothing."},
@@ -678,6 +681,7 @@ void Interpreter::install_builtins() {
   nsref(torch).members["nn"] = nn;
   nsref(torch).members["device"] = b.members["device"];
   nsref(torch).members["no_grad"] = b.members["no_grad"];
+  nsref(torch).members["autocast"] = b.members["autocast"];
   nsref(dtypes).fallback = &nsref(ltorch_);
   Value devices = ns("devices");
   nsref(devices).members["Device"] = b.members["device"];

@@ -46,6 +46,22 @@ Value Interpreter::load_name(const Expr& e, Frame& fr) {
   fail(e.loc, "internal error: unresolved name '" + e.name + "'");
 }
 
+bool Interpreter::name_defined(const Expr& e, Frame& fr) {
+  switch (static_cast<NameScope>(e.depth)) {
+    case NameScope::Local: return !fr.slots[e.slot].is(VT::Unbound);
+    case NameScope::Cell:
+    case NameScope::Free: {
+      const Value& cell = static_cast<NameScope>(e.depth) == NameScope::Cell ? fr.slots[e.slot] : fr.fn->closure[e.slot];
+      return !cell.as<CellObj>()->v.is(VT::Unbound);
+    }
+    case NameScope::Global: {
+      Module& m = *fr.module;
+      return m.globals.count(e.name) || builtins().lookup(e.name) || thunder_object(e.name, m);
+    }
+  }
+  return false;
+}
+
 Value Interpreter::make_function(const FuncInfo& info, Frame& fr, SourceLoc loc) {
   auto* f = new FunctionObj(&functions_);
   Value fv(f);
@@ -454,6 +470,7 @@ Flow Interpreter::exec_fusion(const Stmt& s, Frame& fr) {
   if (targets.kind == ExprKind::Name) names.push_back(&targets);
   for (const auto& t : targets.items) names.push_back(t.get());
   for (const Expr* n : names) {
+    if (n->name == "_") continue;  // an output nothing reads (Thunder's dce dropped its computation)
     Value v = load_name(*n, fr);
     if (!v.is(VT::Proxy)) fail(n->loc, "fusion output '" + n->name + "' is not computed by the fusion's body");
     st.outputs.push_back(v.as<ProxyObj>()->p);

@@ -370,6 +370,10 @@ Flow Interpreter::exec_stmt(const Stmt& s, Frame& fr) {
     case StmtKind::Expr:
       eval(*s.value, fr);
       return Flow::Normal;
+    case StmtKind::FusionDef:
+      // A call printed with its decomposition runs the callee where the name is defined.
+      if (!s.decomposed || !name_defined(*s.value->items[0], fr)) return exec_fusion(s, fr);
+      [[fallthrough]];
     case StmtKind::Assign: {
       Value v = eval(*s.value, fr);
       for (const auto& t : s.targets) assign(*t, v, fr, true);
@@ -515,7 +519,6 @@ Flow Interpreter::exec_stmt(const Stmt& s, Frame& fr) {
       if (!truth(eval(*s.value, fr), s.value->loc))
         fail(s.loc, s.annotation ? "assertion failed: " + to_str(eval(*s.annotation, fr)) : "assertion failed");
       return Flow::Normal;
-    case StmtKind::FusionDef: return exec_fusion(s, fr);
   }
   return Flow::Normal;
 }

@@ -241,6 +241,7 @@ class Interpreter {
   Value eval_call(const ast::Expr& e, Frame& fr);
   Value eval_list_comp(const ast::Expr& e, Frame& fr);
   Value load_name(const ast::Expr& e, Frame& fr);
+  bool name_defined(const ast::Expr& e, Frame& fr);  // load_name would find a value
   Value resolve_module_path(const std::string& path, SourceLoc loc);
   void tick(SourceLoc loc) {
     if (++steps_ > opts_.step_limit && opts_.step_limit > 0) step_limit_exceeded(loc);

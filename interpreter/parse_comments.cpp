@@ -1,6 +1,8 @@
 // Builder, comments: Thunder's "# name: \"type\"" lines (TypeComment statements and trailing
 // type_comments), plain comments kept on the next statement, and fusion bodies parsed back out
 // of the commented subsymbol lines under "[t0] = nvFusion0(...)".
+#include <algorithm>
+#include <cctype>
 #include <utility>
 
 #include "interpreter/parse_builder.h"
@@ -13,14 +15,33 @@ using ast::StmtKind;
 
 namespace {
 
-bool is_fusion_assign(const ast::Stmt& s) {
-  if (s.kind != StmtKind::Assign || s.targets.size() != 1 || !s.value) return false;
-  const ast::Expr& target = *s.targets[0];
-  if (target.kind != ExprKind::List && target.kind != ExprKind::Tuple) return false;
-  for (const auto& item : target.items)
-    if (item->kind != ExprKind::Name) return false;
+enum class Absorb { None, Fusion, Decomposed };
+
+// "[a, b] = nvFusion0(x)": a fusion; "(a, b) = name(x)" or "a = name(x)" with another plain
+// name: a call that Thunder may print with its decomposition (an executor's or a user's op).
+Absorb absorb_kind(const ast::Stmt& s) {
+  if (s.kind != StmtKind::Assign || s.targets.size() != 1 || !s.value) return Absorb::None;
   const ast::Expr& call = *s.value;
-  return call.kind == ExprKind::Call && call.items[0]->kind == ExprKind::Name && is_fusion_name(call.items[0]->name);
+  if (call.kind != ExprKind::Call || call.items[0]->kind != ExprKind::Name) return Absorb::None;
+  const ast::Expr& target = *s.targets[0];
+  bool names = target.kind == ExprKind::List || target.kind == ExprKind::Tuple;
+  for (const auto& item : target.items) names = names && item->kind == ExprKind::Name;
+  if (names && is_fusion_name(call.items[0]->name)) return Absorb::Fusion;
+  return names || target.kind == ExprKind::Name ? Absorb::Decomposed : Absorb::None;
+}
+
+// A commented subsymbol line as Thunder prints one: "t0 = ltorch.mul(a, b)  # ...",
+// "(t0, _) = f(x)", "[t1] = nvFusion0(t0)", "t2 = 3.0" (not prose that happens to sit deeper).
+bool looks_like_subsymbol(std::string_view line) {
+  size_t eq = line.find('=');
+  if (eq == std::string_view::npos || eq == 0 || (eq + 1 < line.size() && line[eq + 1] == '=')) return false;
+  for (size_t i = 0; i < eq; ++i) {
+    char c = line[i];
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == ',' || c == ' ' || c == '(' || c == ')' ||
+          c == '[' || c == ']'))
+      return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -83,10 +104,11 @@ void Builder::attach_trailing(ast::Stmt& s, size_t first, size_t last) {
 // s was built from the tokens starting at stmt_token; cursor is the token after it. Returns
 // the token after the comment lines taken as the fusion body.
 size_t Builder::absorb_fusion(ast::Stmt& s, size_t stmt_token, size_t cursor, size_t hi) {
-  if (!is_fusion_assign(s)) return cursor;
+  Absorb kind = absorb_kind(s);
+  if (kind == Absorb::None) return cursor;
   const std::string& text = s_.text();
   size_t column = column_of(text, s_.token(stmt_token)->getStartIndex());
-  std::vector<antlr4::Token*> lines;
+  std::vector<antlr4::Token*> lines, all;
   size_t first_indent = 0, i = cursor;
   for (; i < hi && i < s_.token_count(); ++i) {
     antlr4::Token* t = s_.token(i);
@@ -95,11 +117,18 @@ size_t Builder::absorb_fusion(ast::Stmt& s, size_t stmt_token, size_t cursor, si
     size_t indent = column_of(text, t->getStartIndex());
     if (indent <= column) break;
     if (lines.empty()) first_indent = indent;
-    if (indent > first_indent) pending_comments_.emplace_back(trim(comment_body(t)));  // nested subsymbols
-    else lines.push_back(t);
+    all.push_back(t);
+    if (indent <= first_indent) lines.push_back(t);  // deeper lines: nested subsymbols, kept as comments
   }
   if (lines.empty()) return cursor;
+  // A call that is not a fusion takes the lines only where each reads as a subsymbol (else
+  // they are comments as any other).
+  for (antlr4::Token* t : lines)
+    if (kind == Absorb::Decomposed && !looks_like_subsymbol(trim(comment_body(t)))) return cursor;
+  for (antlr4::Token* t : all)
+    if (std::find(lines.begin(), lines.end(), t) == lines.end()) pending_comments_.emplace_back(trim(comment_body(t)));
   s.kind = StmtKind::FusionDef;
+  s.decomposed = kind == Absorb::Decomposed;
   s.body = parse_fusion_body(lines);
   return i;
 }

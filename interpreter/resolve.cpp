@@ -319,7 +319,13 @@ class Resolver {
         if (st.annotation) expr(*st.annotation, s);
         return;
       case StmtKind::FusionDef:
-        // The fusion's callee is never looked up: its body stands in for it.
+        // A fusion's callee is never looked up: its body stands in for it. A decomposed call's
+        // callee is, where it is defined.
+        if (st.decomposed) {
+          size_t before = m_.global_refs.size();
+          expr(*st.value->items[0], s);
+          m_.global_refs.resize(before);  // an undefined callee is no error: its decomposition runs
+        }
         exprs(st.targets, s);
         exprs(st.value->args, s);
         block(st.body, s);
