@@ -196,9 +196,13 @@ bool match_type_comment(std::string_view body, std::string& name, std::string& t
   if (i >= s.size() || s[i] != ':') return false;
   ++i;
   while (i < s.size() && is_blank(s[i])) ++i;
-  if (i >= s.size() || s[i] != '"' || s.back() != '"' || s.size() - i < 2) return false;
-  std::string_view t = s.substr(i + 1, s.size() - i - 2);
-  if (t.find('"') != std::string_view::npos) return false;
+  if (i >= s.size() || s[i] != '"') return false;
+  size_t close = s.find('"', i + 1);
+  if (close == std::string_view::npos) return false;
+  std::string_view t = s.substr(i + 1, close - i - 1);
+  // Thunder's 2023 parameter lines go on: `# x: "cpu f32[2, 2]" =  x  (trivial unpack)`.
+  std::string_view rest = trim(s.substr(close + 1));
+  if (!rest.empty() && rest[0] != '=') return false;
   name = std::string(n);
   type = std::string(t);
   return true;
