@@ -770,6 +770,17 @@ void Interpreter::load_stdlib() {
     std::string mod = file.module;
     if (mod.rfind("passes.", 0) == 0) continue;
     auto m = load_stdlib_file(file);
+    if (mod == "thunder") {
+      // Thunder's names: its prologues' guards are prims.check_*, its cache info thunder._get_cache_info.
+      NamespaceObj& thunder = nsref(*builtins().lookup("thunder"));
+      NamespaceObj& prims = nsref(*builtins().lookup("prims"));
+      for (const auto& [k, v] : m->globals) {
+        if (k.empty() || k[0] == '_' || !v.is(VT::Function)) continue;
+        thunder.members[k == "get_cache_info" ? "_get_cache_info" : k] = v;
+        if (k.rfind("check_", 0) == 0) prims.members[k] = v;
+      }
+      continue;
+    }
     NamespaceObj& target = mod == "ltorch" ? nsref(ltorch_) : mod == "dist" ? nsref(dist_) : mod == "optim" ? nsref(optim_) : nsref(builtins_);
     for (const auto& [k, v] : m->globals)
       if (!k.empty() && k[0] != '_' && v.is(VT::Function)) target.members[k] = v;

@@ -2,6 +2,7 @@
 // element types from type comments or from the forward trace that saved them.
 #include "interpreter/collections.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "interpreter/interp.h"
@@ -155,6 +156,8 @@ class Builder {
     return c;
   }
 
+  void typed_from(Collection* c, const std::string& ts, SourceLoc loc, const std::string& where) { typed(c, ts, loc, where); }
+
  private:
   Collection tuple(const ast::Expr* t, const ast::Expr* from, const std::string& coll) {
     Collection c;
@@ -216,13 +219,75 @@ class Builder {
 
 }  // namespace
 
+namespace {
+
+// `name[i]` with a literal i: the index, else -1.
+int64_t literal_index(const ast::Expr* e, const std::string& name) {
+  if (!e || e->kind != ExprKind::Subscript || e->items[0]->kind != ExprKind::Name || e->items[0]->name != name) return -1;
+  const ast::Expr* i = e->items[1].get();
+  return i->kind == ExprKind::Int && i->int_value >= 0 ? i->int_value : -1;
+}
+
+// `prims.check_len(name, n)` (a prologue's first check): n, else -1.
+int64_t checked_len(const ast::Block& b, const std::string& name) {
+  for (const auto& s : b) {
+    if (s->kind != ast::StmtKind::Expr || !s->value || s->value->kind != ExprKind::Call) continue;
+    const ast::Expr& call = *s->value;
+    const ast::Expr& f = *call.items[0];
+    bool is_check = (f.kind == ExprKind::Attribute || f.kind == ExprKind::Name) && f.name == "check_len";
+    if (is_check && call.args.size() == 2 && call.args[0]->kind == ExprKind::Name && call.args[0]->name == name &&
+        call.args[1]->kind == ExprKind::Int)
+      return call.args[1]->int_value;
+  }
+  return -1;
+}
+
+}  // namespace
+
+// A prologue's `*args`, read element by element: `x: "cpu f32[2, 2]" = args[0]` (or `x = args[0]`
+// typed by a comment).
+std::optional<Collection> indexed_collection(Interpreter& in, const FunctionObj& fn, const std::string& name,
+                                             const std::map<std::string, ir::TensorType>& given,
+                                             std::vector<UntypedElement>* untyped) {
+  const ast::Block& body = *fn.info->body;
+  std::vector<std::pair<int64_t, const ast::Stmt*>> reads;
+  int64_t n = checked_len(body, name);
+  for (const auto& s : body) {
+    if ((s->kind != ast::StmtKind::AnnAssign && s->kind != ast::StmtKind::Assign) || s->targets.size() != 1 ||
+        s->targets[0]->kind != ExprKind::Name)
+      continue;
+    int64_t i = literal_index(s->value.get(), name);
+    if (i < 0) continue;
+    reads.emplace_back(i, s.get());
+    n = std::max(n, i + 1);
+  }
+  if (reads.empty() && n < 0) return std::nullopt;
+  Collection c;
+  c.kind = Collection::Kind::Tuple;
+  c.items.resize(static_cast<size_t>(std::max<int64_t>(n, 0)));
+  Builder b(in, fn, given, std::nullopt, untyped);
+  for (const auto& [i, s] : reads) {
+    Collection& e = c.items[static_cast<size_t>(i)];
+    const ast::Expr& target = *s->targets[0];
+    if (e.kind != Collection::Kind::None) continue;  // read twice: the first read types it
+    if (s->kind == ast::StmtKind::AnnAssign && s->annotation && s->annotation->kind == ExprKind::Str &&
+        !given.count(target.name)) {
+      e.name = target.name;
+      b.typed_from(&e, s->annotation->str_value, s->annotation->loc, "its annotation");
+    } else {
+      e = b.node(&target, nullptr, name);
+    }
+  }
+  return c;
+}
+
 std::optional<Collection> collection_param(Interpreter& in, const FunctionObj& fn, size_t index,
                                            const std::map<std::string, ir::TensorType>& given,
                                            std::vector<UntypedElement>* untyped) {
   if (!fn.info->body || index >= fn.info->params->size()) return std::nullopt;
   const std::string& name = (*fn.info->params)[index].name;
   const ast::Stmt* unpack = find_unpack(*fn.info->body, name);
-  if (!unpack) return std::nullopt;
+  if (!unpack) return indexed_collection(in, fn, name, given, untyped);
   std::optional<Forward> fw = fn.module ? find_forward(*fn.module, *fn.info) : std::nullopt;
   // backward_fn(saved_for_backward, cotangents): the first is what the forward saved, the second
   // the cotangents of its outputs.

@@ -393,9 +393,21 @@ Flow Interpreter::exec_stmt(const Stmt& s, Frame& fr) {
       assign(t, binary(s.op, cur, rhs, s.loc), fr, true);
       return Flow::Normal;
     }
-    case StmtKind::AnnAssign:
-      if (s.value) assign(*s.targets[0], eval(*s.value, fr), fr, true);
+    case StmtKind::AnnAssign: {
+      if (!s.value) return Flow::Normal;
+      Value v = eval(*s.value, fr);
+      // A printout's `x: "cuda:0 f32[2, 3]" = args[0]`: a tensor type is checked as a type comment
+      // is; other annotations ("Any", "<class 'torch.dtype'>", "int 8") are not.
+      if (rec_.trace && v.is(VT::Proxy) && s.annotation && s.annotation->kind == ExprKind::Str) {
+        std::string why;
+        auto t = ir::parse_type_string(s.annotation->str_value, &why);
+        const ir::Proxy& p = *v.as<ProxyObj>()->p;
+        if (t && !t->same_layout(p.type))
+          fail(s.annotation->loc, "the annotation says '" + s.targets[0]->name + "' is " + t->str() + " but it is " + p.type.str());
+      }
+      assign(*s.targets[0], std::move(v), fr, true);
       return Flow::Normal;
+    }
     case StmtKind::Del: {
       std::vector<ir::ProxyPtr> deleted;
       for (const auto& t : s.targets) {

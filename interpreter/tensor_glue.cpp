@@ -350,6 +350,7 @@ struct ParamTypes {
   SourceLoc loc;
   std::optional<Collection> coll;  // a Thunder collection: `types` are its tensors, depth first
   std::vector<std::string> names;  // the collection's tensors' names
+  bool spread = false;             // *args: the collection's items are the positional arguments
 };
 
 const ast::Stmt* find_type_comment(const ast::Block& b, const std::string& name) {
@@ -384,8 +385,28 @@ static std::vector<ParamTypes> param_types(Interpreter& in, const FunctionObj& f
   const auto& params = *fn.info->params;
   for (size_t i = 0; i < params.size(); ++i) {
     const ast::Param& p = params[i];
-    if (p.kind != ast::Param::Kind::Normal) in.fail(p.loc, "a traced function cannot take *args or **kwargs");
     ParamTypes pt{p.name, {}, false, p.loc, std::nullopt, {}};
+    if (p.kind != ast::Param::Kind::Normal) {
+      // A prologue's `*args` (read as `x: "cpu f32[2]" = args[0]`) or an augmented forward's
+      // (`t0, t1, = args`): a collection whose elements are spread as the positional arguments;
+      // `**kwargs` takes none (a printout checks `prims.check_len(kwargs, 0)`).
+      if (p.kind == ast::Param::Kind::KwArgs) continue;
+      auto coll = collection_param(in, fn, i, given, &untyped);
+      if (!coll)
+        in.fail(p.loc, "'" + fn.info->name + "' takes *" + p.name + " but its body neither unpacks it (`a, b, = " + p.name +
+                           "`) nor reads its elements (`a: \"cpu f32[2]\" = " + p.name +
+                           "[0]`), which would say what it holds: a traced function needs its inputs' types");
+      std::vector<const Collection*> leaves;
+      collection_tensors(*coll, &leaves);
+      for (const Collection* c : leaves) {
+        pt.types.push_back(c->type);
+        pt.names.push_back(c->name);
+      }
+      pt.coll = std::move(coll);
+      pt.spread = true;
+      out.push_back(std::move(pt));
+      continue;
+    }
     auto g = given.find(p.name);
     const Value& ann = fn.annotations[i];
     if (g != given.end()) {
@@ -469,7 +490,11 @@ std::shared_ptr<ir::Trace> Interpreter::trace(const FunctionObj& fn, const std::
       t->inputs.push_back(proxy);
       proxies.push_back(make<ProxyObj>(proxy));
     }
-    if (p.coll) {
+    if (p.coll && p.spread) {
+      size_t next = 0;
+      Value all = collection_value(*p.coll, proxies, &next);
+      for (const Value& x : all.as<TupleObj>()->items) args.pos.push_back(x);
+    } else if (p.coll) {
       size_t next = 0;
       args.pos.push_back(collection_value(*p.coll, proxies, &next));
     } else {
