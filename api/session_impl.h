@@ -21,6 +21,7 @@
 #include "codegen/cuda_exec.h"
 #include "interpreter/builtins.h"
 #include "interpreter/interp.h"
+#include "interpreter/parser.h"
 #include "interpreter/passes.h"
 #include "ir/verify.h"
 #include "runtime/cuda.h"
@@ -272,14 +273,28 @@ struct Session::Impl {
     return errs.empty();
   }
 
+  // One error per undefined name, at its first use (a printout may call an unknown op a hundred
+  // times: one error says it, with the count of the other uses).
   void undefined_names(const interp::Module& m) {
-    std::set<std::pair<uint32_t, std::string>> seen;
+    std::map<std::string, std::pair<SourceLoc, int>> first;  // name -> first use, uses
+    std::vector<std::string> order;
     for (const ast::Expr* e : m.global_refs) {
       if (m.module_defs.count(e->name) || in->builtins().lookup(e->name) || pinned.count(e->name) ||
           interp::Interpreter::is_thunder_object_name(e->name))
         continue;
-      if (!seen.insert({e->loc.offset, e->name}).second) continue;
-      add(Diagnostic{Severity::error, e->loc, "name '" + e->name + "' is not defined", {}});
+      auto it = first.find(e->name);
+      if (it == first.end()) {
+        first.emplace(e->name, std::make_pair(e->loc, 1));
+        order.push_back(e->name);
+      } else {
+        if (e->loc.offset < it->second.first.offset) it->second.first = e->loc;
+        ++it->second.second;
+      }
+    }
+    for (const std::string& n : order) {
+      const auto& [loc, uses] = first.at(n);
+      std::string more = uses > 1 ? " (used " + std::to_string(uses) + " times; this is the first)" : "";
+      add(Diagnostic{Severity::error, loc, "name '" + n + "' is not defined" + parse::unknown_name_hint(n) + more, {}});
     }
   }
 };

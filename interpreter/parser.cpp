@@ -7,6 +7,7 @@
 
 #include "interpreter/parse_builder.h"
 #include "interpreter/parse_session.h"
+#include "interpreter/parse_text.h"
 
 namespace tracer::parse {
 
@@ -42,6 +43,19 @@ std::unique_ptr<ast::Module> parse_module(const SourceManager& sm, int32_t file,
                    [](const Diagnostic& a, const Diagnostic& b) { return a.loc.offset < b.loc.offset; });
   for (auto& d : errors) diags.add(std::move(d));
   return module;
+}
+
+std::string unknown_name_hint(const std::string& n) {
+  if (is_fusion_name(n))
+    return ": a fusion printed without its commented subsymbols (Thunder prints them under the call; without them "
+           "nothing says what it computes)";
+  static const char* kPrefixes[] = {"torch_", "sdpaex_", "sdpafx_", "cudnn_", "apex_", "triton_", "te_",
+                                    "nvfuser_", "transformer_engine_", "flash_", "liger_", "cutlass_"};
+  bool executor = n.size() > 5 && n.compare(n.size() - 5, 5, "_impl") == 0;
+  for (const char* p : kPrefixes) executor = executor || n.rfind(p, 0) == 0;
+  if (!executor) return "";
+  return ": an operator of a Thunder executor that tracer does not know; add it to the executors' table in "
+         "stdlib/thunder.trace (one function over tracer's ops), or print the trace with its decomposition";
 }
 
 }  // namespace tracer::parse

@@ -12,4 +12,8 @@ namespace tracer::parse {
 // without cascades); the returned module holds every statement that parsed.
 std::unique_ptr<ast::Module> parse_module(const SourceManager& sm, int32_t file, DiagnosticList& diags);
 
+// For a name a printout calls but nothing defines: what would support it (": ..."), where the
+// name is one of a Thunder executor's operators or fusions; else "".
+std::string unknown_name_hint(const std::string& name);
+
 }  // namespace tracer::parse
