@@ -476,7 +476,7 @@ Flow Interpreter::exec_fusion(const Stmt& s, Frame& fr) {
     st.outputs.push_back(v.as<ProxyObj>()->p);
   }
   st.subsymbols = std::move(body);
-  rec_.scopes.back()->push_back(std::move(st));
+  push_stmt(std::move(st));
   return Flow::Normal;
 }
 

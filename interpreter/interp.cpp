@@ -364,8 +364,20 @@ static bool frame_holds(const Frame& fr, const ir::Proxy* p) {
   return false;
 }
 
+// Thunder's source comments: "# /path/model.py:12: \tx = self.fc(x)" (a path, a line, a colon).
+static bool is_source_comment(const std::string& c) {
+  size_t colon = c.find(':');
+  if (colon == 0 || colon == std::string::npos || c.find_first_of(" \t") < colon) return false;
+  size_t digits = colon + 1;
+  while (digits < c.size() && std::isdigit(static_cast<unsigned char>(c[digits]))) ++digits;
+  return digits > colon + 1 && digits < c.size() && c[digits] == ':';
+}
+
 Flow Interpreter::exec_stmt(const Stmt& s, Frame& fr) {
   tick(s.loc);
+  if (rec_.trace)
+    for (const std::string& c : s.comments)
+      if (is_source_comment(c)) rec_.source = c;
   switch (s.kind) {
     case StmtKind::Expr:
       eval(*s.value, fr);
@@ -450,7 +462,7 @@ Flow Interpreter::exec_stmt(const Stmt& s, Frame& fr) {
         d.loc = s.loc;
         d.region = rec_.region;
         d.region_id = rec_.region_id;
-        rec_.scopes.back()->push_back(std::move(d));
+        push_stmt(std::move(d));
       }
       return Flow::Normal;
     }

@@ -65,6 +65,9 @@ struct Recorder {
   // A compiled function's trace: a concrete tensor an op meets (one the function closes over)
   // becomes an input of the trace, made by this; unset elsewhere (an error then).
   std::function<ir::ProxyPtr(const rt::Tensor&)> capture;
+  // A printout's source comment ("# model.py:12: x = self.fc(x)") read above the statement being
+  // run: it goes to the next statement recorded at the top of the trace.
+  std::string source;
 };
 
 class Interpreter {
@@ -242,6 +245,7 @@ class Interpreter {
   Value eval_list_comp(const ast::Expr& e, Frame& fr);
   Value load_name(const ast::Expr& e, Frame& fr);
   bool name_defined(const ast::Expr& e, Frame& fr);  // load_name would find a value
+  void push_stmt(ir::Stmt st);  // into the innermost scope, with a pending source comment
   Value resolve_module_path(const std::string& path, SourceLoc loc);
   void tick(SourceLoc loc) {
     if (++steps_ > opts_.step_limit && opts_.step_limit > 0) step_limit_exceeded(loc);

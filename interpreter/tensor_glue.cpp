@@ -137,7 +137,7 @@ Value Interpreter::call_op(const ir::OpDecl& op, CallArgs args, SourceLoc loc) {
       st.outputs.push_back(rec_.trace->new_proxy(std::move(t)));
       outs.push_back(make<ProxyObj>(st.outputs.back()));
     }
-    rec_.scopes.back()->push_back(std::move(st));
+    push_stmt(std::move(st));
     return outputs_value(std::move(outs));
   }
   if (has_proxy) fail(loc, "'" + callee + "' got a traced value (proxy) outside of tracing");
@@ -227,11 +227,11 @@ Value Interpreter::call_composite(const FunctionObj& f, CallArgs& args, SourceLo
   for (size_t i = 0; printable && i < st.outputs.size(); ++i)
     for (size_t j = 0; j < i; ++j) printable = printable && st.outputs[i] != st.outputs[j];
   if (!printable || body.empty()) {
-    for (auto& s : body) rec_.scopes.back()->push_back(std::move(s));
+    for (auto& s : body) push_stmt(std::move(s));
     return result;
   }
   st.subsymbols = std::move(body);
-  rec_.scopes.back()->push_back(std::move(st));
+  push_stmt(std::move(st));
   return result;
 }
 
@@ -242,7 +242,15 @@ void Interpreter::record(ir::Stmt s) {
     s.region = rec_.region;
     s.region_id = rec_.region_id;
   }
-  rec_.scopes.back()->push_back(std::move(s));
+  push_stmt(std::move(s));
+}
+
+void Interpreter::push_stmt(ir::Stmt st) {
+  if (!rec_.source.empty() && rec_.scopes.size() == 1 && st.kind != ir::StmtKind::Del) {
+    st.source = std::move(rec_.source);
+    rec_.source.clear();
+  }
+  rec_.scopes.back()->push_back(std::move(st));
 }
 
 // ---------------------------------------------------------------- tensor indexing

@@ -386,6 +386,7 @@ void flatten_into(const std::vector<ir::Stmt>& stmts, std::vector<ir::Stmt>& out
     if ((s.kind == ir::StmtKind::Composite || s.kind == ir::StmtKind::Fusion) && !keep.count(s.callee)) {
       size_t first = out.size();
       flatten_into(s.subsymbols, out, keep);
+      if (first < out.size() && out[first].source.empty()) out[first].source = s.source;
       for (size_t i = first; i < out.size(); ++i) {
         out[i].region = s.region;
         out[i].region_id = s.region_id;
@@ -650,6 +651,8 @@ Value b_emit_fusion(Interpreter& in, CallArgs& a, SourceLoc loc) {
     ir::Stmt c = s;
     c.region.clear();
     c.region_id = 0;
+    if (f.source.empty()) f.source = c.source;  // the first member's source comment heads the fusion
+    c.source.clear();
     f.subsymbols.push_back(std::move(c));
   }
   for (const Value& v : in.iterate(a.pos[2], loc)) {

@@ -270,6 +270,7 @@ static void print_block(const std::vector<Stmt>& stmts, std::string& out) {
       open_id = s.region_id;
     }
     std::string indent = s.region.empty() ? "  " : "    ";
+    if (!s.source.empty()) out += "\n" + indent + "# " + s.source + "\n";
     out += indent + print_stmt_line(s) + "\n";
     print_subsymbols(s, indent + "  ", out);
   }

@@ -70,6 +70,8 @@ struct Stmt {
   // ("ltorch.cross_entropy"). Copies keep it, so a statement that a pass took out of its
   // composite still knows the user's line that made it (run-time errors name that line first).
   std::vector<std::pair<SourceLoc, std::string>> inlined_at;
+  // The printout's source comment above it ("/path/model.py:12: x = self.fc(x)"), printed back.
+  std::string source;
 };
 
 struct Trace {

@@ -311,6 +311,23 @@ TEST_CASE("the memory estimate equals the CPU allocator's measured peak on every
   }
 }
 
+TEST_CASE("a printout's source comments are kept on the statement they head, through passes", "[thunder]") {
+  Session s;
+  REQUIRE(s.load_file(source_dir() + "/tests/thunder/source_comments.txt"));
+  for (const std::vector<std::string>& passes : {std::vector<std::string>{}, {"del_last_used"}, {"fuse", "del_last_used"}}) {
+    INFO(passes.size());
+    REQUIRE(s.set_passes(passes));
+    auto p = s.print("computation");
+    INFO(s.rendered_diagnostics());
+    REQUIRE(p);
+    size_t a = p->find("  # /home/user/model.py:21: \t        h = self.fc(x)\n");
+    size_t b = p->find("  # /home/user/model.py:22: \t        return torch.tanh(h) * 2.0\n");
+    CHECK(a != std::string::npos);
+    CHECK(b != std::string::npos);
+    CHECK(a < b);
+  }
+}
+
 }  // namespace tracer::test
 
 TEST_CASE("the session completes names for the REPL's Tab", "[repl]") {
