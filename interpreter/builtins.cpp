@@ -682,6 +682,7 @@ void Interpreter::install_builtins() {
   nsref(torch).members["device"] = b.members["device"];
   nsref(torch).members["no_grad"] = b.members["no_grad"];
   nsref(torch).members["autocast"] = b.members["autocast"];
+  nsref(torch).members["Tensor"] = ltorch_;  // from torch import Tensor; Tensor.expand(...)
   nsref(dtypes).fallback = &nsref(ltorch_);
   Value devices = ns("devices");
   nsref(devices).members["Device"] = b.members["device"];
@@ -691,7 +692,6 @@ void Interpreter::install_builtins() {
   b.members["time"] = time;
   Value thunder = ns("thunder");
   for (const char* n : {"no_autocast", "no_grad"}) nsref(thunder).members[n] = b.members[n];
-  nsref(thunder).fallback = &nsref(ltorch_);
   // thunder.distributed.prims.all_gather(...) in printouts: the collectives among the prims.
   Value thunder_dist = ns("thunder.distributed");
   nsref(thunder_dist).members["prims"] = prims;
@@ -710,8 +710,15 @@ void Interpreter::install_builtins() {
   b.members["dist"] = dist_;
   optim_ = ns("optim");  // stdlib/optim.trace
   b.members["optim"] = optim_;
-  // Bare names of ops: ltorch first, then prims (the fallback), after Python's builtins.
-  b.fallback = &nsref(ltorch_);
+  // Bare names: Python's builtins, Thunder's (executors' operators, prologue guards:
+  // stdlib/thunder.trace), then ltorch's ops, then prims (ltorch's fallback).
+  executors_ = ns("executors");
+  // Thunder's torch executor prints a prim it runs itself as torch_<prim>_prim_impl.
+  for (const ir::OpDecl& op : ir::all_ops()) nsref(executors_).members["torch_" + op.name + "_prim_impl"] = make<OpObj>(&op);
+  nsref(executors_).fallback = &nsref(ltorch_);
+  nsref(thunder).fallback = &nsref(executors_);
+  b.members["operator"] = ns("operator");
+  b.fallback = &nsref(executors_);
 }
 
 const Value* Interpreter::find_pass(const std::string& name) {
@@ -771,11 +778,19 @@ void Interpreter::load_stdlib() {
     if (mod.rfind("passes.", 0) == 0) continue;
     auto m = load_stdlib_file(file);
     if (mod == "thunder") {
-      // Thunder's names: its prologues' guards are prims.check_*, its cache info thunder._get_cache_info.
+      // Thunder's names (stdlib/thunder.trace): bare, as thunder.NAME, its prologues' guards as
+      // prims.check_*, its cache info as thunder._get_cache_info, Python's operator.X.
       NamespaceObj& thunder = nsref(*builtins().lookup("thunder"));
       NamespaceObj& prims = nsref(*builtins().lookup("prims"));
+      NamespaceObj& op = nsref(*builtins().lookup("operator"));
+      NamespaceObj& bare = nsref(executors_);
       for (const auto& [k, v] : m->globals) {
         if (k.empty() || k[0] == '_' || !v.is(VT::Function)) continue;
+        if (k.rfind("operator_", 0) == 0) {
+          op.members[k.substr(9)] = v;
+          continue;
+        }
+        bare.members[k] = v;
         thunder.members[k == "get_cache_info" ? "_get_cache_info" : k] = v;
         if (k.rfind("check_", 0) == 0) prims.members[k] = v;
       }

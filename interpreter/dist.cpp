@@ -81,7 +81,7 @@ Value Interpreter::world_group(const Module* m) {
 
 bool Interpreter::is_thunder_object_name(const std::string& name) {
   return has_prefix_and_number(name, "_torch_distributed_distributed_c10d_ProcessGroup_") ||
-         has_prefix_and_number(name, "_DistributedReduceOps_");
+         has_prefix_and_number(name, "_DistributedReduceOps_") || has_prefix_and_number(name, "_torch_memory_format_");
 }
 
 const Value* Interpreter::thunder_object(const std::string& name, const Module& m) {
@@ -95,6 +95,9 @@ const Value* Interpreter::thunder_object(const std::string& name, const Module& 
   // Thunder's FSDP and DDP reduce with DistributedReduceOps.SUM (scaling by the world size
   // before): the printed object names the op's type, not its value.
   if (has_prefix_and_number(name, "_DistributedReduceOps_")) return &thunder_objects_.emplace(key, str_value("sum")).first->second;
+  // torch.memory_format objects (Tensor.contiguous(t, memory_format=_torch_memory_format_0)):
+  // tensors are dense here whatever their layout.
+  if (has_prefix_and_number(name, "_torch_memory_format_")) return &thunder_objects_.emplace(key, str_value("memory_format")).first->second;
   return nullptr;
 }
 

@@ -207,6 +207,7 @@ class Interpreter {
   Value ltorch_;     // NamespaceObj of the stdlib composites (falls back to prims)
   Value dist_;       // NamespaceObj dist: the world (C++) and the collectives (stdlib/dist.trace)
   Value optim_;      // NamespaceObj optim: optimizers, schedules, clipping (stdlib/optim.trace)
+  Value executors_;  // NamespaceObj executors: Thunder's bare names (stdlib/thunder.trace), before ltorch
   std::vector<std::shared_ptr<Module>> modules_;
   std::vector<int32_t> stdlib_files_;
   std::map<std::string, Value> passes_;

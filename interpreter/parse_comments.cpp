@@ -74,8 +74,14 @@ void Builder::gap_comments(size_t from, size_t to, ast::Block& out) {
     if (!is_comment(i) || !starts_line(s_.text(), t->getStartIndex())) continue;
     std::string body = comment_body(t), name, type;
     if (!match_type_comment(body, name, type)) {
-      pending_comments_.emplace_back(trim(body));
-      continue;
+      // Thunder's 2023 printouts state a string argument's value with no name: `# "sum"`
+      // (a TypeComment without a name; the parameters' comments give it its place).
+      std::string_view lit = trim(body);
+      if (lit.size() < 2 || lit.front() != '"' || lit.back() != '"' || lit.substr(1, lit.size() - 2).find('"') != std::string_view::npos) {
+        pending_comments_.emplace_back(trim(body));
+        continue;
+      }
+      type = "str " + std::string(lit.substr(1, lit.size() - 2));
     }
     ast::StmtPtr s = stmt(StmtKind::TypeComment, comment_loc(t));
     s->name = std::move(name);

@@ -2,6 +2,7 @@
 // proxies; composite calls record their decomposition; functions are traced from their types.
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 
 #include "interpreter/collections.h"
 #include "interpreter/interp.h"
@@ -359,7 +360,40 @@ struct ParamTypes {
   std::optional<Collection> coll;  // a Thunder collection: `types` are its tensors, depth first
   std::vector<std::string> names;  // the collection's tensors' names
   bool spread = false;             // *args: the collection's items are the positional arguments
+  std::optional<Value> constant;   // a number, string or None the printout states: no input
+  bool keyword_only = false;       // after `*` or `*args`: passed by name
 };
+
+// A printout's value for a parameter that is not a tensor: "int 8", "float 0.5", "bool True",
+// "str sum" (from `# "sum"`), "None".
+std::optional<Value> literal_of_type_string(const std::string& ts) {
+  std::string head = ts.substr(0, ts.find(' '));
+  std::string v = ts.size() > head.size() ? ts.substr(head.size() + 1) : "";
+  char* end = nullptr;
+  if (ts == "None") return Value();
+  if (head == "str") return str_value(v);
+  if (head == "bool" && (v == "True" || v == "False")) return Value::boolean(v == "True");
+  if (head == "int" && !v.empty()) {
+    long long x = std::strtoll(v.c_str(), &end, 10);
+    if (*end == '\0') return Value::integer(x);
+  }
+  if (head == "float" && !v.empty()) {
+    double x = std::strtod(v.c_str(), &end);
+    if (*end == '\0') return Value::number(x);
+  }
+  return std::nullopt;
+}
+
+// The type comments a printout puts first in a function's body, one a parameter, in order (an
+// unnamed one, `# "sum"`, is the parameter at its place).
+std::vector<const ast::Stmt*> leading_type_comments(const ast::Block& b) {
+  std::vector<const ast::Stmt*> out;
+  for (const auto& s : b) {
+    if (s->kind != ast::StmtKind::TypeComment) break;
+    out.push_back(s.get());
+  }
+  return out;
+}
 
 const ast::Stmt* find_type_comment(const ast::Block& b, const std::string& name) {
   for (const auto& s : b) {
@@ -391,14 +425,37 @@ static std::vector<ParamTypes> param_types(Interpreter& in, const FunctionObj& f
   std::vector<ParamTypes> out;
   std::vector<UntypedElement> untyped;
   const auto& params = *fn.info->params;
+  const std::vector<const ast::Stmt*> leading = fn.info->body ? leading_type_comments(*fn.info->body) : std::vector<const ast::Stmt*>{};
+  size_t normal = 0;
+  for (const ast::Param& q : params) normal += q.kind == ast::Param::Kind::Normal;
+  // Parameter i's type comment: by its name, else the unnamed one at its place (when the
+  // printout comments every parameter in order).
+  auto param_comment = [&](size_t i, const std::string& name) -> const ast::Stmt* {
+    if (!fn.info->body) return nullptr;
+    if (const ast::Stmt* tc = find_type_comment(*fn.info->body, name)) return tc;
+    if (leading.size() == normal && i < leading.size() && leading[i]->name.empty()) return leading[i];
+    return nullptr;
+  };
+  // `# a` alone: Thunder's printout of a parameter whose type it did not state.
+  auto named_bare = [&](const std::string& name) {
+    for (const auto& s : *fn.info->body) {
+      for (const std::string& c : s->comments)
+        if (c == name) return true;
+      if (s->kind != ast::StmtKind::TypeComment) break;
+    }
+    return false;
+  };
+  bool after_star = false;
   for (size_t i = 0; i < params.size(); ++i) {
     const ast::Param& p = params[i];
     ParamTypes pt{p.name, {}, false, p.loc, std::nullopt, {}};
+    pt.keyword_only = after_star;
+    if (p.kind == ast::Param::Kind::VarArgs) after_star = true;
     if (p.kind != ast::Param::Kind::Normal) {
       // A prologue's `*args` (read as `x: "cpu f32[2]" = args[0]`) or an augmented forward's
       // (`t0, t1, = args`): a collection whose elements are spread as the positional arguments;
       // `**kwargs` takes none (a printout checks `prims.check_len(kwargs, 0)`).
-      if (p.kind == ast::Param::Kind::KwArgs) continue;
+      if (p.kind == ast::Param::Kind::KwArgs || p.name.empty()) continue;  // **kwargs; a bare `*`
       auto coll = collection_param(in, fn, i, given, &untyped);
       if (!coll)
         in.fail(p.loc, "'" + fn.info->name + "' takes *" + p.name + " but its body neither unpacks it (`a, b, = " + p.name +
@@ -447,7 +504,12 @@ static std::vector<ParamTypes> param_types(Interpreter& in, const FunctionObj& f
         pt.names.push_back(c->name);
       }
       pt.coll = std::move(coll);
-    } else if (const ast::Stmt* tc = fn.info->body ? find_type_comment(*fn.info->body, p.name) : nullptr) {
+    } else if (const ast::Stmt* tc = param_comment(i, p.name)) {
+      if (auto lit = literal_of_type_string(tc->type_string)) {
+        pt.constant = std::move(*lit);  // a number or string the printout states
+        out.push_back(std::move(pt));
+        continue;
+      }
       if (tc->type_string == "Collection")
         in.fail(tc->loc, "parameter '" + p.name + "' of '" + fn.info->name +
                              "' has no tensor type: its type comment says \"Collection\" but the body never unpacks it "
@@ -459,6 +521,15 @@ static std::vector<ParamTypes> param_types(Interpreter& in, const FunctionObj& f
     } else if (!ann.is_none()) {
       in.fail(p.annotation ? p.annotation->loc : p.loc, "the annotation of parameter '" + p.name +
                                                             "' is not a tensor type (like f32[2, 3])");
+    } else if (!fn.defaults[i].is(VT::Unbound)) {
+      pt.constant = fn.defaults[i];  // a default stands for a value the printout does not state
+      out.push_back(std::move(pt));
+      continue;
+    } else if (!leading.empty() && !named_bare(p.name)) {
+      // Thunder prints no comment for a None argument (every other parameter has one).
+      pt.constant = Value();
+      out.push_back(std::move(pt));
+      continue;
     } else {
       in.fail(p.loc, "parameter '" + p.name + "' of '" + fn.info->name + "' has no tensor type: annotate it (" + p.name +
                          ": f32[2, 3]) or give it as an input");
@@ -473,6 +544,7 @@ std::vector<std::pair<std::string, ir::TensorType>> Interpreter::input_types(
     const FunctionObj& fn, const std::map<std::string, ir::TensorType>& given) {
   std::vector<std::pair<std::string, ir::TensorType>> out;
   for (const ParamTypes& p : param_types(*this, fn, given)) {
+    if (p.constant) continue;
     for (size_t i = 0; p.coll && i < p.types.size(); ++i) out.emplace_back(p.names[i], p.types[i]);
     if (p.coll) continue;
     if (!p.is_list) out.emplace_back(p.name, p.types[0]);
@@ -488,6 +560,14 @@ std::shared_ptr<ir::Trace> Interpreter::trace(const FunctionObj& fn, const std::
   t->name = fn.info->name;
   CallArgs args;
   for (const ParamTypes& p : param_types(*this, fn, given)) {
+    auto pass = [&](Value v) {
+      if (p.keyword_only) args.kw.emplace_back(p.name, std::move(v));
+      else args.pos.push_back(std::move(v));
+    };
+    if (p.constant) {
+      pass(*p.constant);
+      continue;
+    }
     std::vector<Value> proxies;
     for (size_t i = 0; i < p.types.size(); ++i) {
       auto proxy = std::make_shared<ir::Proxy>();
@@ -506,7 +586,7 @@ std::shared_ptr<ir::Trace> Interpreter::trace(const FunctionObj& fn, const std::
       size_t next = 0;
       args.pos.push_back(collection_value(*p.coll, proxies, &next));
     } else {
-      args.pos.push_back(p.is_list ? make<ListObj>(std::move(proxies)) : std::move(proxies[0]));
+      pass(p.is_list ? make<ListObj>(std::move(proxies)) : std::move(proxies[0]));
     }
   }
   record_call(fn, args, *t, fn.info->loc);

@@ -126,7 +126,8 @@ std::string stmt_head(const Stmt& s) {
       return out;
     }
     case StmtKind::TypeComment: return "type " + s.name + " " + quote(s.type_string);
-    case StmtKind::FusionDef: return "fusion " + sexpr(s.targets[0].get()) + " = " + sexpr(s.value.get());
+    case StmtKind::FusionDef:
+      return (s.decomposed ? "decomposed " : "fusion ") + sexpr(s.targets[0].get()) + " = " + sexpr(s.value.get());
   }
   return "?";
 }

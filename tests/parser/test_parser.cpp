@@ -223,7 +223,7 @@ TEST_CASE("comment placement rules", "[parser][comments]") {
   CHECK(body[1]->body[2]->comments == std::vector<std::string>{"y: \"cpu f32[2]\" trailing words"});
 }
 
-TEST_CASE("fusion rules: only fusion calls with deeper comment lines", "[parser][fusion]") {
+TEST_CASE("fusion rules: fusion calls with deeper comment lines; other calls with subsymbol lines are decomposed calls", "[parser][fusion]") {
   auto p = parse_text(
       "def f(a, b):\n"
       "  [c] = fusion3(a)\n"
@@ -233,6 +233,8 @@ TEST_CASE("fusion rules: only fusion calls with deeper comment lines", "[parser]
       "  # e: \"f32[2]\"\n"
       "  [e] = helper(b)\n"
       "    # e = prims.neg(b)\n"
+      "  m = other(b)\n"
+      "    # a note deeper than its statement\n"
       "  (g, h) = TorchCompile12(a, b)\n"
       "  [k] = nvFusion1(a)\n"
       "  return c\n");
@@ -243,7 +245,9 @@ TEST_CASE("fusion rules: only fusion calls with deeper comment lines", "[parser]
         "  assign c = (Call (Attr prims neg) a)  # c: \"f32[2]\"\n"
         "  assign d = (Call (Attr prims exp) c)\n"
         "type e \"f32[2]\"\n"
-        "assign (List e) = (Call helper b)\n"
+        "decomposed (List e) = (Call helper b)\n"
+        "  assign e = (Call (Attr prims neg) b)\n"
+        "assign m = (Call other b)\n"
         "assign (Tuple g h) = (Call TorchCompile12 a b)\n"
         "assign (List k) = (Call nvFusion1 a)\n"
         "return c\n");
