@@ -429,6 +429,17 @@ Value b_hasattr(Interpreter& in, CallArgs& a, SourceLoc loc) {
   }
 }
 
+// namespace(name, **members): an object whose attributes are the members (Python's
+// types.SimpleNamespace; stdlib/nvfuser.trace makes nvFuser's FusionDefinition with it).
+Value b_namespace(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  want_args(in, a, "namespace", 1, 1, loc);
+  if (!a.pos[0].is(VT::Str)) in.fail(loc, "namespace(name, **members): the name must be a string");
+  auto* n = new NamespaceObj(a.pos[0].as<StrObj>()->s);
+  Value v(n);
+  for (auto& [k, x] : a.kw) n->members[k] = x;
+  return v;
+}
+
 Value b_type(Interpreter& in, CallArgs& a, SourceLoc loc) {
   want_args(in, a, "type", 1, 1, loc);
   return str_value(type_name(a.pos[0].type()));
@@ -571,6 +582,7 @@ const BuiltinDef kBuiltins[] = {
     {"round", b_round, "round(x, ndigits=None): round half to even."},
     {"getattr", b_getattr, "getattr(obj, name[, default])."},
     {"hasattr", b_hasattr, "hasattr(obj, name)."},
+    {"namespace", b_namespace, "namespace(name, **members): an object whose attributes are the members (types.SimpleNamespace)."},
     {"type", b_type, "type(x): the name of x's type."},
     {"is_tensor", b_is_tensor, "is_tensor(x): whether x is a tensor or a traced tensor (proxy)."},
     {"checkpoint", b_checkpoint,
@@ -718,6 +730,7 @@ void Interpreter::install_builtins() {
   nsref(executors_).fallback = &nsref(ltorch_);
   nsref(thunder).fallback = &nsref(executors_);
   b.members["operator"] = ns("operator");
+  b.members["nvfuser"] = ns("nvfuser");
   b.fallback = &nsref(executors_);
 }
 
@@ -793,6 +806,17 @@ void Interpreter::load_stdlib() {
         bare.members[k] = v;
         thunder.members[k == "get_cache_info" ? "_get_cache_info" : k] = v;
         if (k.rfind("check_", 0) == 0) prims.members[k] = v;
+      }
+      continue;
+    }
+    if (mod == "nvfuser") {
+      // nvFuser's front end (stdlib/nvfuser.trace): `from nvfuser import FusionDefinition, DataType`;
+      // a printed definition names FusionDefinition and DataType bare.
+      NamespaceObj& nv = nsref(*builtins().lookup("nvfuser"));
+      for (const auto& [k, v] : m->globals) {
+        if (k.empty() || k[0] == '_' || !(v.is(VT::Function) || v.is(VT::Namespace))) continue;
+        nv.members[k] = v;
+        if (k == "FusionDefinition" || k == "DataType") nsref(executors_).members[k] = v;
       }
       continue;
     }

@@ -420,8 +420,94 @@ Value collection_value(const Collection& c, const std::vector<Value>& proxies, s
 
 }  // namespace
 
+// nvFuser's definition function as Thunder prints it: `def f(fd : FusionDefinition) -> None :`.
+static bool is_fusion_definition(const FunctionObj& fn) {
+  const auto& ps = *fn.info->params;
+  return ps.size() == 1 && ps[0].annotation && ps[0].annotation->kind == ast::ExprKind::Name &&
+         ps[0].annotation->name == "FusionDefinition";
+}
+
+// Its inputs: `T0 = fd.define_tensor(shape=[-1, 4], dtype=DataType.Float, ...)` and
+// `S1 = fd.define_scalar(None, dtype=DataType.Double)` (a 0-d tensor here), in order. A tensor's
+// type is given (--type, --input), else its dtype and sizes as stated; symbolic sizes (-1) without
+// a given type are collected so that one error names them all.
+static std::vector<ParamTypes> fusion_definition_inputs(Interpreter& in, const FunctionObj& fn,
+                                                        const std::map<std::string, ir::TensorType>& given) {
+  const std::string& fd = (*fn.info->params)[0].name;
+  std::vector<ParamTypes> out;
+  std::vector<std::string> symbolic;
+  SourceLoc first_symbolic;
+  auto dtype_of = [&](const ast::Expr* e, SourceLoc loc) {
+    if (!e || e->kind != ast::ExprKind::Attribute) in.fail(loc, "define_tensor: the dtype must be written DataType.X");
+    static const std::map<std::string, rt::DType> kTypes = {{"Float", rt::DType::f32}, {"Double", rt::DType::f64},
+                                                            {"Half", rt::DType::f16}, {"BFloat16", rt::DType::bf16},
+                                                            {"Int", rt::DType::i64}, {"Int32", rt::DType::i32},
+                                                            {"Bool", rt::DType::b8}};
+    auto it = kTypes.find(e->name);
+    if (it == kTypes.end()) in.fail(e->loc, "nvFuser's DataType." + e->name + " has no tracer dtype");
+    return it->second;
+  };
+  for (const auto& st : *fn.info->body) {
+    if (st->kind != ast::StmtKind::Assign || st->targets.size() != 1 || st->targets[0]->kind != ast::ExprKind::Name ||
+        !st->value || st->value->kind != ast::ExprKind::Call)
+      continue;
+    const ast::Expr& call = *st->value;
+    const ast::Expr& f = *call.items[0];
+    if (f.kind != ast::ExprKind::Attribute || f.items.empty() || f.items[0]->kind != ast::ExprKind::Name || f.items[0]->name != fd)
+      continue;
+    bool scalar = f.name == "define_scalar";
+    if (f.name != "define_tensor" && !scalar) continue;
+    if (scalar && !call.args.empty() && call.args[0]->kind != ast::ExprKind::None) continue;  // a constant
+    const ast::Expr* shape = nullptr;
+    const ast::Expr* dtype = nullptr;
+    for (const ast::Keyword& k : call.keywords) {
+      if (k.name == "shape" || k.name == "symbolic_sizes" || k.name == "sizes") shape = k.value.get();
+      if (k.name == "dtype") dtype = k.value.get();
+    }
+    if (!scalar && !shape && !call.args.empty()) shape = call.args[0].get();
+    if (!dtype && call.args.size() > (scalar ? 1u : 2u)) dtype = call.args[scalar ? 1 : 2].get();
+    const std::string& name = st->targets[0]->name;
+    ParamTypes pt{name, {}, false, st->loc, std::nullopt, {}};
+    auto g = given.find(name);
+    if (g != given.end()) {
+      pt.types.push_back(g->second);
+      out.push_back(std::move(pt));
+      continue;
+    }
+    ir::TensorType t;
+    t.dtype = dtype_of(dtype, call.loc);
+    bool known = true;
+    if (!scalar) {
+      if (!shape || (shape->kind != ast::ExprKind::List && shape->kind != ast::ExprKind::Tuple))
+        in.fail(call.loc, "define_tensor: the shape must be a list of sizes");
+      for (const auto& d : shape->items) {
+        if (d->kind == ast::ExprKind::Int && d->int_value >= 0) t.shape.push_back(d->int_value);
+        else known = false;  // -1 (or an expression): symbolic
+      }
+    }
+    if (!known) {
+      if (symbolic.empty()) first_symbolic = st->loc;
+      symbolic.push_back(name);
+    }
+    pt.types.push_back(t);
+    out.push_back(std::move(pt));
+  }
+  if (!symbolic.empty()) {
+    std::string names, types;
+    for (const std::string& n : symbolic) {
+      names += (names.empty() ? "'" : ", '") + n + "'";
+      types += " --type " + n + "=f32[2, 3]";
+    }
+    in.fail(first_symbolic, "the nvFuser definition '" + fn.info->name + "' defines " + names + " with symbolic sizes (-1): give " +
+                                (symbolic.size() == 1 ? "its type" : "their types") + " (" + types.substr(1) +
+                                ") or input files (--input NAME=FILE)");
+  }
+  return out;
+}
+
 static std::vector<ParamTypes> param_types(Interpreter& in, const FunctionObj& fn,
                                            const std::map<std::string, ir::TensorType>& given) {
+  if (is_fusion_definition(fn)) return fusion_definition_inputs(in, fn, given);
   std::vector<ParamTypes> out;
   std::vector<UntypedElement> untyped;
   const auto& params = *fn.info->params;
@@ -588,6 +674,44 @@ std::shared_ptr<ir::Trace> Interpreter::trace(const FunctionObj& fn, const std::
     } else {
       pass(p.is_list ? make<ListObj>(std::move(proxies)) : std::move(proxies[0]));
     }
+  }
+  if (is_fusion_definition(fn)) {
+    // nvFuser's definition: stdlib/nvfuser.trace's run_definition(defn, *inputs) calls it on a
+    // FusionDefinition fed by the inputs and returns what it adds as outputs.
+    const Value* run = builtins().lookup("nvfuser");
+    run = run ? run->as<NamespaceObj>()->lookup("run_definition") : nullptr;
+    if (!run || !run->is(VT::Function)) fail(fn.info->loc, "internal error: stdlib/nvfuser.trace has no run_definition");
+    args.pos.insert(args.pos.begin(), Value(const_cast<FunctionObj*>(&fn)));
+    record_call(*run->as<FunctionObj>(), args, *t, fn.info->loc);
+    // Its statements are one fusion, as nvFuser runs them: `[T2, T3] = nvFusion0(T0, T1)`.
+    std::vector<ir::Stmt> body;
+    for (ir::Stmt& st : t->stmts)
+      if (st.kind != ir::StmtKind::Del) body.push_back(std::move(st));
+    t->stmts.clear();
+    if (!body.empty()) {
+      ir::Stmt f;
+      f.kind = ir::StmtKind::Fusion;
+      f.callee = "nvFusion0";
+      f.outputs_as_list = true;
+      f.loc = fn.info->loc;
+      std::unordered_set<const ir::Proxy*> defined, seen;
+      for (const ir::Stmt& st : body) {
+        auto use = [&](const ir::ProxyPtr& p) {
+          if (!defined.count(p.get()) && seen.insert(p.get()).second) f.args.push_back(ir::Arg::of_proxy(p));
+        };
+        for (const ir::Arg& x : st.args) ir::for_each_proxy(x, use);
+        for (const auto& kv : st.kwargs) ir::for_each_proxy(kv.second, use);
+        for (const auto& p : st.outputs) defined.insert(p.get());
+      }
+      // Its outputs: what the definition adds as outputs and computes (an input passed through is none).
+      ir::for_each_proxy(t->output, [&](const ir::ProxyPtr& p) {
+        if (defined.count(p.get()) && std::find(f.outputs.begin(), f.outputs.end(), p) == f.outputs.end()) f.outputs.push_back(p);
+      });
+      f.subsymbols = std::move(body);
+      if (!f.outputs.empty()) t->stmts.push_back(std::move(f));
+      else t->stmts = std::move(f.subsymbols);
+    }
+    return t;
   }
   record_call(fn, args, *t, fn.info->loc);
   return t;
