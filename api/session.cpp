@@ -619,7 +619,20 @@ std::optional<RunReport> Session::run(const std::string& entry, const std::strin
     std::vector<rt::Tensor> inputs = impl_->make_inputs(fw, entry, rep, &ok);
     if (!ok) return std::nullopt;
     rt::Allocator& al = impl_->in->allocator();
-    std::vector<rt::Tensor> held = inputs;  // the caller keeps its inputs (parameters) for the whole run
+    // The caller keeps its inputs (parameters) for the whole run, but those the trace takes over
+    // (a Thunder backward's collections: Proxy::moved_in), which its dels free. --bench's later
+    // runs need them again: those keep a copy, live through the reported run too.
+    std::vector<rt::Tensor> held = inputs;
+    for (size_t i = 0; i < held.size() && i < fw.inputs.size(); ++i)
+      if (fw.inputs[i]->moved_in) {
+        if (impl_->bench > 0 && held[i].data()) {
+          rt::Tensor c = rt::Tensor::empty(held[i].dtype(), held[i].shape());
+          std::memcpy(c.data(), held[i].data(), held[i].nbytes());
+          held[i] = c;
+        } else {
+          held[i] = rt::Tensor();
+        }
+      }
     al.reset_peak();
     std::vector<std::pair<std::string, ir::Arg>> results;
     double first_run_ms = -1;  // the reported run's time and peak (not the bench runs')

@@ -465,10 +465,11 @@ Value b_passthrough(Interpreter& in, CallArgs& a, SourceLoc loc) {
 }
 
 // Thunder's backward printouts empty a collection once it is unpacked (clear_collection before
-// May 2024, clear_mutable_collection since). Its values live on in the names unpacked from it and
-// die at their dels, so here it does nothing.
+// May 2024, clear_mutable_collection since): while tracing, what it held and no name holds any
+// more dies there (Interpreter::clear_collection; until then the collection keeps it alive).
 Value b_clear_collection(Interpreter& in, CallArgs& a, SourceLoc loc) {
   want_args(in, a, "clear_collection", 1, 1, loc);
+  in.clear_collection(a.pos[0], loc);
   return Value();
 }
 

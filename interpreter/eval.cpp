@@ -139,6 +139,15 @@ Value Interpreter::call_function(const FunctionObj& f, CallArgs& args, SourceLoc
   fr.naming = !f.composite && !f.module->composites && f.module->names_values;
   fr.slots.assign(f.info->nslots, Value::unbound());
   bind_params(f, args, fr, loc);
+  // The traced function's frame: where its collections' names live (Recorder::frame).
+  struct FrameMark {
+    Recorder& r;
+    bool set;
+    ~FrameMark() {
+      if (set) r.frame = nullptr;
+    }
+  } mark{rec_, rec_.trace && !rec_.frame};
+  if (mark.set) rec_.frame = &fr;
   for (int32_t s : f.info->cell_slots) {
     auto* c = new CellObj();
     c->v = std::move(fr.slots[s]);

@@ -451,8 +451,21 @@ Flow Interpreter::exec_stmt(const Stmt& s, Frame& fr) {
           // The value dies in the trace when no other name of this frame still holds it: a
           // reshape to the same shape returns its input, so `t31 = reshape(t0, ...); del t0`
           // leaves t31 alive, and its own del frees it.
-          if (rec_.trace && fr.naming && v.is(VT::Proxy) && !frame_holds(fr, v.as<ProxyObj>()->p.get()))
-            deleted.push_back(v.as<ProxyObj>()->p);
+          if (rec_.trace && fr.naming && v.is(VT::Proxy) && !frame_holds(fr, v.as<ProxyObj>()->p.get())) {
+            if (collection_holds(fr, v.as<ProxyObj>()->p.get())) rec_.held.push_back(v.as<ProxyObj>()->p);
+            else deleted.push_back(v.as<ProxyObj>()->p);
+          }
+        }
+      }
+      if (rec_.trace && !rec_.held.empty() && fr.naming) {
+        // A collection whose last name went may let go of what it held.
+        for (auto it = rec_.held.begin(); it != rec_.held.end();) {
+          if (collection_holds(fr, it->get())) {
+            ++it;
+          } else {
+            deleted.push_back(*it);
+            it = rec_.held.erase(it);
+          }
         }
       }
       if (!deleted.empty()) {

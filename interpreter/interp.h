@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <tuple>
+#include <unordered_set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -68,6 +69,14 @@ struct Recorder {
   // A printout's source comment ("# model.py:12: x = self.fc(x)") read above the statement being
   // run: it goes to the next statement recorded at the top of the trace.
   std::string source;
+  // Thunder's collections (a backward printout's saved_for_backward and its tuples): a tensor
+  // unpacked from one stays alive while an uncleared collection that a name holds still holds it
+  // (clear_collection / clear_mutable_collection, or the names' dels, let it go), as Thunder's
+  // memory tool counts it: its `del` is recorded where the last reference goes.
+  Frame* frame = nullptr;                          // the traced function's frame
+  std::unordered_set<const Object*> collections;   // the collection tuples
+  std::unordered_set<const Object*> cleared;
+  std::vector<ir::ProxyPtr> held;                  // deleted by name, still held by a collection
 };
 
 class Interpreter {
@@ -207,6 +216,7 @@ class Interpreter {
   Value ltorch_;     // NamespaceObj of the stdlib composites (falls back to prims)
   Value dist_;       // NamespaceObj dist: the world (C++) and the collectives (stdlib/dist.trace)
   Value optim_;      // NamespaceObj optim: optimizers, schedules, clipping (stdlib/optim.trace)
+  std::unordered_set<const Object*> pending_collections_;  // trace(): the collection tuples made for record_call
   Value executors_;  // NamespaceObj executors: Thunder's bare names (stdlib/thunder.trace), before ltorch
   std::vector<std::shared_ptr<Module>> modules_;
   std::vector<int32_t> stdlib_files_;
@@ -247,6 +257,14 @@ class Interpreter {
   Value load_name(const ast::Expr& e, Frame& fr);
   bool name_defined(const ast::Expr& e, Frame& fr);  // load_name would find a value
   void push_stmt(ir::Stmt st);  // into the innermost scope, with a pending source comment
+  bool collection_holds(const Frame& fr, const ir::Proxy* p) const;
+  // The held tensors that nothing holds any more, as one Del statement.
+  void release_collections(const Frame& fr, SourceLoc loc);
+
+ public:
+  void clear_collection(const Value& v, SourceLoc loc);  // clear_collection(x) while tracing
+
+ private:
   Value resolve_module_path(const std::string& path, SourceLoc loc);
   void tick(SourceLoc loc) {
     if (++steps_ > opts_.step_limit && opts_.step_limit > 0) step_limit_exceeded(loc);

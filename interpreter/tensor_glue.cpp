@@ -660,10 +660,17 @@ std::shared_ptr<ir::Trace> Interpreter::trace(const FunctionObj& fn, const std::
       proxy->name = p.coll ? p.names[i] : p.is_list ? p.name + "_" + std::to_string(i) : p.name;
       proxy->type = p.types[i];
       proxy->auto_named = false;
+      proxy->moved_in = p.coll && !p.spread;  // a backward's collections: handed over, not held
       if (!t->names.insert(proxy->name).second) fail(p.loc, "input name '" + proxy->name + "' is used twice");
       t->inputs.push_back(proxy);
       proxies.push_back(make<ProxyObj>(proxy));
     }
+    // Every tuple of a collection (liveness of what it holds: Recorder::collections).
+    std::function<void(const Value&)> mark = [&](const Value& v) {
+      if (!v.is(VT::Tuple)) return;
+      pending_collections_.insert(v.as<TupleObj>());
+      for (const Value& x : v.as<TupleObj>()->items) mark(x);
+    };
     if (p.coll && p.spread) {
       size_t next = 0;
       Value all = collection_value(*p.coll, proxies, &next);
@@ -671,6 +678,7 @@ std::shared_ptr<ir::Trace> Interpreter::trace(const FunctionObj& fn, const std::
     } else if (p.coll) {
       size_t next = 0;
       args.pos.push_back(collection_value(*p.coll, proxies, &next));
+      mark(args.pos.back());
     } else {
       pass(p.is_list ? make<ListObj>(std::move(proxies)) : std::move(proxies[0]));
     }
@@ -722,6 +730,8 @@ void Interpreter::record_call(const FunctionObj& fn, CallArgs& args, ir::Trace& 
   HeapScope scope(heap_);
   if (tracing()) fail(fn.info->loc, "cannot trace '" + fn.info->name + "' while another trace is being recorded");
   rec_ = Recorder{&t, {&t.stmts}, "", 0, 0, std::move(capture)};
+  rec_.collections = std::move(pending_collections_);
+  pending_collections_.clear();
   struct Reset {
     Recorder& r;
     ~Reset() { r = Recorder{}; }
@@ -740,6 +750,51 @@ void Interpreter::record_call(const FunctionObj& fn, CallArgs& args, ir::Trace& 
   scan(t.output, &dummy, &concrete);
   if (concrete) fail(fn.info->loc, "'" + fn.info->name + "' returned a concrete tensor that was not computed from its inputs");
   t.provenance.push_back("Constructed by tracing");
+}
+
+}  // namespace tracer::interp
+
+namespace tracer::interp {
+
+bool Interpreter::collection_holds(const Frame& fr, const ir::Proxy* p) const {
+  if (rec_.collections.empty()) return false;
+  std::function<bool(const Value&)> holds = [&](const Value& v) {
+    if (!v.is(VT::Tuple) || !rec_.collections.count(v.as<TupleObj>()) || rec_.cleared.count(v.as<TupleObj>())) return false;
+    for (const Value& x : v.as<TupleObj>()->items) {
+      if (x.is(VT::Proxy) && x.as<ProxyObj>()->p.get() == p) return true;
+      if (holds(x)) return true;
+    }
+    return false;
+  };
+  for (const Value& v : fr.slots)
+    if (holds(v.is(VT::Cell) ? v.as<CellObj>()->v : v)) return true;
+  return false;
+}
+
+void Interpreter::release_collections(const Frame& fr, SourceLoc loc) {
+  std::vector<ir::ProxyPtr> freed;
+  for (auto it = rec_.held.begin(); it != rec_.held.end();) {
+    if (collection_holds(fr, it->get())) {
+      ++it;
+      continue;
+    }
+    freed.push_back(*it);
+    it = rec_.held.erase(it);
+  }
+  if (freed.empty()) return;
+  ir::Stmt d;
+  d.kind = ir::StmtKind::Del;
+  d.deleted = std::move(freed);
+  d.loc = loc;
+  d.region = rec_.region;
+  d.region_id = rec_.region_id;
+  push_stmt(std::move(d));
+}
+
+void Interpreter::clear_collection(const Value& v, SourceLoc loc) {
+  if (!rec_.trace || !rec_.frame || !v.is(VT::Tuple) || !rec_.collections.count(v.as<TupleObj>())) return;
+  rec_.cleared.insert(v.as<TupleObj>());
+  release_collections(*rec_.frame, loc);
 }
 
 }  // namespace tracer::interp

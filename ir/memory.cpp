@@ -290,7 +290,7 @@ void walk(Sim& sim, const std::vector<const Trace*>& traces) {
   const Trace& fw = *traces[0];
   for (const auto& p : fw.inputs) {
     int s = sim.new_storage(p->type.nbytes());
-    sim.hold(s);  // the caller's reference, for the whole program
+    if (!p->moved_in) sim.hold(s);  // the caller's reference, for the whole program
     sim.define(p.get(), s);
   }
   sim.rep.input_bytes = sim.live();

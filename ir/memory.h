@@ -35,7 +35,8 @@ struct MemReport {
 };
 
 // The model, which the CPU executor and `tracer run` follow exactly:
-// - the first trace's inputs are held by the caller for the whole program;
+// - the first trace's inputs are held by the caller for the whole program, but those it moves in
+//   (Proxy::moved_in: a Thunder backward's collections), which a del frees;
 // - a statement allocates its outputs while its inputs are live; a composite or fusion also holds
 //   its intermediates until it finishes; prims.reshape shares its input's storage;
 // - "del" frees a value unless something else still holds its storage;

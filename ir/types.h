@@ -48,6 +48,10 @@ struct Proxy {
   std::string name;
   TensorType type;
   bool auto_named = true;  // generated name ("t12"), may take a user's variable name once
+  // An input the caller hands over rather than holds (an element of a Thunder backward's
+  // saved_for_backward or cotangents collection): once the trace's last reference goes (its
+  // del, its collection's clear), its memory is free (ir/memory.h).
+  bool moved_in = false;
 };
 using ProxyPtr = std::shared_ptr<Proxy>;
 

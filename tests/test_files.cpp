@@ -328,6 +328,30 @@ TEST_CASE("a printout's source comments are kept on the statement they head, thr
   }
 }
 
+TEST_CASE("a backward printout's collections hold what they were given until they are cleared, as Thunder's memory tool counts", "[thunder][memory]") {
+  // backward_collections.txt clears (clear_mutable_collection) and deletes its collections right
+  // after unpacking them, so each saved tensor dies at its own del; backward_collections_held.txt
+  // never does, so they all live to the end. Inputs from the collections are the trace's (moved
+  // in), not the caller's: the CPU allocator's measured peak is the estimate in both.
+  std::map<std::string, size_t> peak;
+  for (const char* f : {"backward_collections.txt", "backward_collections_held.txt"}) {
+    INFO(f);
+    Session s;
+    REQUIRE(s.load_file(source_dir() + "/tests/thunder/" + f));
+    auto r = s.run("backward_fn");
+    INFO(s.rendered_diagnostics());
+    REQUIRE(r);
+    auto m = s.memory("backward_fn");
+    REQUIRE(m);
+    CHECK(m->peak_bytes == r->estimated_peak_bytes);
+    CHECK(r->peak_bytes == r->estimated_peak_bytes);
+    peak[f] = r->peak_bytes;
+  }
+  // Held: a (48 B), w (80), t1 (60) and t4 (60) stay live beside the peak's intermediates.
+  CHECK(peak["backward_collections.txt"] == 308);
+  CHECK(peak["backward_collections_held.txt"] == 516);
+}
+
 }  // namespace tracer::test
 
 TEST_CASE("the session completes names for the REPL's Tab", "[repl]") {
