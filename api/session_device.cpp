@@ -77,6 +77,9 @@ class GpuBackend : public interp::DeviceBackend {
   std::unique_ptr<Program> prepare(std::vector<std::shared_ptr<ir::Trace>> traces) override {
     return std::make_unique<GpuProgram>(*dev_, nvrtc_, std::move(traces));
   }
+  size_t current_bytes() const override { return dev_->current_bytes(); }
+  size_t peak_bytes() const override { return dev_->peak_bytes(); }
+  void reset_peak() override { dev_->reset_peak(); }
 
  private:
   std::unique_ptr<rt::cuda::Device> dev_;

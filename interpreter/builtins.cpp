@@ -264,19 +264,35 @@ Value b_tensor(Interpreter& in, CallArgs& a, SourceLoc loc) {
   return make<TensorObj>(std::move(t));
 }
 
-// memory_stats(reset_peak=False): the CPU tensors' bytes now and at the peak since the last reset.
+// memory_stats(reset_peak=False, device=None): the bytes of a device's tensors now and at the peak
+// since the last reset: the CPU allocator's, or a GPU's device allocator for "cuda"/"cuda:N" (None:
+// the device compiled functions run on by default, `tracer run --device`).
 Value b_memory_stats(Interpreter& in, CallArgs& a, SourceLoc loc) {
   want_args(in, a, "memory_stats", 0, 0, loc);
   bool reset = false;
+  std::string device = in.default_device;
   for (const auto& [k, v] : a.kw) {
-    if (k != "reset_peak" || !v.is(VT::Bool)) in.fail(loc, "memory_stats(reset_peak=False) takes one option, reset_peak (True or False)");
-    reset = v.as_bool();
+    if (k == "reset_peak" && v.is(VT::Bool)) reset = v.as_bool();
+    else if (k == "device" && v.is(VT::Str)) device = v.as<StrObj>()->s;
+    else if (k == "device" && v.is_none()) continue;
+    else in.fail(loc, "memory_stats(reset_peak=False, device=None) takes reset_peak (True or False) and device ('cpu', 'cuda', 'cuda:N')");
+  }
+  size_t current = 0, peak = 0;
+  if (device == "cpu") {
+    current = in.allocator().current_bytes();
+    peak = in.allocator().peak_bytes();
+    if (reset) in.allocator().reset_peak();
+  } else {
+    DeviceBackend* b = in.device_backend(device, loc);
+    current = b->current_bytes();
+    peak = b->peak_bytes();
+    if (reset) b->reset_peak();
   }
   auto* d = new DictObj();
   Value out(d);
-  d->set(str_value("allocated"), Value::integer(static_cast<int64_t>(in.allocator().current_bytes())));
-  d->set(str_value("peak"), Value::integer(static_cast<int64_t>(in.allocator().peak_bytes())));
-  if (reset) in.allocator().reset_peak();
+  d->set(str_value("allocated"), Value::integer(static_cast<int64_t>(current)));
+  d->set(str_value("peak"), Value::integer(static_cast<int64_t>(peak)));
+  d->set(str_value("device"), str_value(device));
   return out;
 }
 
@@ -553,7 +569,9 @@ const BuiltinDef kBuiltins[] = {
     {"int", b_int, "int(x): integer from a number, a string or a one-element tensor's value."},
     {"float", b_float, "float(x): float from a number, a string ('inf', 'nan') or a one-element tensor's value (t.float() casts)."},
     {"memory_stats", b_memory_stats,
-     "memory_stats(reset_peak=False): {'allocated': bytes, 'peak': bytes} of the tensors held on the CPU (the peak since the last reset)."},
+     "memory_stats(reset_peak=False, device=None): {'allocated': bytes, 'peak': bytes, 'device': name} of the tensors held on "
+     "a device (the peak since the last reset): 'cpu', 'cuda' or 'cuda:N' (its device allocator); None: the device compiled "
+     "functions run on by default (tracer run --device)."},
     {"load", builtin_load,
      "load(path, like=None): a tensor from a .npy file, or the tensors of a .safetensors file as a dict; like=params "
      "rebuilds that pytree, checking every name, dtype and shape (needs the host's --allow-read)."},

@@ -39,6 +39,10 @@ class DeviceBackend {
                      Values* backward) = 0;
   };
   virtual std::unique_ptr<Program> prepare(std::vector<std::shared_ptr<ir::Trace>> traces) = 0;
+  // The device allocator's bytes in use now and at the peak (since the last reset_peak).
+  virtual size_t current_bytes() const = 0;
+  virtual size_t peak_bytes() const = 0;
+  virtual void reset_peak() = 0;
 };
 
 // Opens the backend of a device name ("cuda", "cuda:1"), or returns null with the reason.
