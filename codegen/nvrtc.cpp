@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -90,6 +91,12 @@ CompileResult Nvrtc::compile(const std::string& source, const std::string& name,
   CompileResult r;
   auto t0 = std::chrono::steady_clock::now();
   const Api& a = *api_;
+  // TRACER_DUMP_KERNELS=DIR: every kernel's source as compiled (DIR/NAME.cu), for profilers and
+  // for reading what a run generated (the executor's horizontal kernels among them).
+  if (const char* dir = std::getenv("TRACER_DUMP_KERNELS"); dir && *dir) {
+    std::ofstream f(std::string(dir) + "/" + name + ".cu");
+    f << source;
+  }
   Program prog = nullptr;
   Result rc = a.create(&prog, source.c_str(), (name + ".cu").c_str(), 0, nullptr, nullptr);
   if (rc != 0) {

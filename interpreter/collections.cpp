@@ -100,6 +100,82 @@ std::optional<Forward> find_forward(const Module& m, const FuncInfo& backward) {
   return before ? before : after;
 }
 
+// The type of an input no comment states, from its first use where that use's printed output
+// type determines it (docs/thunder.md, "Inputs without types"): the weight and bias of
+// linear(x, w, b), the input of unsqueeze(x, d) or permute(x, dims), the indices of
+// embedding(idx, w) (i64). Elsewhere (a table an embedding or a slice reads: its size is not
+// printed) nothing is inferred and the input needs a type.
+std::optional<ir::TensorType> infer_from_use(const ast::Block& body, const std::string& name) {
+  auto type_of = [&](const std::string& n) -> std::optional<ir::TensorType> {
+    const std::string* ts = find_type(body, n);
+    if (!ts) return std::nullopt;
+    std::string why;
+    return ir::parse_type_string(*ts, &why);
+  };
+  auto ints = [](const ast::Expr* e, std::vector<int64_t>* out) {
+    if (!e || (e->kind != ExprKind::Tuple && e->kind != ExprKind::List)) return false;
+    for (const auto& x : e->items) {
+      if (x->kind == ExprKind::Int) out->push_back(x->int_value);
+      else if (x->kind == ExprKind::Unary && x->op == ast::Op::Neg && x->items[0]->kind == ExprKind::Int)
+        out->push_back(-x->items[0]->int_value);
+      else return false;
+    }
+    return true;
+  };
+  for (const auto& st : body) {
+    if (st->kind != ast::StmtKind::Assign || st->targets.size() != 1 || st->targets[0]->kind != ExprKind::Name || !st->value ||
+        st->value->kind != ExprKind::Call)
+      continue;
+    const ast::Expr& call = *st->value;
+    size_t at = call.args.size();
+    for (size_t i = 0; i < call.args.size(); ++i)
+      if (call.args[i]->kind == ExprKind::Name && call.args[i]->name == name) at = i;
+    if (at == call.args.size()) continue;
+    // Its first use: inferred from it or not at all.
+    auto out = type_of(st->targets[0]->name);
+    const ast::Expr& f = *call.items[0];
+    const std::string op = f.kind == ExprKind::Attribute || f.kind == ExprKind::Name ? f.name : "";
+    if (!out || out->shape.empty()) return std::nullopt;
+    ir::TensorType t = *out;
+    const int64_t r = static_cast<int64_t>(out->shape.size());
+    if (op == "linear" && call.args.size() >= 2) {
+      auto x = call.args[0]->kind == ExprKind::Name ? type_of(call.args[0]->name) : std::nullopt;
+      if (at == 1 && x && !x->shape.empty()) {
+        t.shape = {out->shape.back(), x->shape.back()};
+        return t;
+      }
+      if (at == 2) {
+        t.shape = {out->shape.back()};
+        return t;
+      }
+      return std::nullopt;
+    }
+    if (op == "unsqueeze" && at == 0 && call.args.size() == 2 && call.args[1]->kind == ExprKind::Int) {
+      int64_t d = call.args[1]->int_value < 0 ? call.args[1]->int_value + r : call.args[1]->int_value;
+      if (d < 0 || d >= r || out->shape[d] != 1) return std::nullopt;
+      t.shape.erase(t.shape.begin() + d);
+      return t;
+    }
+    if (op == "permute" && at == 0 && call.args.size() == 2) {
+      std::vector<int64_t> dims;
+      if (!ints(call.args[1].get(), &dims) || static_cast<int64_t>(dims.size()) != r) return std::nullopt;
+      for (int64_t i = 0; i < r; ++i) {
+        int64_t d = dims[i] < 0 ? dims[i] + r : dims[i];
+        if (d < 0 || d >= r) return std::nullopt;
+        t.shape[d] = out->shape[i];
+      }
+      return t;
+    }
+    if (op == "embedding" && at == 0) {
+      t.shape.pop_back();
+      t.dtype = rt::DType::i64;
+      return t;
+    }
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 class Builder {
  public:
   Builder(Interpreter& in, const FunctionObj& fn, const std::map<std::string, ir::TensorType>& given,
@@ -149,6 +225,11 @@ class Builder {
           break;
         default: break;
       }
+    }
+    if (auto inferred = infer_from_use(*fn_.info->body, t->name)) {
+      c.kind = Collection::Kind::Tensor;
+      c.type = *inferred;
+      return c;
     }
     // Untyped: recorded, so that one error names every such element of the function.
     untyped_->push_back({t->loc, t->name, coll, fw_ ? fw_->def->name : ""});
