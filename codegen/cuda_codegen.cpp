@@ -269,6 +269,22 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical, const st
     (is_row ? row_in : other_in).push_back(p);
   }
   bcast_in = other_in;
+  // The launcher takes the vector path only where every pointer read or written 16 bytes at a
+  // time is 16-byte aligned: the full-size tensors and these (rows, the buffers of vectorized
+  // views and cats). One-element and broadcast inputs are read an element at a time, and may sit
+  // anywhere (an optimizer's coefficients are 8-byte views into one f64 tensor).
+  {
+    std::unordered_set<const ir::Proxy*> vector_read;
+    for (const auto& p : row_in) vector_read.insert(p.get());
+    for (const auto& q : full_in) {
+      auto v = plan.views.find(q.get());
+      if (vec_ptr.count(q.get()) && v != plan.views.end()) vector_read.insert(input_ptr(v->second.base).get());
+    }
+    for (const auto& [v, c] : plan.cats)
+      if (vec_cats.count(v))
+        for (const ir::View& piece : c.pieces) vector_read.insert(input_ptr(piece.base).get());
+    for (KernelParam& kp : k.params) kp.vector = !kp.output && vector_read.count(kp.proxy.get()) > 0;
+  }
   // The buffers views are read from (each passed once to the element function).
   auto add_base = [&](const ir::Proxy* base) {
     ir::ProxyPtr b = input_ptr(base);

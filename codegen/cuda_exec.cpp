@@ -445,8 +445,11 @@ void GpuExecutor::run_kernel(const ir::Stmt& s, Values& env, const std::unordere
   std::vector<void*>& args = scratch_args_;
   args.clear();
   long long n = k.elements;
+  // The vector path where every tensor it reads or writes 16 bytes at a time is 16-byte aligned
+  // (KernelParam::vector); one-element and broadcast inputs may sit anywhere.
   int vec_ok = 1;
-  for (rt::cuda::DevPtr q : scratch_ptrs_) vec_ok = vec_ok && (q % 16 == 0);
+  for (size_t j = 0; j < k.params.size() && j < scratch_ptrs_.size(); ++j)
+    if ((k.params[j].vector || rt::numel(k.params[j].type.shape) == k.elements) && scratch_ptrs_[j] % 16 != 0) vec_ok = 0;
   for (auto& q : scratch_ptrs_) args.push_back(&q);
   args.push_back(&n);
   args.push_back(&vec_ok);

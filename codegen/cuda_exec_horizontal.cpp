@@ -179,8 +179,12 @@ bool GpuExecutor::run_horizontal(const std::vector<ir::Stmt>& stmts, size_t i, V
   q = 0;
   for (size_t m = 0; m < h.members.size(); ++m) {
     const size_t n = static_cast<size_t>(k.segment_params[m]);
+    // (as a single kernel's: the tensors it reads or writes 16 bytes at a time; an optimizer's
+    // one-element coefficients, views at 8-byte offsets, do not count: counting them sent every
+    // member down the scalar path, half the copy bandwidth on an H100)
     bool aligned = true;
-    for (size_t a = q; a < q + n; ++a) aligned = aligned && ptrs[a] % 16 == 0;
+    for (size_t a = q; a < q + n; ++a)
+      if (k.params[a].vector || rt::numel(k.params[a].type.shape) == k.segment_elements[m]) aligned = aligned && ptrs[a] % 16 == 0;
     if (aligned) vec_mask |= 1ULL << m;
     q += n;
   }

@@ -636,6 +636,43 @@ def f(a: bf16[13, 19], ga: bf16[13, 19], b: f32[7], gb: f32[7], c: bf16[3], gc: 
   CHECK_THROWS_AS(codegen::generate_elementwise_multi(members, "h", {}, 132), std::invalid_argument);
 }
 
+TEST_CASE("the vector path needs aligned pointers only where it reads or writes 16 bytes at a time", "[codegen]") {
+  // An optimizer's update reads one-element coefficients (views at 8-byte offsets into one f64
+  // tensor) an element at a time: they must not send the kernel down its scalar path. A bias
+  // broadcast over rows is read a vector at a time: it must be aligned (KernelParam::vector).
+  SourceManager sm;
+  interp::Interpreter in{sm};
+  DiagnosticList diags;
+  auto m = in.load("m.trace", R"(
+def f(p: bf16[64, 32], g: bf16[64, 32], bias: bf16[32], k: f64[9]):
+    lr = prims.slice(k, [1], [2])
+    p32 = prims.convert_element_type(p, float32)
+    u = prims.add(prims.mul(prims.convert_element_type(g, float32), lr), prims.convert_element_type(bias, float32))
+    return prims.convert_element_type(prims.sub(p32, u), bfloat16)
+)",
+                   diags);
+  REQUIRE(m);
+  auto t = in.trace(*m->globals.at("f").as<interp::FunctionObj>(), {});
+  interp::Traces fused = interp::run_passes(in, {t}, {"fuse"}, {}, nullptr);
+  const ir::Stmt* group = nullptr;
+  for (const ir::Stmt& s : fused[0]->stmts)
+    if (s.kind == ir::StmtKind::Fusion && s.outputs[0]->type.shape == ir::Shape{64, 32}) group = &s;
+  REQUIRE(group);
+  codegen::Kernel k = codegen::generate_elementwise(*group, "u", {});
+  std::map<std::string, bool> vector;
+  for (const codegen::KernelParam& q : k.params) vector[q.name] = q.vector;
+  INFO(k.source);
+  CHECK(vector.at("bias"));  // read as rows, 16 bytes at a time
+  CHECK_FALSE(vector.at("p"));  // full size: the launcher checks it by its size
+  for (const auto& [name, v] : vector)
+    if (name != "bias") CHECK_FALSE(v);
+  std::vector<const ir::Stmt*> members{group, group};
+  codegen::Kernel h = codegen::generate_elementwise_multi(members, "h", {{}, {}}, 132);
+  size_t rows = 0;
+  for (const codegen::KernelParam& q : h.params) rows += q.vector;
+  CHECK(rows == 2);
+}
+
 // An optimizer's trace: many independent updates of a few shapes, far more statements than the
 // 64-256 fuse places at a time, so that pieces (and, where the peak stops a piece, prefixes)
 // must be cut. Every cut falls between updates: no fusion reads another's output but the
