@@ -1,6 +1,7 @@
 // Expressions, calls and argument binding, closures, and the statements that build values
 // (with, import, fusion definitions from Thunder printouts).
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "interpreter/builtins.h"
@@ -158,6 +159,19 @@ Value Interpreter::call_function(const FunctionObj& f, CallArgs& args, SourceLoc
     explicit DepthGuard(int& x) : d(x) { ++d; }
     ~DepthGuard() { --d; }
   } guard(depth_);
+  // TRACER_PROFILE_SCRIPTS=1: calls and inclusive time per script function, printed to stderr
+  // when the interpreter ends (to find where a pass written in the language spends its time).
+  struct ProfileGuard {
+    ScriptProfile* p;
+    const FuncInfo* f;
+    std::chrono::steady_clock::time_point t0;
+    ~ProfileGuard() {
+      if (!p) return;
+      auto& e = (*p)[f];
+      e.first += 1;
+      e.second += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    }
+  } prof{profile_.get(), f.info, profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{}};
   try {
     if (f.info->lambda_body) return eval(*f.info->lambda_body, fr);
     exec_block(*f.info->body, fr);

@@ -102,6 +102,7 @@ static size_t env_memory_limit() {
 
 Interpreter::Interpreter(SourceManager& sm, Options opts) : sm_(sm), opts_(opts) {
   HeapScope scope(heap_);
+  if (const char* p = std::getenv("TRACER_PROFILE_SCRIPTS"); p && *p && std::string(p) != "0") profile_ = std::make_unique<ScriptProfile>();
   exec_.allocator = &allocator_;
   // The limit given, else $TRACER_MEMORY_LIMIT (hosts on the C API, the fuzzers), else 90% of RAM.
   const size_t from_env = opts.memory_limit ? 0 : env_memory_limit();
@@ -113,6 +114,14 @@ Interpreter::Interpreter(SourceManager& sm, Options opts) : sm_(sm), opts_(opts)
 
 Interpreter::~Interpreter() {
   HeapScope scope(heap_);
+  if (profile_) {
+    std::vector<std::pair<const FuncInfo*, std::pair<long long, double>>> rows(profile_->begin(), profile_->end());
+    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.second > b.second.second; });
+    std::fprintf(stderr, "# script functions by inclusive time (TRACER_PROFILE_SCRIPTS): ms, calls, name\n");
+    for (size_t i = 0; i < rows.size() && i < 40; ++i)
+      std::fprintf(stderr, "#   %10.1f ms %10lld  %s (%s:%d)\n", rows[i].second.second, rows[i].second.first,
+                   rows[i].first->name.c_str(), sm_.name(rows[i].first->loc.file).c_str(), sm_.line_col(rows[i].first->loc).line);
+  }
   // Functions hold their module and modules hold their functions, and closures can hold
   // themselves through their cells: break every cycle, then let reference counts free the rest.
   passes_.clear();
