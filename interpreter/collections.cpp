@@ -176,6 +176,24 @@ std::optional<ir::TensorType> infer_from_use(const ast::Block& body, const std::
   return std::nullopt;
 }
 
+// Where an input is first read, for an error that says why its type could not be inferred.
+std::string first_use(Interpreter& in, const ast::Block& body, const std::string& name) {
+  for (const auto& st : body) {
+    if (st->kind != ast::StmtKind::Assign || !st->value || st->value->kind != ExprKind::Call) continue;
+    const ast::Expr& call = *st->value;
+    for (size_t i = 0; i < call.args.size(); ++i) {
+      if (call.args[i]->kind != ExprKind::Name || call.args[i]->name != name) continue;
+      const ast::Expr& f = *call.items[0];
+      std::string op = f.kind == ExprKind::Attribute || f.kind == ExprKind::Name ? f.name : "a call";
+      std::string what = op == "embedding" && i == 1 ? "an embedding's table (its rows are not printed)"
+                         : op.find("slice") != std::string::npos ? "only sliced (its whole size is not printed)"
+                                                                 : "argument " + std::to_string(i + 1) + " of " + op;
+      return what + ", line " + std::to_string(in.sources().line_col(st->loc).line);
+    }
+  }
+  return "";
+}
+
 class Builder {
  public:
   Builder(Interpreter& in, const FunctionObj& fn, const std::map<std::string, ir::TensorType>& given,
@@ -232,7 +250,9 @@ class Builder {
       return c;
     }
     // Untyped: recorded, so that one error names every such element of the function.
-    untyped_->push_back({t->loc, t->name, coll, fw_ ? fw_->def->name : ""});
+    // (a backward_fn(saved_for_backward, cotangents): two plain collections; a forward's *args is one)
+    bool backward = fn_.info->params->size() == 2 && (*fn_.info->params)[0].kind == ast::Param::Kind::Normal;
+    untyped_->push_back({t->loc, t->name, coll, fw_ ? fw_->def->name : "", backward, first_use(in_, *fn_.info->body, t->name)});
     c.kind = Collection::Kind::Tensor;
     return c;
   }
@@ -383,7 +403,8 @@ void fail_untyped(Interpreter& in, const FunctionObj& fn, const std::vector<Unty
   const UntypedElement& u = untyped[0];
   std::string names, types;
   for (size_t i = 0; i < untyped.size(); ++i) {
-    names += (i ? ", '" : "'") + untyped[i].name + "' (in '" + untyped[i].collection + "')";
+    names += (i ? ", '" : "'") + untyped[i].name + "' (in '" + untyped[i].collection + "'" +
+             (untyped[i].use.empty() ? "" : ": " + untyped[i].use) + ")";
     types += " --type " + untyped[i].name + "=f32[2, 3]";
     if (i == 2 && untyped.size() > 3) {
       types += " ...";
@@ -392,15 +413,18 @@ void fail_untyped(Interpreter& in, const FunctionObj& fn, const std::vector<Unty
   }
   const bool one = untyped.size() == 1;
   std::string head = one ? "element '" + u.name + "' of the collection '" + u.collection + "' of '" + fn.info->name +
-                               "' has no tensor type"
+                               "' has no tensor type" + (u.use.empty() ? "" : " (" + u.use + ")")
                          : std::to_string(untyped.size()) + " elements of the collections of '" + fn.info->name +
                                "' have no tensor type: " + names;
-  in.fail(u.loc, head + "; no type comment follows " + (one ? "its" : "their") + " unpacking" +
-                     (u.forward.empty() ? " and the file holds no forward trace (augmented_forward_fn) that saves " +
-                                              std::string(one ? "it" : "them")
-                                        : ", and the forward trace '" + u.forward + "' does not type what it saves there") +
-                     "; give " + (one ? "it" : "each") + " as an input (--input NAME=FILE) or its type (" + types.substr(1) +
-                     ")");
+  std::string why = "; no type comment follows " + std::string(one ? "its" : "their") + " unpacking";
+  if (!u.backward)
+    why += " and " + std::string(one ? "its first use does not determine it" : "their first uses do not determine them");
+  else if (u.forward.empty())
+    why += " and the file holds no forward trace (augmented_forward_fn) that saves " + std::string(one ? "it" : "them");
+  else
+    why += ", and the forward trace '" + u.forward + "' does not type what it saves there";
+  in.fail(u.loc, head + why + "; give " + (one ? "it" : "each") + " as an input (--input NAME=FILE) or its type (" +
+                     types.substr(1) + ")");
 }
 
 void collection_tensors(const Collection& c, std::vector<const Collection*>* out) {

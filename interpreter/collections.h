@@ -29,6 +29,8 @@ struct Collection {
 struct UntypedElement {
   SourceLoc loc;
   std::string name, collection, forward;
+  bool backward = false;  // of a backward's saved_for_backward or cotangents (a forward may type it)
+  std::string use;        // its first use, which does not determine its type ("an embedding's table, line 18")
 };
 
 // The collection parameter `index` of `fn`, or nullopt when the body never unpacks it. Each
