@@ -16,6 +16,7 @@
 
 #include "api/inputs.h"
 #include "api/session_impl.h"
+#include "interpreter/unparse.h"
 #include "runtime/cuda.h"
 #include "interpreter/builtins.h"
 #include "interpreter/interp.h"
@@ -299,6 +300,25 @@ std::optional<std::string> Session::print(const std::string& entry) {
     if (!p) return std::nullopt;
     return interp::print_traces(*p);
   });
+}
+
+bool Session::inputs_typed(const std::string& entry, std::string* why) {
+  const interp::FunctionObj* fn = impl_->function(entry);
+  if (!fn) return true;  // print() reports it
+  try {
+    impl_->in->input_types(*fn, impl_->given_types());
+  } catch (const interp::ScriptError& e) {
+    bool untyped = e.message.find("no tensor type") != std::string::npos || e.message.find("symbolic sizes") != std::string::npos;
+    if (!untyped) return true;  // another error: print() reports it
+    if (why) *why = e.message;
+    return false;
+  }
+  return true;
+}
+
+std::optional<std::string> Session::print_source() const {
+  if (!impl_->module || !impl_->module->ast) return std::nullopt;
+  return ast::unparse(*impl_->module->ast);
 }
 
 namespace detail {

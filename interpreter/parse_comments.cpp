@@ -104,6 +104,8 @@ void Builder::attach_trailing(ast::Stmt& s, size_t first, size_t last) {
     if (!is_comment(i) || starts_line(s_.text(), t->getStartIndex())) continue;
     if (match_type_comment(comment_body(t), name, type))
       s.type_comments.push_back({std::move(name), std::move(type), comment_loc(t)});
+    else
+      s.trailing_comment = std::string(trim(comment_body(t)));
   }
 }
 
@@ -111,7 +113,6 @@ void Builder::attach_trailing(ast::Stmt& s, size_t first, size_t last) {
 // the token after the comment lines taken as the fusion body.
 size_t Builder::absorb_fusion(ast::Stmt& s, size_t stmt_token, size_t cursor, size_t hi) {
   Absorb kind = absorb_kind(s);
-  if (kind == Absorb::None) return cursor;
   const std::string& text = s_.text();
   size_t column = column_of(text, s_.token(stmt_token)->getStartIndex());
   std::vector<antlr4::Token*> lines, all;
@@ -127,10 +128,19 @@ size_t Builder::absorb_fusion(ast::Stmt& s, size_t stmt_token, size_t cursor, si
     if (indent <= first_indent) lines.push_back(t);  // deeper lines: nested subsymbols, kept as comments
   }
   if (lines.empty()) return cursor;
-  // A call that is not a fusion takes the lines only where each reads as a subsymbol (else
-  // they are comments as any other).
+  // A call that is not a fusion takes the lines only where each reads as a subsymbol; other
+  // statements keep such lines as comments after them (printed back there).
+  bool absorb = kind != Absorb::None;
   for (antlr4::Token* t : lines)
-    if (kind == Absorb::Decomposed && !looks_like_subsymbol(trim(comment_body(t)))) return cursor;
+    if (kind == Absorb::Decomposed && !looks_like_subsymbol(trim(comment_body(t)))) absorb = false;
+  if (!absorb) {
+    for (antlr4::Token* t : all) {
+      std::string name, type, body = comment_body(t);
+      if (match_type_comment(body, name, type)) return cursor;  // a type comment: a statement of its own
+    }
+    for (antlr4::Token* t : all) s.after_comments.emplace_back(trim(comment_body(t)));
+    return i;
+  }
   for (antlr4::Token* t : all)
     if (std::find(lines.begin(), lines.end(), t) == lines.end()) pending_comments_.emplace_back(trim(comment_body(t)));
   s.kind = StmtKind::FusionDef;

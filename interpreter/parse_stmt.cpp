@@ -58,7 +58,10 @@ void Builder::build_stmts(P::StmtsContext* stmts, size_t lo, size_t hi, ast::Blo
     gap_comments(cursor, first, out);
     size_t before = out.size();
     cursor = std::max(cursor, build_stmt(st, out));
-    if (detect_fusions_ && out.size() == before + 1) cursor = absorb_fusion(*out.back(), first, cursor, hi);
+    if (detect_fusions_ && out.size() == before + 1 && out.back()->kind != ast::StmtKind::FunctionDef &&
+        out.back()->kind != ast::StmtKind::If && out.back()->kind != ast::StmtKind::For &&
+        out.back()->kind != ast::StmtKind::While && out.back()->kind != ast::StmtKind::With)
+      cursor = absorb_fusion(*out.back(), first, cursor, hi);
   }
   gap_comments(cursor, hi, out);
 }

@@ -230,6 +230,12 @@ class Session {
   const std::vector<PassInfo>& pass_timings() const;
 
   std::optional<std::string> print(const std::string& entry);
+  // Whether the entry's inputs all have types (annotations, a printout's comments, --type,
+  // inputs); false with the reason where one has none (a printout without type strings).
+  bool inputs_typed(const std::string& entry, std::string* why);
+  // The loaded module's source printed back from its syntax tree, in one canonical form
+  // (comments and Thunder's type comments kept): for a printout that cannot be traced.
+  std::optional<std::string> print_source() const;
   std::optional<RunReport> run(const std::string& entry, const std::string& output_dir = "");
   // "cpu" (the default), "cuda" or "cuda:N". A GPU that cannot be opened (no driver, no device,
   // a driver too old) is an error here, not a silent fall back to the CPU.

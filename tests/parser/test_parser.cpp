@@ -104,8 +104,8 @@ TEST_CASE("trace 01: header, decorators, type comments, subsymbol comments", "[p
         "type y \"cpu f32[3, 3, 3]\"\n"
         "assign t1 = (Call (Attr torch add) x y alpha=1)  # t1: \"cpu f32[3, 3, 3]\"\n"
         "return t1\n");
-  // Nested subsymbols stay comments, on the statement that follows them.
-  CHECK(fn.body[3]->comments == std::vector<std::string>{
+  // Nested subsymbols stay comments, after the statement they belong to.
+  CHECK(fn.body[2]->after_comments == std::vector<std::string>{
                                     "t1 = ltorch.add(x, y, alpha=1)  # t1: \"cpu f32[3, 3, 3]\"",
                                     "t4 = prims.broadcast_in_dim(x, (3, 3, 3), (1, 2))  # t4: \"cpu f32[3, 3, 3]\"",
                                     "t1 = prims.add(t4, y)  # t1: \"cpu f32[3, 3, 3]\""});

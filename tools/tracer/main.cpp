@@ -252,6 +252,16 @@ int cmd_print(const Common& c) {
   if (!prepare(s, c)) return fail(s);
   auto entry = s.entry(c.entry);
   if (!entry || !add_inputs(s, c)) return fail(s);
+  // A printout whose inputs have no types (Thunder's older ones print `# t0` alone) is printed
+  // as written, at the source level, and said so; its types make it trace (--type, --input).
+  std::string why;
+  if (c.passes.empty() && !s.inputs_typed(*entry, &why)) {
+    auto src = s.print_source();
+    if (!src) return fail(s);
+    std::cerr << "note: '" << *entry << "' is printed as written, not traced: " << why << "\n";
+    std::cout << *src;
+    return 0;
+  }
   auto text = s.print(*entry);
   if (!text) return fail(s);
   report_pass_times(s, c);
