@@ -214,7 +214,7 @@ TEST_CASE("round trip of the Thunder-style cases in tests/thunder", "[roundtrip]
   }
 }
 
-TEST_CASE("the shared Thunder printouts parse, and 01, 02, 09 and 05 (FSDP forward and backward) trace and round-trip", "[roundtrip][thunder]") {
+TEST_CASE("the shared Thunder printouts parse; 01, 02, 09 and 05 (FSDP forward and backward) trace, round-trip and run; 08's unknown op is named", "[roundtrip][thunder]") {
   auto files = files_in(thunder_dir(), ".txt");
   REQUIRE(files.size() >= 5);
   for (const std::string& f : files) {
@@ -223,7 +223,26 @@ TEST_CASE("the shared Thunder printouts parse, and 01, 02, 09 and 05 (FSDP forwa
       INFO(s.rendered_diagnostics());
       CHECK(s.check_file(f, true));
       std::string base = std::filesystem::path(f).filename().string();
-      if (base.rfind("01_", 0) == 0 || base.rfind("02_", 0) == 0 || base.rfind("09_", 0) == 0) round_trip(f, read_file(f), "", {});
+      if (base.rfind("01_", 0) == 0 || base.rfind("02_", 0) == 0 || base.rfind("09_", 0) == 0) {
+        round_trip(f, read_file(f), "", {});
+        // ... and run on random inputs, the memory estimate equal to the CPU allocator's peak.
+        Session r;
+        REQUIRE(r.load_file(f));
+        auto e = r.entry("");
+        REQUIRE(e);
+        auto rep = r.run(*e);
+        INFO(r.rendered_diagnostics());
+        REQUIRE(rep);
+        auto m = r.memory(*e);
+        REQUIRE(m);
+        CHECK(rep->peak_bytes == m->peak_bytes);
+      }
+      // 08 calls a user's op printed without its decomposition: check names it, at its first use.
+      if (base.rfind("08_", 0) == 0) {
+        Session c;
+        CHECK_FALSE(c.check_file(f, false));
+        CHECK_THAT(c.rendered_diagnostics(), Catch::Contains("name 'unsloth_apply_rope_backward' is not defined"));
+      }
       // 05: the FSDP forward's gathers and waits (its group's size, 2, from the printout's types);
       // its backward's collections are typed by what the forward saves.
       if (base.rfind("05_", 0) == 0) {
