@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 
 #include "interpreter/builtins.h"
 #include "interpreter/compiled.h"
@@ -489,9 +490,13 @@ Flow Interpreter::exec_fusion(const Stmt& s, Frame& fr) {
   rec_.scopes.pop_back();
   const Expr& targets = *s.targets[0];
   st.outputs_as_list = targets.kind == ExprKind::List;
-  std::vector<const Expr*> names;
-  if (targets.kind == ExprKind::Name) names.push_back(&targets);
-  for (const auto& t : targets.items) names.push_back(t.get());
+  std::vector<const Expr*> names;  // nested targets flattened: (t2, (_, _)) = op(x)
+  std::function<void(const Expr&)> flat = [&](const Expr& e) {
+    if (e.kind == ExprKind::Name) names.push_back(&e);
+    else
+      for (const auto& t : e.items) flat(*t);
+  };
+  flat(targets);
   for (const Expr* n : names) {
     if (n->name == "_") continue;  // an output nothing reads (Thunder's dce dropped its computation)
     Value v = load_name(*n, fr);

@@ -3,6 +3,7 @@
 // of the commented subsymbol lines under "[t0] = nvFusion0(...)".
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <utility>
 
 #include "interpreter/parse_builder.h"
@@ -27,7 +28,15 @@ Absorb absorb_kind(const ast::Stmt& s) {
   bool names = target.kind == ExprKind::List || target.kind == ExprKind::Tuple;
   for (const auto& item : target.items) names = names && item->kind == ExprKind::Name;
   if (names && is_fusion_name(call.items[0]->name)) return Absorb::Fusion;
-  return names || target.kind == ExprKind::Name ? Absorb::Decomposed : Absorb::None;
+  // (t2, (_, _)) = op(x): nested tuples of names too.
+  std::function<bool(const ast::Expr&)> nested = [&](const ast::Expr& e) {
+    if (e.kind == ExprKind::Name) return true;
+    if (e.kind != ExprKind::Tuple && e.kind != ExprKind::List) return false;
+    for (const auto& item : e.items)
+      if (!nested(*item)) return false;
+    return true;
+  };
+  return nested(target) ? Absorb::Decomposed : Absorb::None;
 }
 
 // A commented subsymbol line as Thunder prints one: "t0 = ltorch.mul(a, b)  # ...",
