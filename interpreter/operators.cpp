@@ -3,6 +3,7 @@
 
 #include "interpreter/format.h"
 #include "interpreter/interp.h"
+#include "interpreter/unparse.h"
 
 namespace tracer::interp {
 
@@ -33,34 +34,7 @@ const char* prim_for(Op op) {
   }
 }
 
-const char* op_symbol(Op op) {
-  switch (op) {
-    case Op::Add: return "+";
-    case Op::Sub: return "-";
-    case Op::Mul: return "*";
-    case Op::Div: return "/";
-    case Op::FloorDiv: return "//";
-    case Op::Mod: return "%";
-    case Op::Pow: return "**";
-    case Op::MatMul: return "@";
-    case Op::BitAnd: return "&";
-    case Op::BitOr: return "|";
-    case Op::BitXor: return "^";
-    case Op::LShift: return "<<";
-    case Op::RShift: return ">>";
-    case Op::Lt: return "<";
-    case Op::Le: return "<=";
-    case Op::Gt: return ">";
-    case Op::Ge: return ">=";
-    case Op::Eq: return "==";
-    case Op::Ne: return "!=";
-    case Op::In: return "in";
-    case Op::NotIn: return "not in";
-    case Op::Is: return "is";
-    case Op::IsNot: return "is not";
-    default: return "?";
-  }
-}
+const char* op_symbol(Op op) { return ast::op_text(op); }
 
 int64_t as_i(const Value& v) { return v.is(VT::Int) ? v.as_int() : int64_t(v.as_bool()); }
 

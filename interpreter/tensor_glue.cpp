@@ -531,6 +531,16 @@ static std::vector<ParamTypes> param_types(Interpreter& in, const FunctionObj& f
     }
     return false;
   };
+  // A collection parameter's tensors become its inputs, depth first.
+  auto take_collection = [](ParamTypes& pt, std::optional<Collection> coll) {
+    std::vector<const Collection*> leaves;
+    collection_tensors(*coll, &leaves);
+    for (const Collection* c : leaves) {
+      pt.types.push_back(c->type);
+      pt.names.push_back(c->name);
+    }
+    pt.coll = std::move(coll);
+  };
   bool after_star = false;
   for (size_t i = 0; i < params.size(); ++i) {
     const ast::Param& p = params[i];
@@ -547,13 +557,7 @@ static std::vector<ParamTypes> param_types(Interpreter& in, const FunctionObj& f
         in.fail(p.loc, "'" + fn.info->name + "' takes *" + p.name + " but its body neither unpacks it (`a, b, = " + p.name +
                            "`) nor reads its elements (`a: \"cpu f32[2]\" = " + p.name +
                            "[0]`), which would say what it holds: a traced function needs its inputs' types");
-      std::vector<const Collection*> leaves;
-      collection_tensors(*coll, &leaves);
-      for (const Collection* c : leaves) {
-        pt.types.push_back(c->type);
-        pt.names.push_back(c->name);
-      }
-      pt.coll = std::move(coll);
+      take_collection(pt, std::move(coll));
       pt.spread = true;
       out.push_back(std::move(pt));
       continue;
@@ -583,13 +587,7 @@ static std::vector<ParamTypes> param_types(Interpreter& in, const FunctionObj& f
       }
     } else if (auto coll = collection_param(in, fn, i, given, &untyped)) {
       // A backward printout's saved values and cotangents, typed element by element.
-      std::vector<const Collection*> leaves;
-      collection_tensors(*coll, &leaves);
-      for (const Collection* c : leaves) {
-        pt.types.push_back(c->type);
-        pt.names.push_back(c->name);
-      }
-      pt.coll = std::move(coll);
+      take_collection(pt, std::move(coll));
     } else if (const ast::Stmt* tc = param_comment(i, p.name)) {
       if (auto lit = literal_of_type_string(tc->type_string)) {
         pt.constant = std::move(*lit);  // a number or string the printout states

@@ -14,11 +14,13 @@ namespace {
 // Binding strength, loosest first (Python's table).
 enum Prec { kLambda = 1, kIf, kOr, kAnd, kNot, kCmp, kBitOr, kBitXor, kBitAnd, kShift, kArith, kTerm, kUnary, kPow, kPrimary, kAtom };
 
+}  // namespace
+
 const char* op_text(Op op) {
   switch (op) {
     case Op::Neg: return "-";
     case Op::Pos: return "+";
-    case Op::Not: return "not ";
+    case Op::Not: return "not";
     case Op::Invert: return "~";
     case Op::Add: return "+";
     case Op::Sub: return "-";
@@ -48,6 +50,8 @@ const char* op_text(Op op) {
   }
   return "?";
 }
+
+namespace {
 
 int binary_prec(Op op) {
   switch (op) {
@@ -306,7 +310,7 @@ class Printer {
           out += (i ? ", " : "") + (e.keys[i] ? expr(*e.keys[i]) + ": " + expr(*e.items[i]) : "**" + expr(*e.items[i], kPrimary));
         return out + "}";
       }
-      case ExprKind::Unary: return op_text(e.op) + expr(*e.items[0], e.op == Op::Not ? kNot : kUnary);
+      case ExprKind::Unary: return std::string(op_text(e.op)) + (e.op == Op::Not ? " " : "") + expr(*e.items[0], e.op == Op::Not ? kNot : kUnary);
       case ExprKind::Binary: {
         int p = binary_prec(e.op);
         // Left-associative but for **, which binds right and tighter than a unary on its left.

@@ -11,5 +11,7 @@ namespace tracer::ast {
 
 std::string unparse(const Module& m);
 std::string unparse(const Expr& e);
+// An operator as the language writes it: "+", "//", "not", "is not", ...
+const char* op_text(Op op);
 
 }  // namespace tracer::ast
