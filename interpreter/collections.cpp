@@ -353,12 +353,17 @@ std::optional<Collection> indexed_collection(Interpreter& in, const FunctionObj&
   const ast::Block& body = *fn.info->body;
   std::vector<std::pair<int64_t, const ast::Stmt*>> reads;
   int64_t n = checked_len(body, name);
+  // (a call takes at most this many arguments: an index or a check_len beyond it is an error,
+  // not a collection of that size)
+  constexpr int64_t kMaxArgs = 1 << 16;
+  if (n > kMaxArgs) in.fail(fn.info->loc, "'" + fn.info->name + "': check_len(" + name + ", " + std::to_string(n) + ") asks for more than " + std::to_string(kMaxArgs) + " arguments");
   for (const auto& s : body) {
     if ((s->kind != ast::StmtKind::AnnAssign && s->kind != ast::StmtKind::Assign) || s->targets.size() != 1 ||
         s->targets[0]->kind != ExprKind::Name)
       continue;
     int64_t i = literal_index(s->value.get(), name);
     if (i < 0) continue;
+    if (i >= kMaxArgs) in.fail(s->loc, name + "[" + std::to_string(i) + "]: more than " + std::to_string(kMaxArgs) + " arguments");
     reads.emplace_back(i, s.get());
     n = std::max(n, i + 1);
   }
