@@ -201,15 +201,9 @@ class Printer {
         }
       }
       case StmtKind::For:
-        o << indent << "for " << target(*s.targets[0]) << " in " << expr(*s.value) << ":\n";
-        block(s.body, indent + "  ", o);
-        if (!s.orelse.empty()) {
-          o << indent << "else:\n";
-          block(s.orelse, indent + "  ", o);
-        }
-        return;
       case StmtKind::While:
-        o << indent << "while " << expr(*s.value) << ":\n";
+        if (s.kind == StmtKind::For) o << indent << "for " << target(*s.targets[0]) << " in " << expr(*s.value) << ":\n";
+        else o << indent << "while " << expr(*s.value) << ":\n";
         block(s.body, indent + "  ", o);
         if (!s.orelse.empty()) {
           o << indent << "else:\n";
