@@ -70,15 +70,15 @@ struct Recorder {
   std::function<ir::ProxyPtr(const rt::Tensor&)> capture;
   // A printout's source comment ("# model.py:12: x = self.fc(x)") read above the statement being
   // run: it goes to the next statement recorded at the top of the trace.
-  std::string source;
+  std::string source{};
   // Thunder's collections (a backward printout's saved_for_backward and its tuples): a tensor
   // unpacked from one stays alive while an uncleared collection that a name holds still holds it
   // (clear_collection / clear_mutable_collection, or the names' dels, let it go), as Thunder's
   // memory tool counts it: its `del` is recorded where the last reference goes.
   Frame* frame = nullptr;                          // the traced function's frame
-  std::unordered_set<const Object*> collections;   // the collection tuples
-  std::unordered_set<const Object*> cleared;
-  std::vector<ir::ProxyPtr> held;                  // deleted by name, still held by a collection
+  std::unordered_set<const Object*> collections{};  // the collection tuples
+  std::unordered_set<const Object*> cleared{};
+  std::vector<ir::ProxyPtr> held{};                // deleted by name, still held by a collection
 };
 
 class Interpreter {

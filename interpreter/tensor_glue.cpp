@@ -360,7 +360,7 @@ struct ParamTypes {
   std::optional<Collection> coll;  // a Thunder collection: `types` are its tensors, depth first
   std::vector<std::string> names;  // the collection's tensors' names
   bool spread = false;             // *args: the collection's items are the positional arguments
-  std::optional<Value> constant;   // a number, string or None the printout states: no input
+  std::optional<Value> constant{};  // a number, string or None the printout states: no input
   bool keyword_only = false;       // after `*` or `*args`: passed by name
 };
 
