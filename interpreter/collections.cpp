@@ -10,6 +10,24 @@
 
 namespace tracer::interp {
 
+std::optional<Value> literal_of_type_string(const std::string& ts) {
+  std::string head = ts.substr(0, ts.find(' '));
+  std::string v = ts.size() > head.size() ? ts.substr(head.size() + 1) : "";
+  char* end = nullptr;
+  if (ts == "None") return Value();
+  if (head == "str") return str_value(v);
+  if (head == "bool" && (v == "True" || v == "False")) return Value::boolean(v == "True");
+  if (head == "int" && !v.empty()) {
+    long long x = std::strtoll(v.c_str(), &end, 10);
+    if (*end == '\0') return Value::integer(x);
+  }
+  if (head == "float" && !v.empty()) {
+    double x = std::strtod(v.c_str(), &end);
+    if (*end == '\0') return Value::number(x);
+  }
+  return std::nullopt;
+}
+
 namespace {
 
 using ast::ExprKind;
@@ -100,8 +118,28 @@ std::optional<Forward> find_forward(const Module& m, const FuncInfo& backward) {
   return before ? before : after;
 }
 
+// An input's first use: the first `x = f(...)` of the body that passes it as an argument, and at
+// which place (null where none does).
+const ast::Stmt* first_call_use(const ast::Block& body, const std::string& name, size_t* at) {
+  for (const auto& st : body) {
+    if (st->kind != ast::StmtKind::Assign || !st->value || st->value->kind != ExprKind::Call) continue;
+    const ast::Expr& call = *st->value;
+    for (size_t i = 0; i < call.args.size(); ++i)
+      if (call.args[i]->kind == ExprKind::Name && call.args[i]->name == name) {
+        *at = i;
+        return st.get();
+      }
+  }
+  return nullptr;
+}
+
+std::string callee_name(const ast::Expr& call) {
+  const ast::Expr& f = *call.items[0];
+  return f.kind == ExprKind::Attribute || f.kind == ExprKind::Name ? f.name : "";
+}
+
 // The type of an input no comment states, from its first use where that use's printed output
-// type determines it (docs/thunder.md, "Inputs without types"): the weight and bias of
+// type determines it (docs/thunder.md, "Functions and their inputs"): the weight and bias of
 // linear(x, w, b), the input of unsqueeze(x, d) or permute(x, dims), the indices of
 // embedding(idx, w) (i64). Elsewhere (a table an embedding or a slice reads: its size is not
 // printed) nothing is inferred and the input needs a type.
@@ -122,76 +160,61 @@ std::optional<ir::TensorType> infer_from_use(const ast::Block& body, const std::
     }
     return true;
   };
-  for (const auto& st : body) {
-    if (st->kind != ast::StmtKind::Assign || st->targets.size() != 1 || st->targets[0]->kind != ExprKind::Name || !st->value ||
-        st->value->kind != ExprKind::Call)
-      continue;
-    const ast::Expr& call = *st->value;
-    size_t at = call.args.size();
-    for (size_t i = 0; i < call.args.size(); ++i)
-      if (call.args[i]->kind == ExprKind::Name && call.args[i]->name == name) at = i;
-    if (at == call.args.size()) continue;
-    // Its first use: inferred from it or not at all.
-    auto out = type_of(st->targets[0]->name);
-    const ast::Expr& f = *call.items[0];
-    const std::string op = f.kind == ExprKind::Attribute || f.kind == ExprKind::Name ? f.name : "";
-    if (!out || out->shape.empty()) return std::nullopt;
-    ir::TensorType t = *out;
-    const int64_t r = static_cast<int64_t>(out->shape.size());
-    if (op == "linear" && call.args.size() >= 2) {
-      auto x = call.args[0]->kind == ExprKind::Name ? type_of(call.args[0]->name) : std::nullopt;
-      if (at == 1 && x && !x->shape.empty()) {
-        t.shape = {out->shape.back(), x->shape.back()};
-        return t;
-      }
-      if (at == 2) {
-        t.shape = {out->shape.back()};
-        return t;
-      }
-      return std::nullopt;
-    }
-    if (op == "unsqueeze" && at == 0 && call.args.size() == 2 && call.args[1]->kind == ExprKind::Int) {
-      int64_t d = call.args[1]->int_value < 0 ? call.args[1]->int_value + r : call.args[1]->int_value;
-      if (d < 0 || d >= r || out->shape[d] != 1) return std::nullopt;
-      t.shape.erase(t.shape.begin() + d);
+  size_t at = 0;
+  const ast::Stmt* st = first_call_use(body, name, &at);
+  if (!st || st->targets.size() != 1 || st->targets[0]->kind != ExprKind::Name) return std::nullopt;
+  const ast::Expr& call = *st->value;
+  auto out = type_of(st->targets[0]->name);
+  const std::string op = callee_name(call);
+  if (!out || out->shape.empty()) return std::nullopt;
+  ir::TensorType t = *out;
+  const int64_t r = static_cast<int64_t>(out->shape.size());
+  if (op == "linear" && call.args.size() >= 2) {
+    auto x = call.args[0]->kind == ExprKind::Name ? type_of(call.args[0]->name) : std::nullopt;
+    if (at == 1 && x && !x->shape.empty()) {
+      t.shape = {out->shape.back(), x->shape.back()};
       return t;
     }
-    if (op == "permute" && at == 0 && call.args.size() == 2) {
-      std::vector<int64_t> dims;
-      if (!ints(call.args[1].get(), &dims) || static_cast<int64_t>(dims.size()) != r) return std::nullopt;
-      for (int64_t i = 0; i < r; ++i) {
-        int64_t d = dims[i] < 0 ? dims[i] + r : dims[i];
-        if (d < 0 || d >= r) return std::nullopt;
-        t.shape[d] = out->shape[i];
-      }
-      return t;
-    }
-    if (op == "embedding" && at == 0) {
-      t.shape.pop_back();
-      t.dtype = rt::DType::i64;
+    if (at == 2) {
+      t.shape = {out->shape.back()};
       return t;
     }
     return std::nullopt;
+  }
+  if (op == "unsqueeze" && at == 0 && call.args.size() == 2 && call.args[1]->kind == ExprKind::Int) {
+    int64_t d = call.args[1]->int_value < 0 ? call.args[1]->int_value + r : call.args[1]->int_value;
+    if (d < 0 || d >= r || out->shape[d] != 1) return std::nullopt;
+    t.shape.erase(t.shape.begin() + d);
+    return t;
+  }
+  if (op == "permute" && at == 0 && call.args.size() == 2) {
+    std::vector<int64_t> dims;
+    if (!ints(call.args[1].get(), &dims) || static_cast<int64_t>(dims.size()) != r) return std::nullopt;
+    for (int64_t i = 0; i < r; ++i) {
+      int64_t d = dims[i] < 0 ? dims[i] + r : dims[i];
+      if (d < 0 || d >= r) return std::nullopt;
+      t.shape[d] = out->shape[i];
+    }
+    return t;
+  }
+  if (op == "embedding" && at == 0) {
+    t.shape.pop_back();
+    t.dtype = rt::DType::i64;
+    return t;
   }
   return std::nullopt;
 }
 
 // Where an input is first read, for an error that says why its type could not be inferred.
 std::string first_use(Interpreter& in, const ast::Block& body, const std::string& name) {
-  for (const auto& st : body) {
-    if (st->kind != ast::StmtKind::Assign || !st->value || st->value->kind != ExprKind::Call) continue;
-    const ast::Expr& call = *st->value;
-    for (size_t i = 0; i < call.args.size(); ++i) {
-      if (call.args[i]->kind != ExprKind::Name || call.args[i]->name != name) continue;
-      const ast::Expr& f = *call.items[0];
-      std::string op = f.kind == ExprKind::Attribute || f.kind == ExprKind::Name ? f.name : "a call";
-      std::string what = op == "embedding" && i == 1 ? "an embedding's table (its rows are not printed)"
-                         : op.find("slice") != std::string::npos ? "only sliced (its whole size is not printed)"
-                                                                 : "argument " + std::to_string(i + 1) + " of " + op;
-      return what + ", line " + std::to_string(in.sources().line_col(st->loc).line);
-    }
-  }
-  return "";
+  size_t at = 0;
+  const ast::Stmt* st = first_call_use(body, name, &at);
+  if (!st) return "";
+  std::string op = callee_name(*st->value);
+  std::string what = op == "embedding" && at == 1 ? "an embedding's table (its rows are not printed)"
+                     : op.find("slice") != std::string::npos ? "only sliced (its whole size is not printed)"
+                                                             : "argument " + std::to_string(at + 1) + " of " + (op.empty() ? "a call" : op);
+  return what + ", line " + std::to_string(in.sources().line_col(st->loc).line);
 }
 
 class Builder {
@@ -282,27 +305,11 @@ class Builder {
   void typed(Collection* c, const std::string& ts, SourceLoc loc, const std::string& where) {
     std::string head = ts.substr(0, ts.find(' '));
     if (head == "int" || head == "float" || head == "bool") {
-      std::string v = ts.size() > head.size() ? ts.substr(head.size() + 1) : "";
-      char* end = nullptr;
+      auto v = literal_of_type_string(ts);
+      if (!v) in_.fail(loc, "the number '" + c->name + "' has no value in " + where + " (\"" + ts + "\"; like \"int 8\")");
       c->kind = Collection::Kind::Number;
-      if (head == "bool" && (v == "True" || v == "False")) {
-        c->number = Value::boolean(v == "True");
-        return;
-      }
-      if (head == "int") {
-        long long x = v.empty() ? 0 : std::strtoll(v.c_str(), &end, 10);
-        if (!v.empty() && *end == '\0') {
-          c->number = Value::integer(x);
-          return;
-        }
-      } else if (head == "float") {
-        double x = v.empty() ? 0 : std::strtod(v.c_str(), &end);
-        if (!v.empty() && *end == '\0') {
-          c->number = Value::number(x);
-          return;
-        }
-      }
-      in_.fail(loc, "the number '" + c->name + "' has no value in " + where + " (\"" + ts + "\"; like \"int 8\")");
+      c->number = std::move(*v);
+      return;
     }
     std::string why;
     auto t = ir::parse_type_string(ts, &why);

@@ -43,6 +43,10 @@ std::optional<Collection> collection_param(Interpreter& in, const FunctionObj& f
                                            const std::map<std::string, ir::TensorType>& given,
                                            std::vector<UntypedElement>* untyped);
 
+// A printout's value for an input that is not a tensor: "int 8", "float 0.5", "bool True",
+// "str sum" (a 2023 printout's `# "sum"`), "None"; nullopt for anything else (a tensor's type).
+std::optional<Value> literal_of_type_string(const std::string& ts);
+
 // Fails, at the first, with an error that names every untyped element; nothing when none.
 void fail_untyped(Interpreter& in, const FunctionObj& fn, const std::vector<UntypedElement>& untyped);
 

@@ -218,9 +218,9 @@ class Interpreter {
   Value ltorch_;     // NamespaceObj of the stdlib composites (falls back to prims)
   Value dist_;       // NamespaceObj dist: the world (C++) and the collectives (stdlib/dist.trace)
   Value optim_;      // NamespaceObj optim: optimizers, schedules, clipping (stdlib/optim.trace)
-  std::unordered_set<const Object*> pending_collections_;
+  std::unordered_set<const Object*> pending_collections_;  // trace(): the collection tuples made for record_call
   // TRACER_PROFILE_SCRIPTS: calls and inclusive milliseconds per script function (eval.cpp).
-  std::unique_ptr<ScriptProfile> profile_;  // trace(): the collection tuples made for record_call
+  std::unique_ptr<ScriptProfile> profile_;
   Value executors_;  // NamespaceObj executors: Thunder's bare names (stdlib/thunder.trace), before ltorch
   std::vector<std::shared_ptr<Module>> modules_;
   std::vector<int32_t> stdlib_files_;

@@ -6,6 +6,7 @@
 
 #include "interpreter/collections.h"
 #include "interpreter/interp.h"
+#include "ir/fusion.h"
 
 namespace tracer::interp {
 
@@ -364,26 +365,6 @@ struct ParamTypes {
   bool keyword_only = false;       // after `*` or `*args`: passed by name
 };
 
-// A printout's value for a parameter that is not a tensor: "int 8", "float 0.5", "bool True",
-// "str sum" (from `# "sum"`), "None".
-std::optional<Value> literal_of_type_string(const std::string& ts) {
-  std::string head = ts.substr(0, ts.find(' '));
-  std::string v = ts.size() > head.size() ? ts.substr(head.size() + 1) : "";
-  char* end = nullptr;
-  if (ts == "None") return Value();
-  if (head == "str") return str_value(v);
-  if (head == "bool" && (v == "True" || v == "False")) return Value::boolean(v == "True");
-  if (head == "int" && !v.empty()) {
-    long long x = std::strtoll(v.c_str(), &end, 10);
-    if (*end == '\0') return Value::integer(x);
-  }
-  if (head == "float" && !v.empty()) {
-    double x = std::strtod(v.c_str(), &end);
-    if (*end == '\0') return Value::number(x);
-  }
-  return std::nullopt;
-}
-
 // The type comments a printout puts first in a function's body, one a parameter, in order (an
 // unnamed one, `# "sum"`, is the parameter at its place).
 std::vector<const ast::Stmt*> leading_type_comments(const ast::Block& b) {
@@ -700,15 +681,10 @@ std::shared_ptr<ir::Trace> Interpreter::trace(const FunctionObj& fn, const std::
       f.callee = "nvFusion0";
       f.outputs_as_list = true;
       f.loc = fn.info->loc;
-      std::unordered_set<const ir::Proxy*> defined, seen;
-      for (const ir::Stmt& st : body) {
-        auto use = [&](const ir::ProxyPtr& p) {
-          if (!defined.count(p.get()) && seen.insert(p.get()).second) f.args.push_back(ir::Arg::of_proxy(p));
-        };
-        for (const ir::Arg& x : st.args) ir::for_each_proxy(x, use);
-        for (const auto& kv : st.kwargs) ir::for_each_proxy(kv.second, use);
+      f.args = ir::fusion_inputs(body);
+      std::unordered_set<const ir::Proxy*> defined;
+      for (const ir::Stmt& st : body)
         for (const auto& p : st.outputs) defined.insert(p.get());
-      }
       // Its outputs: what the definition adds as outputs and computes (an input passed through is none).
       ir::for_each_proxy(t->output, [&](const ir::ProxyPtr& p) {
         if (defined.count(p.get()) && std::find(f.outputs.begin(), f.outputs.end(), p) == f.outputs.end()) f.outputs.push_back(p);

@@ -634,15 +634,10 @@ Value b_emit_fusion(Interpreter& in, CallArgs& a, SourceLoc loc) {
   f.kind = ir::StmtKind::Fusion;
   f.callee = a.pos[0].as<StrObj>()->s;
   f.outputs_as_list = true;
-  std::unordered_set<const ir::Proxy*> defined, seen;
+  std::unordered_set<const ir::Proxy*> defined;
   for (const Value& v : in.iterate(a.pos[1], loc)) {
     if (!v.is(VT::Stmt)) in.fail(loc, "emit_fusion(): stmts must be statements");
     const ir::Stmt& s = *v.as<StmtObj>()->stmt;
-    auto use = [&](const ir::ProxyPtr& p) {
-      if (!defined.count(p.get()) && seen.insert(p.get()).second) f.args.push_back(ir::Arg::of_proxy(p));
-    };
-    for (const ir::Arg& x : s.args) ir::for_each_proxy(x, use);
-    for (const auto& kv : s.kwargs) ir::for_each_proxy(kv.second, use);
     for (const auto& p : s.outputs) defined.insert(p.get());
     // The fusion stands where its last statement stood (earlier ones may be recomputed copies).
     f.loc = s.loc;
@@ -655,6 +650,7 @@ Value b_emit_fusion(Interpreter& in, CallArgs& a, SourceLoc loc) {
     c.source.clear();
     f.subsymbols.push_back(std::move(c));
   }
+  f.args = ir::fusion_inputs(f.subsymbols);
   for (const Value& v : in.iterate(a.pos[2], loc)) {
     if (!v.is(VT::Proxy) || !defined.count(v.as<ProxyObj>()->p.get()))
       in.fail(loc, "emit_fusion(): outputs must be proxies the statements define");

@@ -161,4 +161,18 @@ bool runs_fused(const Stmt& s) {
   return true;
 }
 
+std::vector<Arg> fusion_inputs(const std::vector<Stmt>& body) {
+  std::vector<Arg> out;
+  std::unordered_set<const Proxy*> defined, seen;
+  for (const Stmt& s : body) {
+    auto use = [&](const ProxyPtr& p) {
+      if (!defined.count(p.get()) && seen.insert(p.get()).second) out.push_back(Arg::of_proxy(p));
+    };
+    for (const Arg& x : s.args) for_each_proxy(x, use);
+    for (const auto& kv : s.kwargs) for_each_proxy(kv.second, use);
+    for (const auto& p : s.outputs) defined.insert(p.get());
+  }
+  return out;
+}
+
 }  // namespace tracer::ir

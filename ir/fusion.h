@@ -44,5 +44,8 @@ std::unordered_set<const Proxy*> lazy_transposes(const std::vector<Stmt>& stmts,
 
 // Whether s is a transpose of the last two dimensions of its (proxy) input.
 bool swaps_last_two(const Stmt& s);
+// A fusion of `body`'s arguments: the proxies its statements read that none of them defines, in
+// the order of their first reads.
+std::vector<Arg> fusion_inputs(const std::vector<Stmt>& body);
 
 }  // namespace tracer::ir
