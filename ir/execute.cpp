@@ -100,12 +100,20 @@ void run_prim(const Stmt& s, Env& env, ExecContext& ctx, const Dying& dying, con
   if (s.op->name == "wait" && s.args[0].kind == K::Proxy) ctx.in_flight.erase(s.args[0].proxy.get());
 }
 
-bool row_split(const TensorType& t, size_t rank, int64_t rows) { return t.shape.size() == rank && t.shape[0] == rows; }
-bool row_split(const Shape& s, size_t rank, int64_t rows) { return s.size() == rank && s[0] == rows; }
+// Rows [r0, r1) at block dimension k of a tensor split by blocks (every dimension before k is
+// one, so the block is one contiguous run: a view).
+rt::Tensor block_rows(const rt::Tensor& t, size_t k, int64_t r0, int64_t r1) {
+  if (k == 0) return t.rows(r0, r1);
+  const Shape& sh = t.shape();
+  const int64_t rows = sh[k];
+  Shape bs = sh;
+  bs[k] = r1 - r0;
+  return t.view({rows, rows ? t.numel() / rows : 0}).rows(r0, r1).view(bs);
+}
 
 // Elements of `base` read through view w (ir/group.h): the block of `shape` whose first element
-// is w's element (r0, 0, ...) (r0 = 0: the whole view).
-rt::Tensor gather_view(const rt::Tensor& base, const View& w, const Shape& shape, int64_t r0, rt::Allocator* al) {
+// is w's element with coordinate r0 at dimension k, 0 elsewhere (r0 = 0: the whole view).
+rt::Tensor gather_view(const rt::Tensor& base, const View& w, const Shape& shape, int64_t r0, rt::Allocator* al, size_t k = 0) {
   rt::Tensor out = rt::Tensor::empty(base.dtype(), shape, al);
   size_t es = rt::dtype_size(base.dtype());
   int64_t n = rt::numel(shape);
@@ -114,7 +122,7 @@ rt::Tensor gather_view(const rt::Tensor& base, const View& w, const Shape& shape
   std::vector<int64_t> c(shape.size(), 0);
   for (int64_t j = 0; j < n; ++j) {
     std::vector<int64_t> at = c;
-    if (!at.empty()) at[0] += r0;
+    if (k < at.size()) at[k] += r0;
     std::memcpy(dst + static_cast<size_t>(j) * es, src + static_cast<size_t>(w.at(at)) * es, es);
     for (size_t d = shape.size(); d-- > 0;) {  // the next coordinate, row-major
       if (++c[d] < shape[d]) break;
@@ -136,8 +144,9 @@ void run_fused(const Stmt& s, Env& env, ExecContext& ctx, const Dying& dying) {
   GroupPlan g = plan_group(prims, s.outputs);
   const bool planned = g.kind != GroupKind::None;
   const Shape shape = planned ? g.shape : s.outputs[0]->type.shape;
-  size_t rank = shape.size();
-  int64_t rows = shape[0], row_elems = rows ? rt::numel(shape) / rows : 0;
+  const size_t rank = shape.size(), k = block_dim(shape);  // (runs_fused: k < rank)
+  const int64_t rows = shape[k], row_elems = rows ? rt::numel(shape) / rows : 0;
+  auto row_split = [&](const Shape& sh) { return block_split(sh, rank, k, rows); };
   int64_t block = std::max<int64_t>(1, 65536 / std::max<int64_t>(row_elems, 1));
   // Column reductions and what is computed from them run after the blocks.
   std::unordered_set<const Proxy*> post;
@@ -187,7 +196,7 @@ void run_fused(const Stmt& s, Env& env, ExecContext& ctx, const Dying& dying) {
   local_ctx.allocator = &scratch;
   local_ctx.reuse = nullptr;
   auto block_shape = [&](Shape sh, int64_t b) {
-    if (row_split(sh, rank, rows)) sh[0] = b;
+    if (row_split(sh)) sh[k] = b;
     return sh;
   };
   auto run_prim_on = [&](const Stmt* p, const std::function<rt::Tensor(const ProxyPtr&)>& value, ExecContext& c) {
@@ -214,15 +223,15 @@ void run_fused(const Stmt& s, Env& env, ExecContext& ctx, const Dying& dying) {
       auto v = g.views.find(p.get());
       if (v != g.views.end()) {
         const View& w = v->second;
-        bool split = row_split(w.shape, rank, rows);
+        bool split = row_split(w.shape);
         Shape bs = split ? block_shape(w.shape, b) : w.shape;
-        rt::Tensor t = gather_view(env.at(w.base), w, bs, split ? r0 : 0, local_ctx.allocator);
+        rt::Tensor t = gather_view(env.at(w.base), w, bs, split ? r0 : 0, local_ctx.allocator, k);
         local.emplace(p.get(), t);
         return t;
       }
       auto outer = env.find(p.get());
       if (outer == env.end()) throw std::runtime_error("'" + p->name + "' has no value (deleted or never defined)");
-      rt::Tensor t = row_split(p->type, rank, rows) ? outer->second.rows(r0, r1) : outer->second;
+      rt::Tensor t = row_split(p->type.shape) ? block_rows(outer->second, k, r0, r1) : outer->second;
       local.emplace(p.get(), t);
       return t;
     };
@@ -247,9 +256,9 @@ void run_fused(const Stmt& s, Env& env, ExecContext& ctx, const Dying& dying) {
       if (auto c = g.cats.find(out.get()); c != g.cats.end()) {  // the pieces' blocks, gathered and joined
         std::vector<rt::Tensor> parts;
         for (const View& w : c->second.pieces) {
-          bool split = row_split(w.shape, rank, rows);
+          bool split = row_split(w.shape);
           Shape bs = split ? block_shape(w.shape, b) : w.shape;
-          parts.push_back(gather_view(env.at(w.base), w, bs, split ? r0 : 0, local_ctx.allocator));
+          parts.push_back(gather_view(env.at(w.base), w, bs, split ? r0 : 0, local_ctx.allocator, k));
         }
         rt::Tensor joined = rt::cat(parts, static_cast<int64_t>(c->second.dim), local_ctx.allocator);
         local[out.get()] = joined.view(block_shape(out->type.shape, b));
@@ -271,7 +280,7 @@ void run_fused(const Stmt& s, Env& env, ExecContext& ctx, const Dying& dying) {
       if (p->op->name == "iota") {
         int64_t n = p->args[0].i, start = p->args[1].kind == Arg::Kind::Int ? p->args[1].i : 0;
         int64_t step = p->args[2].kind == Arg::Kind::Int ? p->args[2].i : 1;
-        bool split = row_split(out->type, rank, rows);
+        bool split = row_split(out->type.shape);
         local[out.get()] = rt::iota(split ? b : n, split ? static_cast<int64_t>(static_cast<uint64_t>(start) + static_cast<uint64_t>(r0) * static_cast<uint64_t>(step)) : start,
                                     step, out->type.dtype, local_ctx.allocator);
         continue;
@@ -279,8 +288,8 @@ void run_fused(const Stmt& s, Env& env, ExecContext& ctx, const Dying& dying) {
       if (p->op->name == "uniform_philox") {  // this block's elements of the draw
         const TensorType& t = out->type;
         rt::Shape bs = t.shape;
-        bool split = row_split(t, rank, rows);  // else it broadcasts along the rows: drawn whole
-        if (split) bs[0] = b;
+        bool split = row_split(t.shape);  // else it broadcasts along the rows: drawn whole
+        if (split) bs[k] = b;
         uint64_t start = split ? static_cast<uint64_t>(r0 * (rt::numel(t.shape) / rows)) : 0;
         auto word = [&](const Arg& a) -> uint64_t {
           if (a.kind == Arg::Kind::Proxy) return static_cast<uint64_t>(static_cast<int64_t>(value(a.proxy).get(0)));
@@ -296,7 +305,7 @@ void run_fused(const Stmt& s, Env& env, ExecContext& ctx, const Dying& dying) {
     for (size_t i = 0; i < s.outputs.size(); ++i) {
       if (post.count(s.outputs[i].get())) continue;
       const rt::Tensor part = value(s.outputs[i]);  // a view the group hands on is gathered here
-      rt::Tensor dst = outs[i].rows(r0, r1);
+      rt::Tensor dst = block_rows(outs[i], k, r0, r1);
       if (part.nbytes()) std::memcpy(dst.data(), part.data(), part.nbytes());
     }
   }

@@ -88,18 +88,32 @@ std::unordered_set<const Proxy*> lazy_transposes(const std::vector<Stmt>& stmts,
   return lazy;
 }
 
+size_t block_dim(const Shape& shape) {
+  size_t k = 0;
+  while (k < shape.size() && shape[k] == 1) ++k;
+  return k;
+}
+
+bool block_split(const Shape& s, size_t rank, size_t k, int64_t rows) {
+  if (s.size() != rank || k >= rank || s[k] != rows) return false;
+  for (size_t d = 0; d < k; ++d)
+    if (s[d] != 1) return false;
+  return true;
+}
+
 namespace {
 
 // Elementwise primitives and reductions over the last dimension whose every value splits into
 // blocks of rows or broadcasts along them (the rule before groups held views and creations).
 bool splits_by_rows(const Stmt& s, const std::vector<const Stmt*>& prims) {
   const Shape& shape = s.outputs[0]->type.shape;
-  size_t rank = shape.size();
-  int64_t rows = shape[0];
+  const size_t rank = shape.size(), k = block_dim(shape);
+  if (k >= rank) return false;
+  const int64_t rows = shape[k];
   auto fits = [&](const TensorType& t, bool must_split) {
-    if (t.shape.size() == rank && t.shape[0] == rows) return true;
+    if (block_split(t.shape, rank, k, rows)) return true;
     if (must_split) return false;
-    return t.shape.size() < rank || t.shape[0] == 1;
+    return t.shape.size() < rank || t.shape[k] == 1;
   };
   bool reduces = false;
   for (const Stmt* p : prims) {
@@ -116,8 +130,8 @@ bool splits_by_rows(const Stmt& s, const std::vector<const Stmt*>& prims) {
   }
   for (const auto& o : s.outputs)
     if (!fits(o->type, true)) return false;
-  // A row group splits by rows only when the reduced (last) dimension is not the row dimension.
-  if (reduces && rank < 2) return false;
+  // A row group splits by rows only when the reduced (last) dimension is not the block dimension.
+  if (reduces && k + 1 >= rank) return false;
   return true;
 }
 
@@ -130,19 +144,22 @@ bool runs_fused(const Stmt& s) {
   flat_prims(s, prims);
   if (prims.size() < 2) return false;
   const Shape& first = s.outputs[0]->type.shape;
-  if (!first.empty() && first[0] >= 2 && splits_by_rows(s, prims)) return true;
+  if (block_dim(first) < first.size() && first[block_dim(first)] >= 2 && splits_by_rows(s, prims)) return true;
   // A group (ir/group.h) with views, creations or reductions over columns: blocks of rows of
-  // its iteration shape S; every value splits by rows of S or broadcasts along them.
+  // its iteration shape S at its block dimension k; every value splits by those rows or
+  // broadcasts along them.
   GroupPlan g = plan_group(prims, s.outputs);
   if (g.kind == GroupKind::None) return false;
   const Shape& S = g.shape;
-  if (S.empty() || S[0] < 2) return false;
-  if (g.kind == GroupKind::Rows && S.size() < 2) return false;
-  size_t R = S.size();
-  int64_t rows = S[0];
+  const size_t R = S.size(), k = block_dim(S);
+  if (k >= R || S[k] < 2) return false;
+  if (g.kind == GroupKind::Rows && k + 1 >= R) return false;
+  // Columns: the blocks accumulate the reduced leading dimensions, so they must split one of them.
+  if (g.kind == GroupKind::Columns && k >= g.lead) return false;
+  const int64_t rows = S[k];
   for (const auto& [v, c] : g.cats)
-    if (c.dim == 0) return false;  // pieces along the rows: not by blocks
-  auto fits = [&](const Shape& sh) { return (sh.size() == R && sh[0] == rows) || sh.size() < R || sh[0] == 1; };
+    if (c.dim <= k) return false;  // pieces along the rows: not by blocks
+  auto fits = [&](const Shape& sh) { return block_split(sh, R, k, rows) || sh.size() < R || sh[k] == 1; };
   for (const Stmt* p : prims) {
     for (const auto& o : p->outputs) {
       auto v = g.views.find(o.get());

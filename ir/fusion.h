@@ -11,10 +11,18 @@
 
 namespace tracer::ir {
 
+// The dimension a fused statement's blocks split: the first of its iteration shape that is not 1
+// (a batch of one, [1, 512, 4096], splits its 512 rows; every dimension before it is 1, so a
+// block is still one contiguous run of each split tensor). shape.size() when every one is 1.
+size_t block_dim(const Shape& shape);
+// Whether a value of shape s splits into the blocks of an iteration shape of rank `rank` whose
+// block dimension k has `rows` rows: the same rank, ones before k, and `rows` at k.
+bool block_split(const Shape& s, size_t rank, size_t k, int64_t rows);
+
 // Whether s runs fused: every primitive in it (recursively) is elementwise or a reduction over
-// the last dimension (row_reduction; then the rank is at least 2, so rows are never reduced),
-// and every value it computes either has the full row count of its first output (split into
-// blocks) or broadcasts along the rows (kept whole). A block's reductions see whole rows, and
+// the last dimension (row_reduction; then the block dimension is not the last, so rows are never
+// reduced), and every value it computes either has the full row count of its first output at the
+// block dimension (split into blocks) or broadcasts along the rows (kept whole). A block's reductions see whole rows, and
 // the CPU reduces each row in the same order whatever the block: results are bit for bit those
 // of the unfused statements.
 bool runs_fused(const Stmt& s);

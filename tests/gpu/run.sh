@@ -80,6 +80,10 @@ check() {  # label, CPU args..., --, GPU extra args...
 # Online sums of exponentials (TRACER_ROWS_ONLINE=1, off by default): the special-value rows and
 # the GPT under a fuse pipeline.
 TRACER_ROWS_ONLINE=1 check "ops.trace ops_rows fuse online" tests/gpu/ops.trace --entry ops_rows --passes fuse --
+# Batch-one shapes ([1, T, C]) fused: the GPU's kernels against the CPU's blocks.
+for passes in "grad,philox,del_last_used" "grad,philox,fuse,del_last_used"; do
+  check "batch_one.trace $passes" tests/gpu/batch_one.trace --passes "$passes" --
+done
 # Compiled functions in the language on the GPU (jit, value_and_grad, AdamW) against the CPU.
 if "$TRACER" run tests/gpu/jit_cuda.trace > "$tmp/jit.log" 2>&1 && tail -1 "$tmp/jit.log" | grep -q "^ok$"; then
   echo "ok   jit_cuda.trace: compiled functions on cuda equal the CPU's"
