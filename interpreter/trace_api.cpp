@@ -203,6 +203,13 @@ bool trace_attr(Interpreter& in, const Value& obj, const std::string& name, Valu
     else if (name == "args") *out = stmt_args(s);
     else if (name == "outputs") *out = proxy_list(s.outputs);
     else if (name == "deleted") *out = proxy_list(s.deleted);
+    else if (name == "reads") {  // (passlib's reads(s): every pass asks it, so it is native)
+      std::vector<ir::ProxyPtr> ps;
+      auto use = [&](const ir::ProxyPtr& p) { ps.push_back(p); };
+      for (const ir::Arg& x : s.args) ir::for_each_proxy(x, use);
+      for (const auto& kv : s.kwargs) ir::for_each_proxy(kv.second, use);
+      *out = proxy_list(ps);
+    }
     else if (name == "region") *out = s.region.empty() ? Value() : str_value(s.region);
     else if (name == "region_id") *out = Value::integer(s.region_id);
     else if (name == "elementwise") *out = Value::boolean(all_elementwise(s));
@@ -509,6 +516,19 @@ Value b_group_kind(Interpreter& in, CallArgs& a, SourceLoc loc) {
   }
 }
 
+// block_kind(stmts, outputs): group_kind's answer where the fusion also runs block by block on
+// the CPU (runs_fused), else None: what fuse asks of every candidate cut, the fusion built once.
+Value b_block_kind(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  ir::Stmt f = fusion_arg(in, a, loc, "block_kind");
+  if (f.outputs.empty() || !ir::runs_fused(f)) return Value();
+  switch (ir::plan_group(f).kind) {
+    case ir::GroupKind::Elementwise: return str_value("elementwise");
+    case ir::GroupKind::Rows: return str_value("rows");
+    case ir::GroupKind::Columns: return str_value("columns");
+    default: return Value();
+  }
+}
+
 // name -> index of the top-level statement that defines it.
 Value b_producers(Interpreter& in, CallArgs& a, SourceLoc loc) {
   auto t = want_trace(in, a.pos.at(0), "producers", loc);
@@ -698,6 +718,9 @@ const BuiltinDef kTraceBuiltins[] = {
     {"group_kind", b_group_kind,
      "group_kind(stmts, outputs): how their fusion runs as one kernel: 'elementwise', 'rows', 'columns' or None "
      "(docs/codegen.md, Groups)."},
+    {"block_kind", b_block_kind,
+     "block_kind(stmts, outputs): group_kind(stmts, outputs) where runs_fused(stmts, outputs) too, else None (the "
+     "fusion runs whole on the CPU and the GPU)."},
     {"memory_estimate", b_memory_estimate,
      "memory_estimate(traces): (peak bytes, per trace the live bytes after each statement), as tracer mem "
      "estimates them (dels included)."},
