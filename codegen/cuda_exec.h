@@ -402,6 +402,9 @@ class GpuExecutor {
     Kernel kernel;
     void* fn = nullptr;
     DonorCandidates donors;  // over kernel.params, each member's outputs among its own params
+    // Per param: read or written 16 bytes at a time (full size, or KernelParam::vector), so its
+    // pointer decides whether its member takes the vector path.
+    std::vector<char> vector_access;
   };
   std::unordered_map<const ir::Stmt*, std::shared_ptr<Horizontal>> horizontal_;
   size_t max_param_bytes() const;  // a kernel's parameters: 32 KiB from CUDA 12.1 on sm_70+, else 4 KiB

@@ -80,9 +80,14 @@ std::shared_ptr<GpuExecutor::Horizontal> GpuExecutor::plan_horizontal(const std:
   h->kernel = generate_elementwise_multi(ms, "horizontal", may_alias, dev_.sm_count());
   h->fn = kernel_function(h->kernel);
   h->donors.resize(h->kernel.params.size());
+  h->vector_access.assign(h->kernel.params.size(), 0);
   size_t q = 0;
   for (size_t m = 0; m < ms.size(); ++m) {
     const size_t n = static_cast<size_t>(h->kernel.segment_params[m]);
+    // (an optimizer's one-element coefficients, views at 8-byte offsets, are not: counting them
+    // sent every member down the scalar path, half the copy bandwidth on an H100)
+    for (size_t a = q; a < q + n; ++a)
+      h->vector_access[a] = h->kernel.params[a].vector || rt::numel(h->kernel.params[a].type.shape) == h->kernel.segment_elements[m];
     DonorCandidates d = donor_candidates(h->kernel.params, q, q + n, h->dying[m]);
     for (size_t a = q; a < q + n; ++a) h->donors[a] = std::move(d[a]);
     q += n;
@@ -117,6 +122,8 @@ bool GpuExecutor::run_horizontal(const std::vector<ir::Stmt>& stmts, size_t i, V
   // it and no other member reads them, so "taken" is a question within the member.
   std::vector<const ir::Proxy*>& donors = scratch_donors_;
   donors.assign(k.params.size(), nullptr);
+  std::vector<rt::cuda::DevPtr>& ptrs = scratch_ptrs_;  // the inputs' pointers, taken here
+  ptrs.assign(k.params.size(), 0);
   std::vector<char>& taken_by = scratch_taken_;  // by input param: its buffer went to an output
   taken_by.assign(k.params.size(), 0);
   const bool any_transposed = !transposed_.empty();
@@ -131,6 +138,7 @@ bool GpuExecutor::run_horizontal(const std::vector<ir::Stmt>& stmts, size_t i, V
       if (!p.output) {
         auto it = env.find(p.proxy.get());
         if (it == env.end() || (any_transposed && transposed_.count(p.proxy.get())) || !it->second.layout.empty()) return false;
+        ptrs[a] = it->second.ptr();
         continue;
       }
       const int64_t b = h.donors[a].empty() ? -1 : pick_donor(h.donors[a], k.params, env, [&](uint32_t c) { return taken_by[c] != 0; });
@@ -153,12 +161,8 @@ bool GpuExecutor::run_horizontal(const std::vector<ir::Stmt>& stmts, size_t i, V
       }
     q += n;
   }
-  // Bind: the inputs' pointers first, then the outputs: a donor's entry is moved over to its
-  // output (the node re-keyed, nothing allocated), else a new buffer. Then one launch.
-  std::vector<rt::cuda::DevPtr>& ptrs = scratch_ptrs_;
-  ptrs.assign(k.params.size(), 0);
-  for (size_t a = 0; a < k.params.size(); ++a)
-    if (!k.params[a].output) ptrs[a] = env.find(k.params[a].proxy.get())->second.ptr();
+  // Bind the outputs (the inputs' pointers were taken above): a donor's entry is moved over to
+  // its output (the node re-keyed, nothing allocated), else a new buffer. Then one launch.
   for (size_t a = 0; a < k.params.size(); ++a) {
     const KernelParam& p = k.params[a];
     if (!p.output) continue;
@@ -179,12 +183,10 @@ bool GpuExecutor::run_horizontal(const std::vector<ir::Stmt>& stmts, size_t i, V
   q = 0;
   for (size_t m = 0; m < h.members.size(); ++m) {
     const size_t n = static_cast<size_t>(k.segment_params[m]);
-    // (as a single kernel's: the tensors it reads or writes 16 bytes at a time; an optimizer's
-    // one-element coefficients, views at 8-byte offsets, do not count: counting them sent every
-    // member down the scalar path, half the copy bandwidth on an H100)
+    // (as a single kernel's: the tensors it reads or writes 16 bytes at a time)
     bool aligned = true;
     for (size_t a = q; a < q + n; ++a)
-      if (k.params[a].vector || rt::numel(k.params[a].type.shape) == k.segment_elements[m]) aligned = aligned && ptrs[a] % 16 == 0;
+      if (h.vector_access[a]) aligned = aligned && ptrs[a] % 16 == 0;
     if (aligned) vec_mask |= 1ULL << m;
     q += n;
   }

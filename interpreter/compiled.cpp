@@ -2,6 +2,7 @@
 // of tensors and Python values), a program per signature, run on the CPU executor.
 #include "interpreter/compiled.h"
 
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <set>
@@ -60,9 +61,16 @@ class Flattener {
           if (!names_) return void(failed_ = true);
           in_.fail(loc_, fname_ + ": argument '" + path + "' is a tensor that was donated to an earlier call and holds no value");
         }
+        // (appended in place: a step of an optimizer flattens hundreds of tensors a call)
         f->key += 'T';
         f->key += rt::dtype_name(t->dtype());
-        f->key += rt::shape_str(t->shape());
+        for (int64_t d : t->shape()) {
+          char buf[24];
+          auto r = std::to_chars(buf, buf + sizeof buf, d);
+          f->key += ',';
+          f->key.append(buf, r.ptr);
+        }
+        f->key += ';';
         f->objs.push_back(t);
         if (!names_) return;
         f->types.push_back(ir::TensorType{t->dtype(), t->shape(), "cpu"});
@@ -89,7 +97,17 @@ class Flattener {
             in_.fail(loc_, fname_ + ": argument '" + path + "' is a dict with a " + type_name(k.type()) +
                                " key; a pytree's keys are strings or integers");
           }
-          f->key += repr(k);
+          if (k.is(VT::Str)) {  // length-prefixed (no temporary string, and no key can mimic another)
+            const std::string& ks = k.as<StrObj>()->s;
+            char buf[24];
+            auto r = std::to_chars(buf, buf + sizeof buf, ks.size());
+            f->key += 's';
+            f->key.append(buf, r.ptr);
+            f->key += '\'';
+            f->key += ks;
+          } else {
+            f->key += repr(k);
+          }
           f->key += ':';
           add(x, names_ ? path + "_" + (k.is(VT::Str) ? k.as<StrObj>()->s : std::to_string(k.as_int())) : path, arg, f, depth + 1);
         }
@@ -412,7 +430,7 @@ Value device_value(const ir::Arg& a, const DeviceBackend::Program::Values& vals,
 // A call on the device: the program runs there, and its results stay there (the next call takes
 // them without a copy; reading one's values copies it to the host).
 Value call_on_device(Interpreter& in, CompiledObj& c, DeviceBackend* b, CompiledProgram& prog, Flat& flat, const CallArgs& args,
-                     const std::vector<ir::TensorType>& input_types, SourceLoc loc) {
+                     const std::vector<ir::ProxyPtr>& input_types, SourceLoc loc) {
   std::vector<rt::cuda::DeviceTensor> inputs;
   inputs.reserve(flat.dev.size() + prog.captured_dev.size());
   for (auto& d : flat.dev) inputs.push_back(*d);
@@ -432,7 +450,7 @@ Value call_on_device(Interpreter& in, CompiledObj& c, DeviceBackend* b, Compiled
         const ir::Arg& g = bw.output.items[i];
         if (g.kind == ir::Arg::Kind::Proxy) return device_value(g, bv, b);
         // No path from this input to the loss: zeros, as on the CPU.
-        const ir::TensorType& x = input_types[i];
+        const ir::TensorType& x = input_types[i]->type;
         return make<TensorObj>(b->upload(rt::full(x.shape, rt::Scalar{0.0, 0, false}, x.dtype, &in.allocator())), b);
       });
     }
@@ -473,6 +491,7 @@ Value call_compiled(Interpreter& in, CompiledObj& c, CallArgs args, SourceLoc lo
     return !flattener.failed();
   };
   Flat flat;
+  flat.key.reserve(c.key_bytes);
   bool named = false;
   if (!flatten(false, &flat)) {
     flat = Flat();
@@ -491,6 +510,7 @@ Value call_compiled(Interpreter& in, CompiledObj& c, CallArgs args, SourceLoc lo
     if (!b && in.default_device != "cpu") b = in.device_backend(in.default_device, loc);
   }
   if (b) flat.key += "@" + b->device();
+  c.key_bytes = std::max(c.key_bytes, flat.key.size());
   ++c.calls;
   std::shared_ptr<CompiledProgram> prog;
   if (auto it = c.cache.find(flat.key); it != c.cache.end()) {
@@ -551,8 +571,7 @@ Value call_compiled(Interpreter& in, CompiledObj& c, CallArgs args, SourceLoc lo
                        std::to_string(args.pos.size()) + " positional arguments");
     donate_tensors(args.pos[static_cast<size_t>(k)]);
   }
-  std::vector<ir::TensorType> input_types;
-  for (const auto& p : prog->prog[0]->inputs) input_types.push_back(p->type);
+  const std::vector<ir::ProxyPtr>& input_types = prog->prog[0]->inputs;  // (not copied: hundreds a step)
   if (b) return call_on_device(in, c, b, *prog, flat, args, input_types, loc);
   flat.tensors.insert(flat.tensors.end(), prog->captured.begin(), prog->captured.end());
   auto t0 = Clock::now();
@@ -571,7 +590,7 @@ Value call_compiled(Interpreter& in, CompiledObj& c, CallArgs args, SourceLoc lo
     if (g.kind == ir::Arg::Kind::Tensor) return make<TensorObj>(g.tensor);
     // No path from this input to the loss: its gradient is zeros, as JAX and PyTorch's
     // autograd.grad(materialize_grads=True) give.
-    const ir::TensorType& x = input_types[i];
+    const ir::TensorType& x = input_types[i]->type;
     return make<TensorObj>(rt::full(x.shape, rt::Scalar{0.0, 0, false}, x.dtype, &in.allocator()));
   });
 }

@@ -46,6 +46,7 @@ struct CompiledObj : Object {
   std::shared_ptr<CompiledProgram> last;  // the program the last call ran
   // Statistics, read as attributes (f.compiles, ...).
   int64_t calls = 0, compiles = 0;
+  size_t key_bytes = 0;  // the longest signature key so far: the next call's key reserves it
   double trace_ms = 0, pass_ms = 0, run_ms = 0;
 };
 
