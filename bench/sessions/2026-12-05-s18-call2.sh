@@ -26,7 +26,7 @@ timeout 120 $T run $L $LT --device cuda --output $tmp/l0 --json > $tmp/l0.json 2
 timeout 120 $T run $L $LT --device cuda --passes fuse,del_last_used --output $tmp/l1 --json > $tmp/l1.json 2>$tmp/l1.err || tail -3 $tmp/l1.err
 for j in l0 l1; do python3 -c "
 import json,sys; j=json.load(open(sys.argv[1]))
-print(sys.argv[2], 'peak %.3f GiB' % (j.get('device_peak_bytes', 0) / 2**30), 'launches', j.get('kernels_launched'), 'run ms', j.get('run_ms', j.get('time_ms')))" $tmp/$j.json $j 2>&1 | tail -1; done
+print(sys.argv[2], 'device peak %.3f GiB, estimated %.3f GiB,' % (j.get('device_peak_bytes', 0) / 2**30, j.get('estimated_peak_bytes', 0) / 2**30), 'launches', j.get('kernels_launched'), 'run ms', j.get('run_ms', j.get('time_ms')))" $tmp/$j.json $j 2>&1 | tail -1; done
 python3 tests/gpu/compare.py $tmp/l0 $tmp/l1 "llama16 fused vs unfused (cuda)" 2>&1 | tail -4
 echo "== optimizer alone"
 for r in 1 2 3; do timeout 150 $T run bench/optim_step.trace --allow-read examples -- --steps 100 2>&1 | tail -1; done
