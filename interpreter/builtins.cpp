@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include "interpreter/format.h"
 #include "interpreter/builtins.h"
@@ -771,7 +772,18 @@ Value Interpreter::resolve_module_path(const std::string& path, SourceLoc loc) {
   const Value* v = builtins().lookup(root);
   if (root == "thunder") v = builtins().lookup("thunder");
   if (!v || !v->is(VT::Namespace)) fail(loc, "no module named '" + path + "'");
-  if (root == "thunder") return *v;  // Thunder's executors and helpers: one flat namespace
+  if (root == "thunder") {
+    // thunder.core.devices, thunder.core.dtypes, thunder.core.prims and thunder.torch are our
+    // devices, dtypes, prims and ltorch (`import thunder.core.devices as devices`, then
+    // `devices.Device("cuda:0")`); every other path is Thunder's executors and helpers, one flat
+    // namespace.
+    const std::string leaf = path.substr(path.rfind('.') + 1);
+    static const std::map<std::string, std::string> same = {
+        {"devices", "devices"}, {"dtypes", "dtypes"}, {"prims", "prims"}, {"torch", "ltorch"}};
+    if (auto s = same.find(leaf); s != same.end() && path != "thunder")
+      if (const Value* m = builtins().lookup(s->second); m && m->is(VT::Namespace)) return *m;
+    return *v;
+  }
   Value cur = *v;
   size_t pos = root.size();
   while (pos < path.size()) {

@@ -347,6 +347,42 @@ TEST_CASE("a printout's source comments are kept on the statement they head, thr
   }
 }
 
+// tests/thunder/rng_state_mid2024.txt: Thunder's RNG executor (mid-2024 on) reads and advances the
+// generator in one call, get_and_update_rng_state_impl(None, None, devices.Device(...)), and the
+// fusion draws with uniform_philox(seed=i0, offset=i1); `import thunder.core.devices as devices`
+// is our devices. Each run draws the next numbers: the offset advances by one, the draws differ,
+// and they stay within [0, 1) of the input they scale.
+TEST_CASE("a printout's RNG state calls advance the generator run to run", "[thunder]") {
+  Session s;
+  REQUIRE(s.load_file(source_dir() + "/tests/thunder/rng_state_mid2024.txt"));
+  std::vector<RunReport> runs;
+  for (int k = 0; k < 3; ++k) {
+    auto r = s.run("augmented_forward_fn");
+    INFO(s.rendered_diagnostics());
+    REQUIRE(r);
+    runs.push_back(*r);
+  }
+  auto out = [](const RunReport& r, const std::string& name) -> const OutputInfo& {
+    for (const auto& o : r.outputs)
+      if (o.name == name) return o;
+    FAIL("no output " << name);
+    return r.outputs.front();
+  };
+  for (int k = 0; k < 3; ++k) {
+    INFO(k);
+    CHECK(out(runs[k], "i1").head.at(0) == out(runs[0], "i1").head.at(0) + k);
+    CHECK(out(runs[k], "i0").head.at(0) == out(runs[0], "i0").head.at(0));
+    const OutputInfo& a = out(runs[k], "flat_args.0");
+    const OutputInfo& t = out(runs[k], "flat_output.0");
+    REQUIRE(a.head.size() == t.head.size());
+    for (size_t j = 0; j < a.head.size(); ++j) {
+      CHECK(std::abs(t.head[j]) <= std::abs(a.head[j]));
+      CHECK(t.head[j] * a.head[j] >= 0);
+    }
+  }
+  CHECK(out(runs[0], "flat_output.0").sum != out(runs[1], "flat_output.0").sum);
+}
+
 TEST_CASE("a backward printout's collections hold what they were given until they are cleared, as Thunder's memory tool counts", "[thunder][memory]") {
   // backward_collections.txt clears (clear_mutable_collection) and deletes its collections right
   // after unpacking them, so each saved tensor dies at its own del; backward_collections_held.txt
