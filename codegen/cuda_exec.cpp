@@ -690,6 +690,9 @@ void GpuExecutor::run_stmt(const ir::Stmt& s, Values& env, ir::ExecContext& ctx,
     }
     if (run_simple(s, env)) return;
     run_on_cpu(s, env, ctx);
+    // A new generator state (ctx's seed and offset, set on the host): the next draw writes the
+    // device's base from it again.
+    if (op == "set_rng_state") rng_ready_ = false;
   } catch (const ir::ExecError&) {
     throw;
   } catch (const std::exception& e) {

@@ -355,6 +355,19 @@ static void check_type_comments(Interpreter& in, const Stmt& s, const Value& v) 
   if (!v.is(VT::Proxy)) return;
   const ir::Proxy& p = *v.as<ProxyObj>()->p;
   for (const ast::TypeComment& tc : s.type_comments) {
+    // A Python number's comment ("int 4") on a number tracer holds as a 0-d tensor (a seed or
+    // offset read from the generator at run time): the kind must agree; the printed value was
+    // the one Thunder saw while tracing.
+    const std::string& ts = tc.type_string;
+    for (const char* kind : {"int ", "float ", "bool "}) {
+      if (ts.rfind(kind, 0) != 0) continue;
+      const bool ok = p.type.shape.empty() && (kind[0] == 'i'   ? rt::is_int(p.type.dtype)
+                                               : kind[0] == 'f' ? rt::is_float(p.type.dtype)
+                                                                : p.type.dtype == rt::DType::b8);
+      if (!ok) in.fail(tc.loc, "type comment says '" + tc.name + "' is " + ts + " but it is " + p.type.str());
+      break;
+    }
+    if (ts.rfind("int ", 0) == 0 || ts.rfind("float ", 0) == 0 || ts.rfind("bool ", 0) == 0) continue;
     std::string why;
     auto t = ir::parse_type_string(tc.type_string, &why);
     if (!t) in.fail(tc.loc, why);

@@ -190,6 +190,76 @@ std::vector<rt::Tensor> cpu_rng_state(const std::vector<Arg>& a, ExecContext& c)
   return {seed, off};
 }
 
+// The generator's state as a value, as Thunder's RNG executor and PyTorch hold it: 16 bytes on the
+// host, the seed then the offset, each a little-endian u64 (get, set, and their (un)packing).
+TensorType rng_state_bytes_type() {
+  TensorType t;
+  t.dtype = DType::u8;
+  t.shape = {16};
+  t.device = "cpu";
+  return t;
+}
+void check_rng_state_bytes(const Arg& a) {
+  if (!a.is_tensorish()) throw OpError("argument 'state' must be the generator's state, a u8[16] tensor");
+  TensorType t = arg_type(a);
+  if (t.dtype != DType::u8 || t.shape != rt::Shape{16})
+    throw OpError("argument 'state' must be the generator's state, a u8[16] tensor (seed and offset), got " + t.str());
+}
+rt::Tensor rng_state_bytes(uint64_t seed, uint64_t offset, ExecContext& c) {
+  rt::Tensor t = rt::Tensor::empty(DType::u8, {16}, alloc(c));
+  auto* b = t.data_as<uint8_t>();
+  for (int k = 0; k < 8; ++k) {
+    b[k] = static_cast<uint8_t>(seed >> (8 * k));
+    b[8 + k] = static_cast<uint8_t>(offset >> (8 * k));
+  }
+  return t;
+}
+void read_rng_state_bytes(const rt::Tensor& t, uint64_t* seed, uint64_t* offset) {
+  const auto* b = t.data_as<uint8_t>();
+  *seed = *offset = 0;
+  for (int k = 0; k < 8; ++k) {
+    *seed |= static_cast<uint64_t>(b[k]) << (8 * k);
+    *offset |= static_cast<uint64_t>(b[8 + k]) << (8 * k);
+  }
+}
+std::vector<TensorType> meta_get_rng_state(const std::vector<Arg>&) { return {rng_state_bytes_type()}; }
+std::vector<rt::Tensor> cpu_get_rng_state(const std::vector<Arg>&, ExecContext& c) {
+  return one(rng_state_bytes(c.seed, c.rng_offset, c));
+}
+std::vector<TensorType> meta_set_rng_state(const std::vector<Arg>& a) {
+  check_rng_state_bytes(a[0]);
+  return {rng_state_bytes_type()};
+}
+std::vector<rt::Tensor> cpu_set_rng_state(const std::vector<Arg>& a, ExecContext& c) {
+  read_rng_state_bytes(a[0].tensor, &c.seed, &c.rng_offset);
+  return one(rng_state_bytes(c.seed, c.rng_offset, c));
+}
+std::vector<TensorType> meta_unpack_rng_state(const std::vector<Arg>& a) {
+  check_rng_state_bytes(a[0]);
+  TensorType t;
+  t.dtype = DType::i64;
+  t.device = "cpu";
+  return {t, t};
+}
+std::vector<rt::Tensor> cpu_unpack_rng_state(const std::vector<Arg>& a, ExecContext& c) {
+  uint64_t seed = 0, offset = 0;
+  read_rng_state_bytes(a[0].tensor, &seed, &offset);
+  auto word = [&](uint64_t w) {
+    rt::Tensor t = rt::Tensor::empty(DType::i64, {}, alloc(c));
+    t.data_as<int64_t>()[0] = static_cast<int64_t>(w);
+    return t;
+  };
+  return {word(seed), word(offset)};
+}
+std::vector<TensorType> meta_pack_rng_state(const std::vector<Arg>& a) {
+  check_rng_word(a[0], "seed");
+  check_rng_word(a[1], "offset");
+  return {rng_state_bytes_type()};
+}
+std::vector<rt::Tensor> cpu_pack_rng_state(const std::vector<Arg>& a, ExecContext& c) {
+  return one(rng_state_bytes(static_cast<uint64_t>(rng_word(a[0], "seed")), static_cast<uint64_t>(rng_word(a[1], "offset")), c));
+}
+
 // ---- gather ----
 
 std::vector<TensorType> meta_take(const std::vector<Arg>& a) { return {take_type(a[0], a[1], a[2])}; }
@@ -321,6 +391,16 @@ std::vector<OpDecl> make_table() {
       {"rng_state", OpKind::Random, {req("draws"), kw("device", kNone)}, &meta_rng_state, &cpu_rng_state,
        "seed, offset = rng_state(draws): the generator's state as 0-d i64 tensors, then advances its offset by "
        "draws (the philox pass makes every random op stateless with it).", {}},
+      {"get_rng_state", OpKind::Random, {}, &meta_get_rng_state, &cpu_get_rng_state,
+       "state = get_rng_state(): the generator's seed and offset as 16 bytes (u8[16], little-endian u64s), as "
+       "Thunder's and PyTorch's RNG states are; nothing advances.", {}},
+      {"set_rng_state", OpKind::Random, {req("state")}, &meta_set_rng_state, &cpu_set_rng_state,
+       "set_rng_state(state): makes a u8[16] state (seed, offset) the generator's, for the draws after it; "
+       "returns the state set (passes keep it though nothing reads it).", {}},
+      {"unpack_rng_state", OpKind::Random, {req("state")}, &meta_unpack_rng_state, &cpu_unpack_rng_state,
+       "seed, offset = unpack_rng_state(state): a u8[16] state's seed and offset as 0-d i64 tensors.", {}},
+      {"pack_rng_state", OpKind::Random, {req("seed"), req("offset")}, &meta_pack_rng_state, &cpu_pack_rng_state,
+       "state = pack_rng_state(seed, offset): the u8[16] state of a seed and offset (ints or 0-d integer tensors).", {}},
       {"take", OpKind::Gather, {req("a"), req("index"), opt("dim", kZero)}, &meta_take, &cpu_take,
        "Gathers rows of a (dim 0) at index; the result has shape index.shape + a.shape[1:].", {}},
       {"take_backward", OpKind::Gather, {req("grad"), req("index"), req("num_rows")}, &meta_take_backward,

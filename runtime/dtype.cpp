@@ -47,7 +47,7 @@ std::optional<DType> dtype_from_name(const std::string& raw) {
       {"i64", DType::i64},      {"int64", DType::i64},   {"long", DType::i64},
       {"i32", DType::i32},      {"int32", DType::i32},   {"int", DType::i32},
       {"i8", DType::i8},        {"int8", DType::i8},
-      {"u8", DType::u8},        {"uint8", DType::u8},
+      {"u8", DType::u8},        {"uint8", DType::u8},    {"ui8", DType::u8},  // (Thunder prints uint8 as ui8)
       {"b8", DType::b8},        {"bool", DType::b8},     {"bool8", DType::b8},
   };
   for (const Entry& e : table)

@@ -383,6 +383,57 @@ TEST_CASE("a printout's RNG state calls advance the generator run to run", "[thu
   CHECK(out(runs[0], "flat_output.0").sum != out(runs[1], "flat_output.0").sum);
 }
 
+// tests/thunder/rng_state_2024.txt: the 2024 form reads the state (get_rng_state_prim_impl, u8[16]
+// printed as "cpu ui8[16]"), unpacks a seed and offset ("int" comments on what tracer holds as 0-d
+// tensors), draws with them, packs the offset advanced by 16 and sets it. Run to run the offset
+// goes 0, 16, 32 and the masks differ; dce keeps the set, whose output nothing reads.
+TEST_CASE("a 2024 printout's get, unpack, pack and set of the RNG state thread the generator through runs", "[thunder]") {
+  Session s;
+  REQUIRE(s.load_file(source_dir() + "/tests/thunder/rng_state_2024.txt"));
+  std::vector<RunReport> runs;
+  for (int k = 0; k < 3; ++k) {
+    auto r = s.run("augmented_forward_fn");
+    INFO(s.rendered_diagnostics());
+    REQUIRE(r);
+    runs.push_back(*r);
+  }
+  auto out = [](const RunReport& r, const std::string& name) -> const OutputInfo& {
+    for (const auto& o : r.outputs)
+      if (o.name == name) return o;
+    FAIL("no output " << name);
+    return r.outputs.front();
+  };
+  for (int k = 0; k < 3; ++k) {
+    INFO(k);
+    CHECK(out(runs[k], "i2").head.at(0) == 16.0 * k);
+    CHECK(out(runs[k], "i1").head.at(0) == out(runs[0], "i1").head.at(0));
+  }
+  CHECK(out(runs[0], "t5").summary != out(runs[1], "t5").summary);
+  CHECK(out(runs[1], "t5").summary != out(runs[2], "t5").summary);
+  REQUIRE(s.set_passes({"dce", "del_last_used"}));
+  auto text = s.print("augmented_forward_fn");
+  INFO(s.rendered_diagnostics());
+  REQUIRE(text);
+  CHECK(text->find("prims.set_rng_state(") != std::string::npos);
+}
+
+TEST_CASE("the generator's state ops refuse what is not a state", "[thunder][diagnostics]") {
+  Session s;
+  REQUIRE(s.load_string("r.trace", "def f(x: u8[8]):\n    return prims.set_rng_state(x)\n"));
+  CHECK_FALSE(s.run("f"));
+  CHECK_THAT(s.rendered_diagnostics(), Catch::Contains("must be the generator's state, a u8[16] tensor (seed and offset), got cpu u8[8]"));
+  Session t;
+  REQUIRE(t.load_string("r.trace", "def f(x: f32[2]):\n    return prims.pack_rng_state(x, 3)\n"));
+  CHECK_FALSE(t.run("f"));
+  CHECK_THAT(t.rendered_diagnostics(), Catch::Contains("argument 'seed' must be an int or a 0-d integer tensor"));
+  // philox would move a stateful draw before the set: it refuses the trace.
+  Session u;
+  REQUIRE(u.set_passes({"philox"}));
+  REQUIRE(u.load_string("r.trace", "def f(x: f32[4]):\n    prims.set_rng_state(prims.get_rng_state())\n    return x * uniform((4,), 0.0, 1.0)\n"));
+  CHECK_FALSE(u.run("f"));
+  CHECK_THAT(u.rendered_diagnostics(), Catch::Contains("philox: the trace sets the generator's state"));
+}
+
 TEST_CASE("a backward printout's collections hold what they were given until they are cleared, as Thunder's memory tool counts", "[thunder][memory]") {
   // backward_collections.txt clears (clear_mutable_collection) and deletes its collections right
   // after unpacking them, so each saved tensor dies at its own del; backward_collections_held.txt

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <map>
 
@@ -39,6 +40,14 @@ Arg ints(std::vector<int64_t> xs) {
   std::vector<Arg> a;
   for (int64_t x : xs) a.push_back(Arg::of_int(x));
   return Arg::of_seq(Arg::Kind::Tuple, std::move(a));
+}
+
+// A generator state's 16 bytes (seed, then offset, little-endian), the seed's first byte moved by s.
+rt::Tensor rng_bytes(uint64_t s) {
+  rt::Tensor t = rt::Tensor::empty(DType::u8, {16}, nullptr);
+  for (int k = 0; k < 16; ++k) t.data_as<uint8_t>()[k] = static_cast<uint8_t>(k + 1);
+  t.data_as<uint8_t>()[0] = static_cast<uint8_t>(1 + s);
+  return t;
 }
 
 Arg world_of_one() { return Arg::of_seq(Arg::Kind::Tuple, {Arg::of_str("world"), Arg::of_int(1)}); }
@@ -102,6 +111,13 @@ const std::map<std::string, Gen>& samples() {
                                  Arg::of_int(static_cast<int64_t>(s)), Arg::of_int(3)};
        }},
       {"rng_state", [](DType, uint64_t) { return std::vector<Arg>{Arg::of_int(3)}; }},
+      // The generator's state as 16 bytes: seed 0x0807060504030201 + s, offset 0x100f0e0d0c0b0a09.
+      {"get_rng_state", [](DType, uint64_t) { return std::vector<Arg>{}; }},
+      {"set_rng_state", [](DType, uint64_t s) { return std::vector<Arg>{Arg::of_tensor(rng_bytes(s))}; }},
+      {"unpack_rng_state", [](DType, uint64_t s) { return std::vector<Arg>{Arg::of_tensor(rng_bytes(s))}; }},
+      {"pack_rng_state", [](DType, uint64_t s) {
+         return std::vector<Arg>{Arg::of_int(static_cast<int64_t>(s)), Arg::of_int(-3)};
+       }},
       {"take", [](DType dt, uint64_t s) {
          rt::Tensor idx = rt::iota(4, 5, -1, DType::i64, nullptr);  // 5, 4, 3, 2
          return std::vector<Arg>{T(dt, {6, 3}, s), Arg::of_tensor(idx), Arg::of_int(0)};
@@ -174,6 +190,9 @@ std::vector<DType> dtypes_for(const OpDecl& op) {
   if (exact_ok) d.insert(d.end(), {DType::i64, DType::i32});
   if (op.kind == OpKind::Random) d = {DType::f64, DType::f32, DType::f16, DType::bf16};
   if (op.name == "rng_state") d = {DType::i64};
+  // (u8 states and i64 words, compared exactly: f64's reference leaves integer tensors alone)
+  if (op.name == "get_rng_state" || op.name == "set_rng_state" || op.name == "unpack_rng_state" || op.name == "pack_rng_state")
+    d = {DType::f64};
   return d;
 }
 
@@ -283,6 +302,28 @@ TEST_CASE("argument binding names the op and the argument", "[ops]") {
                       Catch::Contains("unexpected keyword argument 'keep'"));
   REQUIRE_THROWS_WITH(bind_args(sum, {Arg::none(), Arg::none(), Arg::none()}, {}),
                       Catch::Contains("at most 2 positional"));
+}
+
+}  // namespace tracer::ir
+
+namespace tracer::ir {
+
+TEST_CASE("the generator's state is 16 little-endian bytes: unpack and pack invert each other, set and get round-trip", "[ops]") {
+  ExecContext c;
+  rt::Tensor state = rt::Tensor::empty(rt::DType::u8, {16}, nullptr);
+  for (int k = 0; k < 16; ++k) state.data_as<uint8_t>()[k] = static_cast<uint8_t>(0xf0 + k);
+  auto words = find_op("unpack_rng_state")->cpu({Arg::of_tensor(state)}, c);
+  REQUIRE(words.size() == 2);
+  CHECK(static_cast<uint64_t>(words[0].data_as<int64_t>()[0]) == 0xf7f6f5f4f3f2f1f0ULL);
+  CHECK(static_cast<uint64_t>(words[1].data_as<int64_t>()[0]) == 0xfffefdfcfbfaf9f8ULL);
+  auto packed = find_op("pack_rng_state")->cpu({Arg::of_tensor(words[0]), Arg::of_tensor(words[1])}, c);
+  REQUIRE(packed.size() == 1);
+  CHECK(std::memcmp(packed[0].data(), state.data(), 16) == 0);
+  find_op("set_rng_state")->cpu({Arg::of_tensor(state)}, c);
+  CHECK(c.seed == 0xf7f6f5f4f3f2f1f0ULL);
+  CHECK(c.rng_offset == 0xfffefdfcfbfaf9f8ULL);
+  auto got = find_op("get_rng_state")->cpu({}, c);
+  CHECK(std::memcmp(got[0].data(), state.data(), 16) == 0);
 }
 
 }  // namespace tracer::ir
