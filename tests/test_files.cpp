@@ -347,6 +347,29 @@ TEST_CASE("a printout's source comments are kept on the statement they head, thr
   }
 }
 
+namespace {
+
+// n runs of entry in one session (its generator going on from run to run).
+std::vector<RunReport> run_times(Session& s, const std::string& entry, int n) {
+  std::vector<RunReport> runs;
+  for (int k = 0; k < n; ++k) {
+    auto r = s.run(entry);
+    INFO(s.rendered_diagnostics());
+    REQUIRE(r);
+    runs.push_back(*r);
+  }
+  return runs;
+}
+
+const OutputInfo& out(const RunReport& r, const std::string& name) {
+  for (const auto& o : r.outputs)
+    if (o.name == name) return o;
+  FAIL("no output " << name);
+  return r.outputs.front();
+}
+
+}  // namespace
+
 // tests/thunder/rng_state_mid2024.txt: Thunder's RNG executor (mid-2024 on) reads and advances the
 // generator in one call, get_and_update_rng_state_impl(None, None, devices.Device(...)), and the
 // fusion draws with uniform_philox(seed=i0, offset=i1); `import thunder.core.devices as devices`
@@ -355,19 +378,7 @@ TEST_CASE("a printout's source comments are kept on the statement they head, thr
 TEST_CASE("a printout's RNG state calls advance the generator run to run", "[thunder]") {
   Session s;
   REQUIRE(s.load_file(source_dir() + "/tests/thunder/rng_state_mid2024.txt"));
-  std::vector<RunReport> runs;
-  for (int k = 0; k < 3; ++k) {
-    auto r = s.run("augmented_forward_fn");
-    INFO(s.rendered_diagnostics());
-    REQUIRE(r);
-    runs.push_back(*r);
-  }
-  auto out = [](const RunReport& r, const std::string& name) -> const OutputInfo& {
-    for (const auto& o : r.outputs)
-      if (o.name == name) return o;
-    FAIL("no output " << name);
-    return r.outputs.front();
-  };
+  std::vector<RunReport> runs = run_times(s, "augmented_forward_fn", 3);
   for (int k = 0; k < 3; ++k) {
     INFO(k);
     CHECK(out(runs[k], "i1").head.at(0) == out(runs[0], "i1").head.at(0) + k);
@@ -390,19 +401,7 @@ TEST_CASE("a printout's RNG state calls advance the generator run to run", "[thu
 TEST_CASE("a 2024 printout's get, unpack, pack and set of the RNG state thread the generator through runs", "[thunder]") {
   Session s;
   REQUIRE(s.load_file(source_dir() + "/tests/thunder/rng_state_2024.txt"));
-  std::vector<RunReport> runs;
-  for (int k = 0; k < 3; ++k) {
-    auto r = s.run("augmented_forward_fn");
-    INFO(s.rendered_diagnostics());
-    REQUIRE(r);
-    runs.push_back(*r);
-  }
-  auto out = [](const RunReport& r, const std::string& name) -> const OutputInfo& {
-    for (const auto& o : r.outputs)
-      if (o.name == name) return o;
-    FAIL("no output " << name);
-    return r.outputs.front();
-  };
+  std::vector<RunReport> runs = run_times(s, "augmented_forward_fn", 3);
   for (int k = 0; k < 3; ++k) {
     INFO(k);
     CHECK(out(runs[k], "i2").head.at(0) == 16.0 * k);
