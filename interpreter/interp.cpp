@@ -359,15 +359,14 @@ static void check_type_comments(Interpreter& in, const Stmt& s, const Value& v) 
     // offset read from the generator at run time): the kind must agree; the printed value was
     // the one Thunder saw while tracing.
     const std::string& ts = tc.type_string;
-    for (const char* kind : {"int ", "float ", "bool "}) {
-      if (ts.rfind(kind, 0) != 0) continue;
-      const bool ok = p.type.shape.empty() && (kind[0] == 'i'   ? rt::is_int(p.type.dtype)
-                                               : kind[0] == 'f' ? rt::is_float(p.type.dtype)
-                                                                : p.type.dtype == rt::DType::b8);
+    const char kind = ts.rfind("int ", 0) == 0 ? 'i' : ts.rfind("float ", 0) == 0 ? 'f' : ts.rfind("bool ", 0) == 0 ? 'b' : 0;
+    if (kind) {
+      const bool ok = p.type.shape.empty() && (kind == 'i'   ? rt::is_int(p.type.dtype)
+                                               : kind == 'f' ? rt::is_float(p.type.dtype)
+                                                             : p.type.dtype == rt::DType::b8);
       if (!ok) in.fail(tc.loc, "type comment says '" + tc.name + "' is " + ts + " but it is " + p.type.str());
-      break;
+      continue;
     }
-    if (ts.rfind("int ", 0) == 0 || ts.rfind("float ", 0) == 0 || ts.rfind("bool ", 0) == 0) continue;
     std::string why;
     auto t = ir::parse_type_string(tc.type_string, &why);
     if (!t) in.fail(tc.loc, why);

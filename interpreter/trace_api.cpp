@@ -504,11 +504,9 @@ Value b_runs_fused(Interpreter& in, CallArgs& a, SourceLoc loc) {
   return Value::boolean(ir::runs_fused(fusion_arg(in, a, loc, "runs_fused")));
 }
 
-// group_kind(stmts, outputs): how their fusion runs as one kernel (ir::plan_group): "elementwise",
-// "rows", "columns", or None.
-Value b_group_kind(Interpreter& in, CallArgs& a, SourceLoc loc) {
-  ir::Stmt f = fusion_arg(in, a, loc, "group_kind");
-  switch (ir::plan_group(f).kind) {
+// A group kind as the language names it: "elementwise", "rows", "columns", or None.
+Value group_kind_value(ir::GroupKind k) {
+  switch (k) {
     case ir::GroupKind::Elementwise: return str_value("elementwise");
     case ir::GroupKind::Rows: return str_value("rows");
     case ir::GroupKind::Columns: return str_value("columns");
@@ -516,17 +514,19 @@ Value b_group_kind(Interpreter& in, CallArgs& a, SourceLoc loc) {
   }
 }
 
+// group_kind(stmts, outputs): how their fusion runs as one kernel (ir::plan_group): "elementwise",
+// "rows", "columns", or None.
+Value b_group_kind(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  ir::Stmt f = fusion_arg(in, a, loc, "group_kind");
+  return group_kind_value(ir::plan_group(f).kind);
+}
+
 // block_kind(stmts, outputs): group_kind's answer where the fusion also runs block by block on
 // the CPU (runs_fused), else None: what fuse asks of every candidate cut, the fusion built once.
 Value b_block_kind(Interpreter& in, CallArgs& a, SourceLoc loc) {
   ir::Stmt f = fusion_arg(in, a, loc, "block_kind");
   if (f.outputs.empty() || !ir::runs_fused(f)) return Value();
-  switch (ir::plan_group(f).kind) {
-    case ir::GroupKind::Elementwise: return str_value("elementwise");
-    case ir::GroupKind::Rows: return str_value("rows");
-    case ir::GroupKind::Columns: return str_value("columns");
-    default: return Value();
-  }
+  return group_kind_value(ir::plan_group(f).kind);
 }
 
 // name -> index of the top-level statement that defines it.
