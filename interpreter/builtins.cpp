@@ -457,6 +457,16 @@ Value b_namespace(Interpreter& in, CallArgs& a, SourceLoc loc) {
   return v;
 }
 
+// globals(): what a Thunder prologue reads from it, `globals()['__function_obj']` (the module
+// whose parameters it unpacks), while tracer traces such a prologue; empty otherwise.
+Value b_globals(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  want_args(in, a, "globals", 0, 0, loc);
+  auto* d = new DictObj();
+  Value v(d);
+  if (!in.function_obj().is_none()) d->set(str_value("__function_obj"), in.function_obj());
+  return v;
+}
+
 Value b_type(Interpreter& in, CallArgs& a, SourceLoc loc) {
   want_args(in, a, "type", 1, 1, loc);
   return str_value(type_name(a.pos[0].type()));
@@ -604,6 +614,10 @@ const BuiltinDef kBuiltins[] = {
     {"hasattr", b_hasattr, "hasattr(obj, name)."},
     {"namespace", b_namespace, "namespace(name, **members): an object whose attributes are the members (types.SimpleNamespace)."},
     {"type", b_type, "type(x): the name of x's type."},
+    {"globals", b_globals,
+     "globals(): in a Thunder prologue, globals()['__function_obj'] is the module whose parameters and buffers it reads "
+     "(obj.get_parameter('0.weight')): bound while tracer traces such a prologue, whose reads become its inputs; "
+     "otherwise an empty dict."},
     {"is_tensor", b_is_tensor, "is_tensor(x): whether x is a tensor or a traced tensor (proxy)."},
     {"checkpoint", b_checkpoint,
      "checkpoint(): with checkpoint(): marks statements whose activations backward recomputes."},
@@ -838,6 +852,13 @@ void Interpreter::load_stdlib() {
         thunder.members[k == "get_cache_info" ? "_get_cache_info" : k] = v;
         if (k.rfind("check_", 0) == 0) prims.members[k] = v;
       }
+      // thunder.core.module.get_thunder_module(fn), as a module's prologue names it; thunder.core.X
+      // for prims, devices and dtypes.
+      Value core = ns("thunder.core"), module = ns("thunder.core.module");
+      for (const char* k : {"ThunderModule", "get_thunder_module"}) nsref(module).members[k] = m->globals.at(k);
+      nsref(core).members["module"] = module;
+      for (const char* k : {"prims", "devices", "dtypes"}) nsref(core).members[k] = *builtins().lookup(k);
+      thunder.members["core"] = core;
       continue;
     }
     if (mod == "nvfuser") {

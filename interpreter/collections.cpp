@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <set>
 
 #include "interpreter/interp.h"
 #include "runtime/dtype.h"
@@ -391,6 +392,45 @@ std::optional<Collection> indexed_collection(Interpreter& in, const FunctionObj&
       e = b.node(&target, nullptr, name);
     }
   }
+  return c;
+}
+
+// A Thunder prologue's module: `t: "cpu f32[8, 4]" = obj.get_parameter('0.weight')` (or
+// get_buffer), each key read once (a second read of a key is the first's tensor).
+std::optional<Collection> module_collection(Interpreter& in, const FunctionObj& fn,
+                                            const std::map<std::string, ir::TensorType>& given,
+                                            std::vector<UntypedElement>* untyped, std::vector<ModuleRead>* reads) {
+  if (!fn.info->body) return std::nullopt;
+  Collection c;
+  c.kind = Collection::Kind::Tuple;
+  Builder b(in, fn, given, std::nullopt, untyped);
+  std::set<std::pair<bool, std::string>> seen;
+  for (const auto& s : *fn.info->body) {
+    if ((s->kind != ast::StmtKind::AnnAssign && s->kind != ast::StmtKind::Assign) || s->targets.size() != 1 ||
+        s->targets[0]->kind != ExprKind::Name || !s->value || s->value->kind != ExprKind::Call)
+      continue;
+    const ast::Expr& call = *s->value;
+    const ast::Expr& f = *call.items[0];
+    if (f.kind != ExprKind::Attribute || (f.name != "get_parameter" && f.name != "get_buffer")) continue;
+    if (call.args.size() != 1 || call.args[0]->kind != ExprKind::Str || !call.keywords.empty()) continue;
+    const bool buffer = f.name == "get_buffer";
+    const std::string& key = call.args[0]->str_value;
+    if (!seen.insert({buffer, key}).second) continue;
+    const ast::Expr& target = *s->targets[0];
+    Collection e;
+    if (s->kind == ast::StmtKind::AnnAssign && s->annotation && s->annotation->kind == ExprKind::Str && !given.count(target.name)) {
+      e.name = target.name;
+      b.typed_from(&e, s->annotation->str_value, s->annotation->loc, "its annotation");
+    } else {
+      e = b.node(&target, nullptr, std::string("the module's ") + (buffer ? "buffers" : "parameters"));
+    }
+    if (e.kind == Collection::Kind::Number)
+      in.fail(s->loc, "'" + target.name + "' = ." + f.name + "('" + key + "') is typed as a number; a module's " +
+                          (buffer ? "buffer" : "parameter") + " is a tensor");
+    c.items.push_back(std::move(e));
+    reads->push_back({key, buffer, s->loc});
+  }
+  if (c.items.empty()) return std::nullopt;
   return c;
 }
 

@@ -43,6 +43,22 @@ std::optional<Collection> collection_param(Interpreter& in, const FunctionObj& f
                                            const std::map<std::string, ir::TensorType>& given,
                                            std::vector<UntypedElement>* untyped);
 
+// What a Thunder prologue reads from its module (`obj.get_parameter('0.weight')`, get_buffer):
+// the keys in the order the body first reads them.
+struct ModuleRead {
+  std::string key;
+  bool buffer = false;
+  SourceLoc loc;
+};
+
+// The tensors a prologue reads from the module it was traced for (`globals()['__function_obj']`,
+// then `obj.get_parameter(KEY)` or get_buffer), typed as collection elements are (given, the
+// statement's annotation, a type comment); nullopt when the body reads none. `reads` gets one
+// entry an element.
+std::optional<Collection> module_collection(Interpreter& in, const FunctionObj& fn,
+                                            const std::map<std::string, ir::TensorType>& given,
+                                            std::vector<UntypedElement>* untyped, std::vector<ModuleRead>* reads);
+
 // A printout's value for an input that is not a tensor: "int 8", "float 0.5", "bool True",
 // "str sum" (a 2023 printout's `# "sum"`), "None"; nullopt for anything else (a tensor's type).
 std::optional<Value> literal_of_type_string(const std::string& ts);

@@ -181,6 +181,9 @@ class Interpreter {
   // The value of a Thunder printout's object name (a process group, a reduce op), or null.
   const Value* thunder_object(const std::string& name, const Module& m);
   static bool is_thunder_object_name(const std::string& name);
+  // globals()['__function_obj']: the module a Thunder prologue reads its parameters from, bound
+  // while trace() records such a prologue (None otherwise).
+  const Value& function_obj() const { return function_obj_; }
   std::function<void(const std::string&)> on_print;  // print(); defaults to stdout
   const NamespaceObj& builtins() const { return *builtins_.as<NamespaceObj>(); }
   int64_t steps() const { return steps_; }
@@ -219,6 +222,7 @@ class Interpreter {
   Value dist_;       // NamespaceObj dist: the world (C++) and the collectives (stdlib/dist.trace)
   Value optim_;      // NamespaceObj optim: optimizers, schedules, clipping (stdlib/optim.trace)
   std::unordered_set<const Object*> pending_collections_;  // trace(): the collection tuples made for record_call
+  Value function_obj_;  // function_obj()
   // TRACER_PROFILE_SCRIPTS: calls and inclusive milliseconds per script function (eval.cpp).
   std::unique_ptr<ScriptProfile> profile_;
   Value executors_;  // NamespaceObj executors: Thunder's bare names (stdlib/thunder.trace), before ltorch

@@ -363,6 +363,7 @@ struct ParamTypes {
   bool spread = false;             // *args: the collection's items are the positional arguments
   std::optional<Value> constant{};  // a number, string or None the printout states: no input
   bool keyword_only = false;       // after `*` or `*args`: passed by name
+  std::vector<ModuleRead> module;  // a prologue's module (globals()['__function_obj']): no parameter
 };
 
 // The type comments a printout puts first in a function's body, one a parameter, in order (an
@@ -448,7 +449,7 @@ static std::vector<ParamTypes> fusion_definition_inputs(Interpreter& in, const F
     if (!scalar && !shape && !call.args.empty()) shape = call.args[0].get();
     if (!dtype && call.args.size() > (scalar ? 1u : 2u)) dtype = call.args[scalar ? 1 : 2].get();
     const std::string& name = st->targets[0]->name;
-    ParamTypes pt{name, {}, false, st->loc, std::nullopt, {}};
+    ParamTypes pt{name, {}, false, st->loc, std::nullopt, {}, false, std::nullopt, false, {}};
     auto g = given.find(name);
     if (g != given.end()) {
       pt.types.push_back(g->second);
@@ -484,6 +485,20 @@ static std::vector<ParamTypes> fusion_definition_inputs(Interpreter& in, const F
                                 ") or input files (--input NAME=FILE)");
   }
   return out;
+}
+
+// `v = globals()['__function_obj']` somewhere in b (a Thunder prologue of a module's call).
+static bool reads_function_obj(const ast::Block& b) {
+  for (const auto& s : b) {
+    const ast::Expr* v = s->value.get();
+    if ((s->kind != ast::StmtKind::AnnAssign && s->kind != ast::StmtKind::Assign) || !v || v->kind != ast::ExprKind::Subscript) continue;
+    const ast::Expr& f = *v->items[0];
+    const ast::Expr& k = *v->items[1];
+    if (f.kind == ast::ExprKind::Call && f.items[0]->kind == ast::ExprKind::Name && f.items[0]->name == "globals" &&
+        k.kind == ast::ExprKind::Str && k.str_value == "__function_obj")
+      return true;
+  }
+  return false;
 }
 
 static std::vector<ParamTypes> param_types(Interpreter& in, const FunctionObj& fn,
@@ -525,7 +540,7 @@ static std::vector<ParamTypes> param_types(Interpreter& in, const FunctionObj& f
   bool after_star = false;
   for (size_t i = 0; i < params.size(); ++i) {
     const ast::Param& p = params[i];
-    ParamTypes pt{p.name, {}, false, p.loc, std::nullopt, {}};
+    ParamTypes pt{p.name, {}, false, p.loc, std::nullopt, {}, false, std::nullopt, false, {}};
     pt.keyword_only = after_star;
     if (p.kind == ast::Param::Kind::VarArgs) after_star = true;
     if (p.kind != ast::Param::Kind::Normal) {
@@ -601,6 +616,18 @@ static std::vector<ParamTypes> param_types(Interpreter& in, const FunctionObj& f
     }
     out.push_back(std::move(pt));
   }
+  // A prologue of a module's call reads the module's parameters and buffers (Thunder's
+  // `fn = globals()['__function_obj']`, `obj.get_parameter('0.weight')`): they are inputs too, after
+  // the arguments, named by the names the prologue gives them.
+  if (fn.info->body && reads_function_obj(*fn.info->body)) {
+    std::vector<ModuleRead> reads;
+    if (auto coll = module_collection(in, fn, given, &untyped, &reads)) {
+      ParamTypes pt{"__function_obj", {}, false, fn.info->loc, std::nullopt, {}, false, std::nullopt, false, {}};
+      take_collection(pt, std::move(coll));
+      pt.module = std::move(reads);
+      out.push_back(std::move(pt));
+    }
+  }
   fail_untyped(in, fn, untyped);
   return out;
 }
@@ -624,6 +651,7 @@ std::shared_ptr<ir::Trace> Interpreter::trace(const FunctionObj& fn, const std::
   auto t = std::make_shared<ir::Trace>();
   t->name = fn.info->name;
   CallArgs args;
+  Value module;  // globals()['__function_obj'] of a prologue that reads a module
   for (const ParamTypes& p : param_types(*this, fn, given)) {
     auto pass = [&](Value v) {
       if (p.keyword_only) args.kw.emplace_back(p.name, std::move(v));
@@ -650,6 +678,22 @@ std::shared_ptr<ir::Trace> Interpreter::trace(const FunctionObj& fn, const std::
       pending_collections_.insert(v.as<TupleObj>());
       for (const Value& x : v.as<TupleObj>()->items) mark(x);
     };
+    if (!p.module.empty()) {
+      // The module: stdlib/thunder.trace's ThunderModule(parameters, buffers), keyed as read.
+      size_t next = 0;
+      Value all = collection_value(*p.coll, proxies, &next);
+      Value params(new DictObj()), buffers(new DictObj());
+      const auto& items = all.as<TupleObj>()->items;
+      for (size_t k = 0; k < p.module.size(); ++k)
+        (p.module[k].buffer ? buffers : params).as<DictObj>()->set(str_value(p.module[k].key), items[k]);
+      const Value* thunder = builtins().lookup("thunder");
+      const Value* make = thunder ? thunder->as<NamespaceObj>()->lookup("ThunderModule") : nullptr;
+      if (!make || !make->is(VT::Function)) fail(fn.info->loc, "internal error: stdlib/thunder.trace has no ThunderModule");
+      CallArgs margs;
+      margs.pos = {params, buffers};
+      module = call_function(*make->as<FunctionObj>(), margs, fn.info->loc);
+      continue;
+    }
     if (p.coll && p.spread) {
       size_t next = 0;
       Value all = collection_value(*p.coll, proxies, &next);
@@ -695,6 +739,11 @@ std::shared_ptr<ir::Trace> Interpreter::trace(const FunctionObj& fn, const std::
     }
     return t;
   }
+  struct Bind {
+    Value& slot;
+    ~Bind() { slot = Value(); }
+  } bind{function_obj_};
+  function_obj_ = module;
   record_call(fn, args, *t, fn.info->loc);
   return t;
 }

@@ -475,3 +475,115 @@ TEST_CASE("the session completes names for the REPL's Tab", "[repl]") {
   CHECK(std::find(b.begin(), b.end(), "prims") != b.end());
   CHECK(s.completions("no_such_prefix_at_all").empty());
 }
+
+namespace tracer::test {
+
+// tests/thunder/prologue_module_params.txt: the prologue of a module's call reads the module
+// (`fn = globals()['__function_obj']`, `obj = thunder.core.module.get_thunder_module(fn)`) and
+// its parameters and buffer (`obj.get_parameter('0.weight')`, `get_buffer('2.scale')`): they are
+// the prologue's inputs after `args`, named as the prologue names them, given from files here.
+// The prologue hands them on unchanged; the computation they feed, (tanh(x W0^T + b0) W2^T) * s,
+// matches float64.
+TEST_CASE("a module's prologue reads its parameters and buffers as inputs, and its computation uses them", "[thunder]") {
+  const std::string dir = (std::filesystem::temp_directory_path() / "tracer_module_prologue").string();
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  auto tensor = [](rt::Shape shape, double seed) {
+    rt::Tensor t = rt::Tensor::empty(rt::DType::f32, shape);
+    for (int64_t i = 0; i < t.numel(); ++i) t.set(i, std::sin(seed * double(i + 1)));
+    return t;
+  };
+  std::map<std::string, rt::Tensor> in = {{"x", tensor({3, 5}, 0.7)},
+                                          {"t_0_weight", tensor({7, 5}, 1.3)},
+                                          {"t_0_bias", tensor({7}, 0.4)},
+                                          {"t_2_weight", tensor({2, 7}, 2.1)},
+                                          {"t_2_scale", tensor({2}, 0.9)}};
+  const std::string file = source_dir() + "/tests/thunder/prologue_module_params.txt";
+  Session p;
+  for (const auto& [name, t] : in) {
+    rt::write_npy(dir + "/" + name + ".npy", t);
+    REQUIRE(p.add_input(name, dir + "/" + name + ".npy"));
+  }
+  REQUIRE(p.load_file(file));
+  auto r = p.run("prologue", dir + "/pro");
+  INFO(p.rendered_diagnostics());
+  REQUIRE(r);
+  std::vector<std::string> names;
+  for (const InputInfo& i : r->inputs) {
+    names.push_back(i.name);
+    CHECK(i.source != "random");
+  }
+  CHECK(names == std::vector<std::string>{"x", "t_0_bias", "t_0_weight", "t_2_weight", "t_2_scale"});
+  Session c;
+  for (const auto& [name, t] : in) {
+    rt::Tensor o = rt::read_npy(dir + "/pro/" + name + ".npy");
+    REQUIRE(o.shape() == t.shape());
+    for (int64_t i = 0; i < t.numel(); ++i) REQUIRE(o.get(i) == t.get(i));
+    REQUIRE(c.add_input(name, dir + "/pro/" + name + ".npy"));
+  }
+  REQUIRE(c.load_file(file));
+  auto rc = c.run("computation", dir + "/out");
+  INFO(c.rendered_diagnostics());
+  REQUIRE(rc);
+  rt::Tensor t3 = rt::read_npy(dir + "/out/t3.npy");
+  REQUIRE(t3.shape() == rt::Shape{3, 2});
+  double worst = 0;
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < 2; ++j) {
+      double acc = 0;
+      for (int64_t h = 0; h < 7; ++h) {
+        double z = in["t_0_bias"].get(h);
+        for (int64_t k = 0; k < 5; ++k) z += in["x"].get(i * 5 + k) * in["t_0_weight"].get(h * 5 + k);
+        acc += std::tanh(z) * in["t_2_weight"].get(j * 7 + h);
+      }
+      worst = std::max(worst, std::fabs(t3.get(i * 2 + j) - acc * in["t_2_scale"].get(j)));
+    }
+  CHECK(worst < 1e-5);
+  std::filesystem::remove_all(dir);
+}
+
+// A parameter read without a type names itself; a module read outside a prologue's trace, or of a
+// name the module lacks, is a KeyError that says what the module has.
+TEST_CASE("a module's prologue: an untyped parameter and unknown names are clear errors", "[thunder]") {
+  const std::string head =
+      "import thunder\n"
+      "def prologue(*args, **kwargs):\n"
+      "  x: \"cpu f32[2]\" = args[0]\n"
+      "  fn = globals()['__function_obj']\n"
+      "  obj = thunder.core.module.get_thunder_module(fn)\n";
+  {
+    Session s;
+    REQUIRE(s.load_string("untyped.txt", head + "  w = obj.get_parameter('lin.weight')\n  return ((x, w), ())\n"));
+    CHECK_FALSE(s.run("prologue"));
+    CHECK_THAT(s.rendered_diagnostics(), Catch::Contains("element 'w' of the collection 'the module's parameters' of 'prologue' has no tensor type"));
+    CHECK_THAT(s.rendered_diagnostics(), Catch::Contains("--type w=f32[2, 3]"));
+  }
+  {
+    Session s;
+    REQUIRE(s.load_string("typed.txt", head + "  w = obj.get_parameter('lin.weight')\n  # w: \"cpu f32[3, 2]\"\n  return ((x, w), ())\n"));
+    auto r = s.run("prologue");
+    INFO(s.rendered_diagnostics());
+    REQUIRE(r);
+    REQUIRE(r->outputs.size() == 2);
+    CHECK(r->outputs[1].shape == std::vector<int64_t>{3, 2});
+  }
+  {
+    std::string printed;
+    SessionOptions so;
+    so.print = [&](const std::string& t) { printed += t; };
+    Session s(so);
+    CHECK_FALSE(s.load_string("eager.trace",
+                              "m = ThunderModule({'lin.weight': tensor([1.0, 2.0])}, {})\n"
+                              "print(m.get_submodule('lin').get_parameter('weight').tolist())\n"
+                              "m.get_parameter('lin.bias')\n"));
+    CHECK(printed == "[1.0, 2.0]\n");
+    CHECK_THAT(s.rendered_diagnostics(), Catch::Contains("KeyError: the module has no parameter 'lin.bias' (it has 'lin.weight')"));
+  }
+  {
+    Session s;
+    CHECK_FALSE(s.load_string("noglobal.trace", "fn = globals()['__function_obj']\n"));
+    CHECK_THAT(s.rendered_diagnostics(), Catch::Contains("__function_obj"));
+  }
+}
+
+}  // namespace tracer::test
