@@ -1,6 +1,7 @@
 // Builtin functions (Python's familiar set plus tensor helpers) and the namespaces that map
 // Thunder's module prefixes (prims, ltorch, torch, torch.nn.functional, Tensor) to ops.
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cerrno>
 #include <cmath>
@@ -175,11 +176,14 @@ Value b_int(Interpreter& in, CallArgs& a, SourceLoc loc) {
     return Value::integer(x);
   }
   if (v.is(VT::Str)) {
-    const std::string& s = v.as<StrObj>()->s;
+    // Surrounding whitespace is allowed, as in Python: int(" 3 ") is 3.
+    const std::string& raw = v.as<StrObj>()->s;
+    const size_t b = raw.find_first_not_of(" \t\n\r"), e = raw.find_last_not_of(" \t\n\r");
+    const std::string s = b == std::string::npos ? "" : raw.substr(b, e - b + 1);
     char* end = nullptr;
     errno = 0;
     long long x = std::strtoll(s.c_str(), &end, 10);
-    if (s.empty() || *end != '\0') in.fail(loc, "invalid literal for int(): " + repr(v));
+    if (s.empty() || *end != '\0' || std::isspace(static_cast<unsigned char>(s[0]))) in.fail(loc, "invalid literal for int(): " + repr(v));
     if (errno == ERANGE) in.fail(loc, "int(" + repr(v) + "): it does not fit in 64 bits (tracer's integers are 64-bit)");
     return Value::integer(x);
   }
@@ -859,6 +863,13 @@ void Interpreter::load_stdlib() {
       nsref(core).members["module"] = module;
       for (const char* k : {"prims", "devices", "dtypes"}) nsref(core).members[k] = *builtins().lookup(k);
       thunder.members["core"] = core;
+      // thunder.torch is ltorch; thunder.torch.experimental.dtensor_prims_and_impl.X the DTensor
+      // helpers (construct_dtensor, ...), among Thunder's names.
+      Value torch = ns("thunder.torch"), experimental = ns("thunder.torch.experimental");
+      nsref(torch).fallback = &nsref(ltorch_);
+      nsref(experimental).members["dtensor_prims_and_impl"] = *builtins().lookup("thunder");
+      nsref(torch).members["experimental"] = experimental;
+      thunder.members["torch"] = torch;
       continue;
     }
     if (mod == "nvfuser") {

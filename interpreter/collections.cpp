@@ -47,6 +47,17 @@ const ast::Stmt* find_unpack(const ast::Block& b, const std::string& name) {
   return nullptr;
 }
 
+// `# C1 (empty sequence)` (or tuple, list): Thunder's printout of unpacking an empty collection.
+bool empty_unpack(const ast::Block& b, const std::string& name) {
+  for (const auto& s : b) {
+    for (const std::string& c : s->comments)
+      for (const char* kind : {" (empty sequence)", " (empty tuple)", " (empty list)"})
+        if (c == name + kind) return true;
+    if (empty_unpack(s->body, name) || empty_unpack(s->orelse, name)) return true;
+  }
+  return false;
+}
+
 // The type string a printout gives `name`: a comment on a line of its own or after the
 // statement that binds it.
 const std::string* find_type(const ast::Block& b, const std::string& name) {
@@ -237,6 +248,10 @@ class Builder {
       if (f && f->kind == ExprKind::Name && fw_) f = nullptr;  // the forward saved a name; its structure is not stated
       return tuple(inner->targets[0].get(), f, t->name);
     }
+    if (empty_unpack(*fn_.info->body, t->name)) {
+      c.kind = Collection::Kind::Tuple;  // `# C1 (empty sequence)`: Thunder's unpacking of nothing
+      return c;
+    }
     c.name = t->name;
     if (auto g = given_.find(t->name); g != given_.end()) {
       c.kind = Collection::Kind::Tensor;
@@ -393,6 +408,79 @@ std::optional<Collection> indexed_collection(Interpreter& in, const FunctionObj&
     }
   }
   return c;
+}
+
+namespace {
+
+bool is_dtensor_string(const std::string& ts) { return ts.rfind("DTensor ", 0) == 0; }
+
+// The statement that unwraps DTensor `name` into a local tensor, anywhere in b.
+const ast::Stmt* find_unwrap(const ast::Block& b, const std::string& name) {
+  for (const auto& s : b) {
+    const ast::Expr* v = s->value.get();
+    if ((s->kind == ast::StmtKind::Assign || s->kind == ast::StmtKind::AnnAssign) && s->targets.size() == 1 &&
+        s->targets[0]->kind == ExprKind::Name && v) {
+      if (v->kind == ExprKind::Call && (v->items[0]->kind == ExprKind::Name || v->items[0]->kind == ExprKind::Attribute) &&
+          v->items[0]->name == "get_dtensor_inner_tensor" && v->args.size() == 1 && v->args[0]->kind == ExprKind::Name &&
+          v->args[0]->name == name)
+        return s.get();
+      if (v->kind == ExprKind::Attribute && v->name == "_local_tensor" && v->items[0]->kind == ExprKind::Name &&
+          v->items[0]->name == name)
+        return s.get();
+    }
+    if (const ast::Stmt* r = find_unwrap(s->body, name)) return r;
+    if (const ast::Stmt* r = find_unwrap(s->orelse, name)) return r;
+  }
+  return nullptr;
+}
+
+const std::string* find_annotation(const ast::Block& b, const std::string& name) {
+  for (const auto& s : b)
+    if (s->kind == ast::StmtKind::AnnAssign && s->targets.size() == 1 && s->targets[0]->kind == ExprKind::Name &&
+        s->targets[0]->name == name && s->annotation && s->annotation->kind == ExprKind::Str)
+      return &s->annotation->str_value;
+  return nullptr;
+}
+
+}  // namespace
+
+std::optional<ir::TensorType> dtensor_declared(const FunctionObj& fn, const std::string& name) {
+  if (!fn.info->body) return std::nullopt;
+  std::vector<const std::string*> declared = {find_type(*fn.info->body, name), find_annotation(*fn.info->body, name)};
+  for (const ast::Param& p : *fn.info->params)
+    if (p.name == name && p.annotation && p.annotation->kind == ExprKind::Str) declared.push_back(&p.annotation->str_value);
+  for (const std::string* ts : declared) {
+    if (!ts || !is_dtensor_string(*ts)) continue;
+    auto t = ir::parse_type_string(ts->substr(8), nullptr);
+    if (t) return t;
+  }
+  return std::nullopt;
+}
+
+ir::TensorType dtensor_local_type(Interpreter& in, const FunctionObj& fn, const std::string& name,
+                                  const ir::TensorType& global, SourceLoc loc) {
+  const ast::Stmt* s = find_unwrap(*fn.info->body, name);
+  const std::string* ts = nullptr;
+  if (s && s->kind == ast::StmtKind::AnnAssign && s->annotation && s->annotation->kind == ExprKind::Str) ts = &s->annotation->str_value;
+  if (s && !ts) ts = find_type(*fn.info->body, s->targets[0]->name);
+  const std::string declared = "DTensor " + global.str();
+  if (!ts)
+    in.fail(s ? s->loc : loc, "'" + name + "' is a DTensor (" + declared + ") but " +
+                                  (s ? "the statement that unwraps it states no type for its local tensor"
+                                     : "'" + fn.info->name + "' never unwraps it (get_dtensor_inner_tensor(" + name + ") or " + name +
+                                           "._local_tensor with a type comment)") +
+                                  ", which would say this rank's piece of " + rt::shape_str(global.shape) +
+                                  ": give the local tensor's type (--type " + name + "=" + rt::dtype_name(global.dtype) +
+                                  "[...]) or an input file");
+  std::string why;
+  auto t = ir::parse_type_string(*ts, &why);
+  if (!t) in.fail(s->loc, why);
+  if (t->dtype != global.dtype)
+    in.fail(s->loc, "'" + name + "' is a DTensor of " + rt::dtype_name(global.dtype) + " but its local tensor is typed " + t->str());
+  if (t->shape.size() != global.shape.size())
+    in.fail(s->loc, "'" + name + "' is a DTensor of shape " + rt::shape_str(global.shape) + " but its local tensor is typed " + t->str() +
+                        " (another number of dimensions)");
+  return *t;
 }
 
 // A Thunder prologue's module: `t: "cpu f32[8, 4]" = obj.get_parameter('0.weight')` (or

@@ -59,6 +59,16 @@ std::optional<Collection> module_collection(Interpreter& in, const FunctionObj& 
                                             const std::map<std::string, ir::TensorType>& given,
                                             std::vector<UntypedElement>* untyped, std::vector<ModuleRead>* reads);
 
+// A printout's DTensor input: `name` declared "DTensor cuda:0 f32[16, 16]" (by a type comment,
+// an annotated statement or its parameter's annotation): that global type, else nullopt.
+std::optional<ir::TensorType> dtensor_declared(const FunctionObj& fn, const std::string& name);
+
+// The type of a DTensor input's local tensor: where the body unwraps it
+// (`t: "cuda:0 f32[8, 16]" = get_dtensor_inner_tensor(name)`, or `name._local_tensor`), typed
+// by that statement's annotation or type comment; fails naming the input when nothing does.
+ir::TensorType dtensor_local_type(Interpreter& in, const FunctionObj& fn, const std::string& name,
+                                  const ir::TensorType& global, SourceLoc loc);
+
 // A printout's value for an input that is not a tensor: "int 8", "float 0.5", "bool True",
 // "str sum" (a 2023 printout's `# "sum"`), "None"; nullopt for anything else (a tensor's type).
 std::optional<Value> literal_of_type_string(const std::string& ts);

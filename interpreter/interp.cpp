@@ -351,7 +351,31 @@ static std::vector<const Expr*> flat_names(const Expr& e) {
   return out;
 }
 
+// A DTensor (stdlib/thunder.trace) against a printout's "DTensor cuda:0 f32[16, 16]": its global
+// shape and dtype. False when v is no DTensor.
+static bool check_dtensor_type(Interpreter& in, SourceLoc loc, const std::string& name, const std::string& ts, const Value& v) {
+  if (!v.is(VT::Namespace) || v.as<NamespaceObj>()->name != "DTensor") return false;
+  const auto& m = v.as<NamespaceObj>()->members;
+  auto shape = m.find("shape");
+  auto dtype = m.find("dtype");
+  if (shape == m.end() || !shape->second.is(VT::Tuple) || dtype == m.end() || !dtype->second.is(VT::DType)) return false;
+  rt::Shape have;
+  for (const Value& d : shape->second.as<TupleObj>()->items)
+    if (d.is(VT::Int)) have.push_back(d.as_int());
+  const std::string it = std::string("DTensor ") + rt::dtype_name(dtype->second.as_dtype()) + rt::shape_str(have);
+  if (ts.rfind("DTensor ", 0) != 0) in.fail(loc, "type comment says '" + name + "' is " + ts + " but it is a " + it);
+  std::string why;
+  auto t = ir::parse_type_string(ts.substr(8), &why);
+  if (!t) in.fail(loc, why);
+  if (t->dtype != dtype->second.as_dtype() || t->shape != have) in.fail(loc, "type comment says '" + name + "' is " + ts + " but it is a " + it);
+  return true;
+}
+
 static void check_type_comments(Interpreter& in, const Stmt& s, const Value& v) {
+  if (v.is(VT::Namespace)) {
+    for (const ast::TypeComment& tc : s.type_comments) check_dtensor_type(in, tc.loc, tc.name, tc.type_string, v);
+    return;
+  }
   if (!v.is(VT::Proxy)) return;
   const ir::Proxy& p = *v.as<ProxyObj>()->p;
   for (const ast::TypeComment& tc : s.type_comments) {
@@ -381,6 +405,11 @@ static bool frame_holds(const Frame& fr, const ir::Proxy* p) {
   for (const Value& v : fr.slots) {
     const Value& x = v.is(VT::Cell) ? v.as<CellObj>()->v : v;
     if (x.is(VT::Proxy) && x.as<ProxyObj>()->p.get() == p) return true;
+    // A DTensor (stdlib/thunder.trace) holds its local tensor.
+    if (x.is(VT::Namespace) && x.as<NamespaceObj>()->name == "DTensor") {
+      auto it = x.as<NamespaceObj>()->members.find("_local_tensor");
+      if (it != x.as<NamespaceObj>()->members.end() && it->second.is(VT::Proxy) && it->second.as<ProxyObj>()->p.get() == p) return true;
+    }
   }
   return false;
 }
@@ -431,6 +460,8 @@ Flow Interpreter::exec_stmt(const Stmt& s, Frame& fr) {
       Value v = eval(*s.value, fr);
       // A printout's `x: "cuda:0 f32[2, 3]" = args[0]`: a tensor type is checked as a type comment
       // is; other annotations ("Any", "<class 'torch.dtype'>", "int 8") are not.
+      if (rec_.trace && s.annotation && s.annotation->kind == ExprKind::Str)
+        check_dtensor_type(*this, s.annotation->loc, s.targets[0]->name, s.annotation->str_value, v);
       if (rec_.trace && v.is(VT::Proxy) && s.annotation && s.annotation->kind == ExprKind::Str) {
         std::string why;
         auto t = ir::parse_type_string(s.annotation->str_value, &why);

@@ -44,6 +44,13 @@ bool to_arg(const Value& v, ir::Arg* out) {
       *out = std::move(d);
       return true;
     }
+    case VT::Namespace: {
+      // A DTensor (stdlib/thunder.trace) is its local tensor.
+      const auto* n = v.as<NamespaceObj>();
+      auto local = n->members.find("_local_tensor");
+      if (n->name != "DTensor" || local == n->members.end()) return false;
+      return to_arg(local->second, out);
+    }
     default: return false;
   }
 }
@@ -364,6 +371,8 @@ struct ParamTypes {
   std::optional<Value> constant{};  // a number, string or None the printout states: no input
   bool keyword_only = false;       // after `*` or `*args`: passed by name
   std::vector<ModuleRead> module;  // a prologue's module (globals()['__function_obj']): no parameter
+  // Per element of `types`: a DTensor input's global type (`types` holds its local tensor's).
+  std::vector<std::optional<ir::TensorType>> dtensor;
 };
 
 // The type comments a printout puts first in a function's body, one a parameter, in order (an
@@ -629,7 +638,48 @@ static std::vector<ParamTypes> param_types(Interpreter& in, const FunctionObj& f
     }
   }
   fail_untyped(in, fn, untyped);
+  // DTensor inputs ("DTensor cuda:0 f32[16, 16]"): the input is this rank's local tensor.
+  for (ParamTypes& p : out) {
+    p.dtensor.assign(p.types.size(), std::nullopt);
+    for (size_t i = 0; i < p.types.size(); ++i) {
+      const std::string& name = p.coll ? p.names[i] : p.is_list ? std::string() : p.name;
+      if (name.empty()) continue;
+      auto global = dtensor_declared(fn, name);
+      if (!global) continue;
+      auto g = given.find(name);
+      p.types[i] = g != given.end() ? g->second : dtensor_local_type(in, fn, name, *global, p.loc);
+      if (p.types[i].dtype != global->dtype || p.types[i].shape.size() != global->shape.size())
+        in.fail(p.loc, "input '" + name + "' is " + p.types[i].str() + " but it is a DTensor of " + rt::dtype_name(global->dtype) +
+                           rt::shape_str(global->shape) + ": its local tensor must have that dtype and as many dimensions");
+      p.dtensor[i] = *global;
+    }
+  }
   return out;
+}
+
+// A printout's DTensor input (stdlib/thunder.trace's DTensor): its local tensor, global shape and
+// dtype, and a spec that stands for the caller's (check_dtensor_spec_repr checks it).
+static Value input_dtensor(Value local, const ir::TensorType& local_type, const ir::TensorType& global, const std::string& name) {
+  auto tuple_of = [](const rt::Shape& s) {
+    std::vector<Value> xs;
+    for (int64_t d : s) xs.push_back(Value::integer(d));
+    return Value(new TupleObj(std::move(xs)));
+  };
+  auto* spec = new NamespaceObj("DTensorSpec");
+  Value sv(spec);
+  spec->members["input"] = str_value(name);
+  spec->members["local_shape"] = tuple_of(local_type.shape);
+  spec->members["shape"] = tuple_of(global.shape);
+  spec->members["dtype"] = Value::dtype(global.dtype);
+  auto* d = new NamespaceObj("DTensor");
+  Value dv(d);
+  d->members["_local_tensor"] = std::move(local);
+  d->members["_spec"] = sv;
+  d->members["shape"] = tuple_of(global.shape);
+  d->members["dtype"] = Value::dtype(global.dtype);
+  d->members["ndim"] = Value::integer(static_cast<int64_t>(global.shape.size()));
+  d->members["name"] = str_value(name);
+  return dv;
 }
 
 std::vector<std::pair<std::string, ir::TensorType>> Interpreter::input_types(
@@ -671,6 +721,7 @@ std::shared_ptr<ir::Trace> Interpreter::trace(const FunctionObj& fn, const std::
       if (!t->names.insert(proxy->name).second) fail(p.loc, "input name '" + proxy->name + "' is used twice");
       t->inputs.push_back(proxy);
       proxies.push_back(make<ProxyObj>(proxy));
+      if (i < p.dtensor.size() && p.dtensor[i]) proxies.back() = input_dtensor(proxies.back(), p.types[i], *p.dtensor[i], proxy->name);
     }
     // Every tuple of a collection (liveness of what it holds: Recorder::collections).
     std::function<void(const Value&)> mark = [&](const Value& v) {

@@ -587,3 +587,108 @@ TEST_CASE("a module's prologue: an untyped parameter and unknown names are clear
 }
 
 }  // namespace tracer::test
+
+namespace tracer::test {
+
+// tests/thunder/dtensor_backward.txt: a backward whose cotangent is a DTensor sharded on dim 1
+// over a mesh of 3 ranks (global [4, 10]: pieces of 4, 4 and 2 columns, torch.chunk's sizes). Its
+// input is the local tensor, typed where the printout unwraps it; construct_dtensor wraps the
+// result back after checking it is this rank's piece. On rank 1 the gradient is tanh(t5) * t0's
+// local tensor (float64 on the same data); on rank 2 the piece is [4, 2], which the printout (made
+// on rank 0) does not have: the error says so.
+TEST_CASE("a DTensor printout runs on its local tensors; construct_dtensor checks this rank's piece", "[thunder]") {
+  const std::string dir = (std::filesystem::temp_directory_path() / "tracer_dtensor").string();
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  auto tensor = [](rt::Shape shape, double seed) {
+    rt::Tensor t = rt::Tensor::empty(rt::DType::f32, shape);
+    for (int64_t i = 0; i < t.numel(); ++i) t.set(i, std::sin(seed * double(i + 1)));
+    return t;
+  };
+  std::map<std::string, rt::Tensor> in = {{"t0", tensor({4, 4}, 0.3)}, {"t5", tensor({4, 4}, 1.7)}};
+  const std::string file = source_dir() + "/tests/thunder/dtensor_backward.txt";
+  SessionOptions rank1;
+  rank1.world_size = 3;
+  rank1.world_rank = 1;
+  Session s(rank1);
+  for (const auto& [name, t] : in) {
+    rt::write_npy(dir + "/" + name + ".npy", t);
+    REQUIRE(s.add_input(name, dir + "/" + name + ".npy"));
+  }
+  REQUIRE(s.load_file(file));
+  auto r = s.run("backward_fn", dir + "/out");
+  INFO(s.rendered_diagnostics());
+  REQUIRE(r);
+  rt::Tensor g = rt::read_npy(dir + "/out/rank1/bw_t3.npy");  // each rank writes below its own directory
+  REQUIRE(g.shape() == rt::Shape{4, 4});
+  double worst = 0;
+  for (int64_t i = 0; i < 16; ++i) worst = std::max(worst, std::fabs(g.get(i) - std::tanh(in["t5"].get(i)) * in["t0"].get(i)));
+  CHECK(worst < 1e-6);
+  // The memory timeline holds local tensors (64 bytes each, not the global 160): its peak is the
+  // two inputs, as the CPU allocator measured.
+  auto m = s.memory("backward_fn");
+  REQUIRE(m);
+  CHECK(m->peak_bytes == 2 * 64);
+  CHECK(r->peak_bytes == m->peak_bytes);
+  std::filesystem::remove_all(dir);
+
+  SessionOptions rank2 = rank1;
+  rank2.world_rank = 2;
+  Session e(rank2);
+  CHECK_FALSE(e.check_file(file, false, "backward_fn"));
+  CHECK_THAT(e.rendered_diagnostics(), Catch::Contains("construct_dtensor: the local tensor has shape (4, 4) but rank 2's piece of (4, 10) placed (Shard(dim=1),) on [0, 1, 2] is (4, 2)"));
+}
+
+// tests/thunder/dtensor_prologue.txt: a prologue's DTensor inputs (Shard(dim=0) of bf16[10, 6] over
+// 4 ranks, a replicated f32[6, 5]) are checked by check_dtensor_spec_repr against the spec it
+// prints: global shape, dtype and this rank's piece (3 rows on rank 0, 1 row on rank 3).
+TEST_CASE("a prologue's DTensor inputs are checked against the spec it prints", "[thunder]") {
+  const std::string file = source_dir() + "/tests/thunder/dtensor_prologue.txt";
+  {
+    Session s;
+    REQUIRE(s.load_file(file));
+    auto r = s.run("prologue");
+    INFO(s.rendered_diagnostics());
+    REQUIRE(r);
+    REQUIRE(r->inputs.size() == 2);
+    CHECK(r->inputs[0].shape == std::vector<int64_t>{3, 6});
+    CHECK(r->inputs[0].dtype == "bf16");
+    CHECK(r->inputs[1].shape == std::vector<int64_t>{6, 5});
+  }
+  {
+    Session s;
+    REQUIRE(s.set_input_type("l_a_", "bf16[4, 6]"));
+    REQUIRE(s.load_file(file));
+    CHECK_FALSE(s.run("prologue"));
+    CHECK_THAT(s.rendered_diagnostics(), Catch::Contains("prologue check failed: the local tensor of 'l_a_' has shape (4, 6) but rank 0's piece of (10, 6) placed (Shard(dim=0),) on [0, 1, 2, 3] is (3, 6)"));
+  }
+  {
+    Session s;
+    REQUIRE(s.set_input_type("l_a_", "f32[3, 6]"));
+    REQUIRE(s.load_file(file));
+    CHECK_FALSE(s.run("prologue"));
+    CHECK_THAT(s.rendered_diagnostics(), Catch::Contains("input 'l_a_' is cpu f32[3, 6] but it is a DTensor of bf16[10, 6]"));
+  }
+  {
+    // Rank 3 holds one row: the spec check passes, the printout's rank-0 annotation does not.
+    SessionOptions o;
+    o.world_size = 4;
+    o.world_rank = 3;
+    Session s(o);
+    REQUIRE(s.set_input_type("l_a_", "bf16[1, 6]"));
+    REQUIRE(s.load_file(file));
+    CHECK_FALSE(s.check_file(file, false, "prologue"));
+    CHECK_THAT(s.rendered_diagnostics(), Catch::Contains("the annotation says 't1' is cuda:0 bf16[3, 6] but it is cpu bf16[1, 6]"));
+  }
+  {
+    Session s;
+    REQUIRE(s.load_string("never_unwrapped.txt",
+                          "def f(x):\n"
+                          "  # x: \"DTensor cuda:0 f32[8, 4]\"\n"
+                          "  return x\n"));
+    CHECK_FALSE(s.run("f"));
+    CHECK_THAT(s.rendered_diagnostics(), Catch::Contains("'x' is a DTensor (DTensor cuda:0 f32[8, 4]) but 'f' never unwraps it"));
+  }
+}
+
+}  // namespace tracer::test
