@@ -128,6 +128,13 @@ bool Session::check_file(const std::string& path, bool parse_only, const std::st
     const interp::FunctionObj* fn = impl_->function(targets[k]);
     if (!fn) continue;
     if (k > 0 && fn->info->params->empty()) continue;  // a script's function, not a traced one
+    // An nvFuser definition's symbolic sizes (-1) are checked as kPlaceholder each, and a note says so.
+    constexpr int64_t kPlaceholder = 2;
+    struct Placeholder {
+      interp::Interpreter& in;
+      ~Placeholder() { in.symbolic_placeholder = 0; }
+    } placeholder{*impl_->in};
+    impl_->in->symbolic_placeholder = kPlaceholder;
     try {
       impl_->in->input_types(*fn, impl_->given_types());
     } catch (const interp::ScriptError& err) {
@@ -137,7 +144,17 @@ bool Session::check_file(const std::string& path, bool parse_only, const std::st
       ok = false;
       continue;
     }
+    const std::vector<std::string> placeholders = impl_->in->placeholder_inputs;
     auto t = impl_->trace(targets[k], false);
+    if (!placeholders.empty()) {
+      std::string names;
+      for (const std::string& n : placeholders) names += (names.empty() ? "'" : ", '") + n + "'";
+      impl_->add(Diagnostic{Severity::note, fn->info->loc,
+                            "'" + targets[k] + "' was checked with the symbolic sizes (-1) of " + names + " set to " +
+                                std::to_string(kPlaceholder) + (t ? "" : ", which may be why it failed") +
+                                "; give their types (--type NAME=f32[...]) to check it at its real sizes",
+                            {}});
+    }
     ok = t != nullptr && ok;
     for (size_t i = 0; t && i < t->inputs.size(); ++i) typed.insert(t->inputs[i]->name);
   }

@@ -185,6 +185,10 @@ class Interpreter {
   // while trace() records such a prologue (None otherwise).
   const Value& function_obj() const { return function_obj_; }
   std::function<void(const std::string&)> on_print;  // print(); defaults to stdout
+  // tracer check: an nvFuser definition's symbolic sizes (-1) that nothing gives are traced as
+  // this size (0: they are an error), and the inputs so typed are listed in placeholder_inputs.
+  int64_t symbolic_placeholder = 0;
+  std::vector<std::string> placeholder_inputs;
   const NamespaceObj& builtins() const { return *builtins_.as<NamespaceObj>(); }
   int64_t steps() const { return steps_; }
   // The step limit counts from here (an embedding host's call starts a new count).

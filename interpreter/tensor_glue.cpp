@@ -472,8 +472,12 @@ static std::vector<ParamTypes> fusion_definition_inputs(Interpreter& in, const F
       if (!shape || (shape->kind != ast::ExprKind::List && shape->kind != ast::ExprKind::Tuple))
         in.fail(call.loc, "define_tensor: the shape must be a list of sizes");
       for (const auto& d : shape->items) {
-        if (d->kind == ast::ExprKind::Int && d->int_value >= 0) t.shape.push_back(d->int_value);
-        else known = false;  // -1 (or an expression): symbolic
+        if (d->kind == ast::ExprKind::Int && d->int_value >= 0) {
+          t.shape.push_back(d->int_value);
+        } else {
+          known = false;  // -1 (or an expression): symbolic
+          t.shape.push_back(in.symbolic_placeholder);
+        }
       }
     }
     if (!known) {
@@ -483,7 +487,10 @@ static std::vector<ParamTypes> fusion_definition_inputs(Interpreter& in, const F
     pt.types.push_back(t);
     out.push_back(std::move(pt));
   }
-  if (!symbolic.empty()) {
+  in.placeholder_inputs.clear();
+  if (!symbolic.empty() && in.symbolic_placeholder > 0) {
+    in.placeholder_inputs = symbolic;  // tracer check: traced with each symbolic size set to the placeholder
+  } else if (!symbolic.empty()) {
     std::string names, types;
     for (const std::string& n : symbolic) {
       names += (names.empty() ? "'" : ", '") + n + "'";
