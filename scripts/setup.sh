@@ -9,6 +9,6 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   build-essential cmake ninja-build pkg-config \
   antlr4 libantlr4-runtime-dev \
   catch2 libopenblas-openmp-dev libcli11-dev nlohmann-json3-dev libfmt-dev libboost-graph-dev libgloo-dev \
-  libdlpack-dev libedit-dev \
+  libdlpack-dev libedit-dev libgoogle-perftools-dev \
   clang libclang-rt-dev \
   >/dev/null
