@@ -667,8 +667,8 @@ std::string display(const Value& v) {
   return to_str(v);
 }
 
-static Value ns(const std::string& name) { return make<NamespaceObj>(name); }
-static NamespaceObj& nsref(const Value& v) { return *v.as<NamespaceObj>(); }
+static Value ns(const std::string& name) { return new_namespace(name); }
+static NamespaceObj& nsref(const Value& v) { return namespace_ref(v); }
 
 void Interpreter::register_native(std::shared_ptr<const NativeDef> def) {
   std::string name = def->name;
@@ -770,139 +770,6 @@ void Interpreter::install_builtins() {
   b.members["operator"] = ns("operator");
   b.members["nvfuser"] = ns("nvfuser");
   b.fallback = &nsref(executors_);
-}
-
-const Value* Interpreter::find_pass(const std::string& name) {
-  load_stdlib_passes();
-  auto it = passes_.find(name);
-  return it == passes_.end() ? nullptr : &it->second;
-}
-
-std::vector<std::string> Interpreter::pass_names() {
-  load_stdlib_passes();
-  std::vector<std::string> out;
-  for (const auto& kv : passes_) out.push_back(kv.first);
-  return out;
-}
-
-Value Interpreter::resolve_module_path(const std::string& path, SourceLoc loc) {
-  std::string root = path.substr(0, path.find('.'));
-  const Value* v = builtins().lookup(root);
-  if (root == "thunder") v = builtins().lookup("thunder");
-  if (!v || !v->is(VT::Namespace)) fail(loc, "no module named '" + path + "'");
-  if (root == "thunder") {
-    // thunder.core.devices, thunder.core.dtypes, thunder.core.prims and thunder.torch are our
-    // devices, dtypes, prims and ltorch (`import thunder.core.devices as devices`, then
-    // `devices.Device("cuda:0")`); every other path is Thunder's executors and helpers, one flat
-    // namespace.
-    const std::string leaf = path.substr(path.rfind('.') + 1);
-    static const std::map<std::string, std::string> same = {
-        {"devices", "devices"}, {"dtypes", "dtypes"}, {"prims", "prims"}, {"torch", "ltorch"}};
-    if (auto s = same.find(leaf); s != same.end() && path != "thunder")
-      if (const Value* m = builtins().lookup(s->second); m && m->is(VT::Namespace)) return *m;
-    return *v;
-  }
-  Value cur = *v;
-  size_t pos = root.size();
-  while (pos < path.size()) {
-    size_t next = path.find('.', pos + 1);
-    std::string part = path.substr(pos + 1, next == std::string::npos ? std::string::npos : next - pos - 1);
-    auto it = nsref(cur).members.find(part);
-    if (it == nsref(cur).members.end() || !it->second.is(VT::Namespace)) fail(loc, "no module named '" + path + "'");
-    cur = it->second;
-    pos = next == std::string::npos ? path.size() : next;
-  }
-  return cur;
-}
-
-std::shared_ptr<Module> Interpreter::load_stdlib_file(const stdlib::File& file) {
-  DiagnosticList diags;
-  auto m = parse(file.path, file.text, diags);
-  if (!m) throw std::runtime_error("internal error: the embedded stdlib does not parse:\n" + diags.render_all(sm_));
-  m->composites = file.module == std::string("ltorch") || file.module == std::string("dist");
-  m->name = file.module;
-  m->names_values = false;
-  stdlib_files_.push_back(m->file);
-  modules_.push_back(m);
-  try {
-    run_module(*m);
-  } catch (const ScriptError& e) {
-    throw std::runtime_error("internal error: the embedded stdlib fails to load:\n" + render(sm_, to_diagnostic(e)));
-  }
-  return m;
-}
-
-// The ops load with the interpreter; the standard passes when a pass is first looked up, so
-// that interpreters that run no pass do not pay for parsing them.
-void Interpreter::load_stdlib() {
-  for (const auto& file : stdlib::files()) {
-    std::string mod = file.module;
-    if (mod.rfind("passes.", 0) == 0) continue;
-    auto m = load_stdlib_file(file);
-    if (mod == "thunder") {
-      // Thunder's names (stdlib/thunder.trace): bare, as thunder.NAME, its prologues' guards as
-      // prims.check_*, its cache info as thunder._get_cache_info, Python's operator.X.
-      NamespaceObj& thunder = nsref(*builtins().lookup("thunder"));
-      NamespaceObj& prims = nsref(*builtins().lookup("prims"));
-      NamespaceObj& op = nsref(*builtins().lookup("operator"));
-      NamespaceObj& bare = nsref(executors_);
-      for (const auto& [k, v] : m->globals) {
-        if (k.empty() || k[0] == '_' || !v.is(VT::Function)) continue;
-        if (k.rfind("operator_", 0) == 0) {
-          op.members[k.substr(9)] = v;
-          continue;
-        }
-        bare.members[k] = v;
-        thunder.members[k == "get_cache_info" ? "_get_cache_info" : k] = v;
-        if (k.rfind("check_", 0) == 0) prims.members[k] = v;
-      }
-      // thunder.core.module.get_thunder_module(fn), as a module's prologue names it; thunder.core.X
-      // for prims, devices and dtypes.
-      Value core = ns("thunder.core"), module = ns("thunder.core.module");
-      for (const char* k : {"ThunderModule", "get_thunder_module"}) nsref(module).members[k] = m->globals.at(k);
-      nsref(core).members["module"] = module;
-      for (const char* k : {"prims", "devices", "dtypes"}) nsref(core).members[k] = *builtins().lookup(k);
-      thunder.members["core"] = core;
-      // thunder.torch is ltorch; thunder.torch.experimental.dtensor_prims_and_impl.X the DTensor
-      // helpers (construct_dtensor, ...), among Thunder's names.
-      Value torch = ns("thunder.torch"), experimental = ns("thunder.torch.experimental");
-      nsref(torch).fallback = &nsref(ltorch_);
-      nsref(experimental).members["dtensor_prims_and_impl"] = *builtins().lookup("thunder");
-      nsref(torch).members["experimental"] = experimental;
-      thunder.members["torch"] = torch;
-      continue;
-    }
-    if (mod == "nvfuser") {
-      // nvFuser's front end (stdlib/nvfuser.trace): `from nvfuser import FusionDefinition, DataType`;
-      // a printed definition names FusionDefinition and DataType bare.
-      NamespaceObj& nv = nsref(*builtins().lookup("nvfuser"));
-      for (const auto& [k, v] : m->globals) {
-        if (k.empty() || k[0] == '_' || !(v.is(VT::Function) || v.is(VT::Namespace))) continue;
-        nv.members[k] = v;
-        if (k == "FusionDefinition" || k == "DataType") nsref(executors_).members[k] = v;
-      }
-      continue;
-    }
-    NamespaceObj& target = mod == "ltorch" ? nsref(ltorch_) : mod == "dist" ? nsref(dist_) : mod == "optim" ? nsref(optim_) : nsref(builtins_);
-    for (const auto& [k, v] : m->globals)
-      if (!k.empty() && k[0] != '_' && v.is(VT::Function)) target.members[k] = v;
-  }
-}
-
-void Interpreter::load_stdlib_passes() {
-  if (passes_loaded_) return;
-  passes_loaded_ = true;
-  for (const auto& file : stdlib::files()) {
-    std::string mod = file.module;
-    if (mod.rfind("passes.", 0) != 0) continue;
-    // stdlib/passes/NAME.trace defines the pass NAME; a user's pass of that name wins.
-    std::string pass = mod.substr(7);
-    auto m = load_stdlib_file(file);
-    auto it = m->globals.find(pass);
-    if (it == m->globals.end() || !it->second.is(VT::Function))
-      throw std::runtime_error("internal error: stdlib/passes/" + pass + ".trace does not define " + pass + "()");
-    passes_.emplace(pass, it->second);
-  }
 }
 
 }  // namespace tracer::interp

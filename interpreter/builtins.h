@@ -24,5 +24,8 @@ rt::Shape tensor_shape(const Value& v);
 rt::DType tensor_dtype(const Value& v);
 // What print() shows: strings as they are, tensors as a summary of their values.
 std::string display(const Value& v);
+// A new empty namespace object; the namespace a value holds (it must hold one).
+inline Value new_namespace(const std::string& name) { return make<NamespaceObj>(name); }
+inline NamespaceObj& namespace_ref(const Value& v) { return *v.as<NamespaceObj>(); }
 
 }  // namespace tracer::interp

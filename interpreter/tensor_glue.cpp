@@ -458,7 +458,7 @@ static std::vector<ParamTypes> fusion_definition_inputs(Interpreter& in, const F
     if (!scalar && !shape && !call.args.empty()) shape = call.args[0].get();
     if (!dtype && call.args.size() > (scalar ? 1u : 2u)) dtype = call.args[scalar ? 1 : 2].get();
     const std::string& name = st->targets[0]->name;
-    ParamTypes pt{name, {}, false, st->loc, std::nullopt, {}, false, std::nullopt, false, {}};
+    ParamTypes pt{name, {}, false, st->loc, std::nullopt, {}, false, std::nullopt, false, {}, {}};
     auto g = given.find(name);
     if (g != given.end()) {
       pt.types.push_back(g->second);
@@ -556,7 +556,7 @@ static std::vector<ParamTypes> param_types(Interpreter& in, const FunctionObj& f
   bool after_star = false;
   for (size_t i = 0; i < params.size(); ++i) {
     const ast::Param& p = params[i];
-    ParamTypes pt{p.name, {}, false, p.loc, std::nullopt, {}, false, std::nullopt, false, {}};
+    ParamTypes pt{p.name, {}, false, p.loc, std::nullopt, {}, false, std::nullopt, false, {}, {}};
     pt.keyword_only = after_star;
     if (p.kind == ast::Param::Kind::VarArgs) after_star = true;
     if (p.kind != ast::Param::Kind::Normal) {
@@ -638,7 +638,7 @@ static std::vector<ParamTypes> param_types(Interpreter& in, const FunctionObj& f
   if (fn.info->body && reads_function_obj(*fn.info->body)) {
     std::vector<ModuleRead> reads;
     if (auto coll = module_collection(in, fn, given, &untyped, &reads)) {
-      ParamTypes pt{"__function_obj", {}, false, fn.info->loc, std::nullopt, {}, false, std::nullopt, false, {}};
+      ParamTypes pt{"__function_obj", {}, false, fn.info->loc, std::nullopt, {}, false, std::nullopt, false, {}, {}};
       take_collection(pt, std::move(coll));
       pt.module = std::move(reads);
       out.push_back(std::move(pt));
