@@ -84,6 +84,14 @@ TRACER_ROWS_ONLINE=1 check "ops.trace ops_rows fuse online" tests/gpu/ops.trace 
 for passes in "grad,philox,del_last_used" "grad,philox,fuse,del_last_used"; do
   check "batch_one.trace $passes" tests/gpu/batch_one.trace --passes "$passes" --
 done
+# Thunder's printouts of tests/thunder on cuda against the CPU: a module's prologue and its
+# computation, a DTensor backward (local tensors), the 2024 and mid-2024 RNG state operators (the
+# same philox numbers on both devices), a backward with collections.
+check "prologue_module_params.txt prologue" tests/thunder/prologue_module_params.txt --entry prologue --
+check "prologue_module_params.txt computation" tests/thunder/prologue_module_params.txt --entry computation --
+check "dtensor_backward.txt" tests/thunder/dtensor_backward.txt --entry backward_fn --
+check "rng_state_2024.txt" tests/thunder/rng_state_2024.txt --
+check "rng_state_mid2024.txt" tests/thunder/rng_state_mid2024.txt --entry augmented_forward_fn --
 # Compiled functions in the language on the GPU (jit, value_and_grad, AdamW) against the CPU.
 if "$TRACER" run tests/gpu/jit_cuda.trace > "$tmp/jit.log" 2>&1 && tail -1 "$tmp/jit.log" | grep -q "^ok$"; then
   echo "ok   jit_cuda.trace: compiled functions on cuda equal the CPU's"
