@@ -478,6 +478,33 @@ TEST_CASE("the session completes names for the REPL's Tab", "[repl]") {
 
 namespace tracer::test {
 
+namespace {
+
+// An empty scratch folder below the temporary directory.
+std::string fresh_dir(const std::string& name) {
+  const std::string dir = (std::filesystem::temp_directory_path() / name).string();
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+// f32 values sin(seed * (i + 1)): data no two inputs share.
+rt::Tensor sine_tensor(rt::Shape shape, double seed) {
+  rt::Tensor t = rt::Tensor::empty(rt::DType::f32, shape);
+  for (int64_t i = 0; i < t.numel(); ++i) t.set(i, std::sin(seed * double(i + 1)));
+  return t;
+}
+
+// Writes each tensor to DIR/NAME.npy and gives it to s as input NAME.
+void give_inputs(Session& s, const std::string& dir, const std::map<std::string, rt::Tensor>& in) {
+  for (const auto& [name, t] : in) {
+    rt::write_npy(dir + "/" + name + ".npy", t);
+    REQUIRE(s.add_input(name, dir + "/" + name + ".npy"));
+  }
+}
+
+}  // namespace
+
 // tests/thunder/prologue_module_params.txt: the prologue of a module's call reads the module
 // (`fn = globals()['__function_obj']`, `obj = thunder.core.module.get_thunder_module(fn)`) and
 // its parameters and buffer (`obj.get_parameter('0.weight')`, `get_buffer('2.scale')`): they are
@@ -485,14 +512,8 @@ namespace tracer::test {
 // The prologue hands them on unchanged; the computation they feed, (tanh(x W0^T + b0) W2^T) * s,
 // matches float64.
 TEST_CASE("a module's prologue reads its parameters and buffers as inputs, and its computation uses them", "[thunder]") {
-  const std::string dir = (std::filesystem::temp_directory_path() / "tracer_module_prologue").string();
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  auto tensor = [](rt::Shape shape, double seed) {
-    rt::Tensor t = rt::Tensor::empty(rt::DType::f32, shape);
-    for (int64_t i = 0; i < t.numel(); ++i) t.set(i, std::sin(seed * double(i + 1)));
-    return t;
-  };
+  const std::string dir = fresh_dir("tracer_module_prologue");
+  auto tensor = sine_tensor;
   std::map<std::string, rt::Tensor> in = {{"x", tensor({3, 5}, 0.7)},
                                           {"t_0_weight", tensor({7, 5}, 1.3)},
                                           {"t_0_bias", tensor({7}, 0.4)},
@@ -500,10 +521,7 @@ TEST_CASE("a module's prologue reads its parameters and buffers as inputs, and i
                                           {"t_2_scale", tensor({2}, 0.9)}};
   const std::string file = source_dir() + "/tests/thunder/prologue_module_params.txt";
   Session p;
-  for (const auto& [name, t] : in) {
-    rt::write_npy(dir + "/" + name + ".npy", t);
-    REQUIRE(p.add_input(name, dir + "/" + name + ".npy"));
-  }
+  give_inputs(p, dir, in);
   REQUIRE(p.load_file(file));
   auto r = p.run("prologue", dir + "/pro");
   INFO(p.rendered_diagnostics());
@@ -586,10 +604,6 @@ TEST_CASE("a module's prologue: an untyped parameter and unknown names are clear
   }
 }
 
-}  // namespace tracer::test
-
-namespace tracer::test {
-
 // tests/thunder/dtensor_backward.txt: a backward whose cotangent is a DTensor sharded on dim 1
 // over a mesh of 3 ranks (global [4, 10]: pieces of 4, 4 and 2 columns, torch.chunk's sizes). Its
 // input is the local tensor, typed where the printout unwraps it; construct_dtensor wraps the
@@ -597,24 +611,15 @@ namespace tracer::test {
 // local tensor (float64 on the same data); on rank 2 the piece is [4, 2], which the printout (made
 // on rank 0) does not have: the error says so.
 TEST_CASE("a DTensor printout runs on its local tensors; construct_dtensor checks this rank's piece", "[thunder]") {
-  const std::string dir = (std::filesystem::temp_directory_path() / "tracer_dtensor").string();
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  auto tensor = [](rt::Shape shape, double seed) {
-    rt::Tensor t = rt::Tensor::empty(rt::DType::f32, shape);
-    for (int64_t i = 0; i < t.numel(); ++i) t.set(i, std::sin(seed * double(i + 1)));
-    return t;
-  };
+  const std::string dir = fresh_dir("tracer_dtensor");
+  auto tensor = sine_tensor;
   std::map<std::string, rt::Tensor> in = {{"t0", tensor({4, 4}, 0.3)}, {"t5", tensor({4, 4}, 1.7)}};
   const std::string file = source_dir() + "/tests/thunder/dtensor_backward.txt";
   SessionOptions rank1;
   rank1.world_size = 3;
   rank1.world_rank = 1;
   Session s(rank1);
-  for (const auto& [name, t] : in) {
-    rt::write_npy(dir + "/" + name + ".npy", t);
-    REQUIRE(s.add_input(name, dir + "/" + name + ".npy"));
-  }
+  give_inputs(s, dir, in);
   REQUIRE(s.load_file(file));
   auto r = s.run("backward_fn", dir + "/out");
   INFO(s.rendered_diagnostics());
