@@ -106,9 +106,13 @@ void Interpreter::install_thunder_names(const Module& m) {
   thunder.members["core"] = core;
   // thunder.torch is ltorch; thunder.torch.experimental.dtensor_prims_and_impl.X the DTensor
   // helpers (construct_dtensor, ...), among Thunder's names.
+  // (dtensor_prims_and_impl looks names up in thunder through its fallback, which does not hold
+  // it: a member would make a cycle of references that is never freed.)
   Value torch = ns("thunder.torch"), experimental = ns("thunder.torch.experimental");
+  Value dtensor = ns("thunder.torch.experimental.dtensor_prims_and_impl");
   nsref(torch).fallback = &nsref(ltorch_);
-  nsref(experimental).members["dtensor_prims_and_impl"] = *builtins().lookup("thunder");
+  nsref(dtensor).fallback = &thunder;
+  nsref(experimental).members["dtensor_prims_and_impl"] = dtensor;
   nsref(torch).members["experimental"] = experimental;
   thunder.members["torch"] = torch;
 }
