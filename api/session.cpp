@@ -489,11 +489,9 @@ bool describe_output(const std::string& name, const ir::Arg& a, const std::strin
   o->is_tensor = true;
   o->dtype = rt::dtype_name(a.tensor.dtype());
   o->shape = a.tensor.shape();
-  o->summary = rt::summarize(a.tensor);
-  for (int64_t k = 0; k < a.tensor.numel(); ++k) {
-    o->sum += a.tensor.get(k);
-    if (k < 6) o->head.push_back(a.tensor.get(k));
-  }
+  o->sum = rt::sum_f64(a.tensor);
+  o->summary = rt::summarize(a.tensor, o->sum);
+  for (int64_t k = 0; k < std::min<int64_t>(a.tensor.numel(), 6); ++k) o->head.push_back(a.tensor.get(k));
   if (output_dir.empty()) return true;
   std::error_code ec;
   std::filesystem::create_directories(output_dir, ec);
