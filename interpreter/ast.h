@@ -166,6 +166,9 @@ struct Stmt {
   std::string trailing_comment;       // a comment after it on its line that is no type comment
   std::vector<std::string> after_comments;  // comment lines indented deeper right after it (subsymbols)
   explicit Stmt(StmtKind k, SourceLoc l = {}) : kind(k), loc(l) {}
+  // `x = f(...)`, printed with its decomposition or not (a decomposed call is an assignment to
+  // every reader of the source that looks for one).
+  bool is_assign() const { return kind == StmtKind::Assign || (kind == StmtKind::FusionDef && decomposed); }
 };
 
 struct Module {

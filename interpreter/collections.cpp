@@ -38,7 +38,7 @@ bool is_seq(const ast::Expr* e) { return e && (e->kind == ExprKind::Tuple || e->
 // `targets = name` (one target list, not chained), anywhere in the block.
 const ast::Stmt* find_unpack(const ast::Block& b, const std::string& name) {
   for (const auto& s : b) {
-    if (s->kind == ast::StmtKind::Assign && s->targets.size() == 1 && is_seq(s->targets[0].get()) && s->value &&
+    if (s->is_assign() && s->targets.size() == 1 && is_seq(s->targets[0].get()) && s->value &&
         s->value->kind == ExprKind::Name && s->value->name == name)
       return s.get();
     if (const ast::Stmt* r = find_unpack(s->body, name)) return r;
@@ -134,7 +134,7 @@ std::optional<Forward> find_forward(const Module& m, const FuncInfo& backward) {
 // which place (null where none does).
 const ast::Stmt* first_call_use(const ast::Block& body, const std::string& name, size_t* at) {
   for (const auto& st : body) {
-    if (st->kind != ast::StmtKind::Assign || !st->value || st->value->kind != ExprKind::Call) continue;
+    if (!st->is_assign() || !st->value || st->value->kind != ExprKind::Call) continue;
     const ast::Expr& call = *st->value;
     for (size_t i = 0; i < call.args.size(); ++i)
       if (call.args[i]->kind == ExprKind::Name && call.args[i]->name == name) {
@@ -381,7 +381,7 @@ std::optional<Collection> indexed_collection(Interpreter& in, const FunctionObj&
   constexpr int64_t kMaxArgs = 1 << 16;
   if (n > kMaxArgs) in.fail(fn.info->loc, "'" + fn.info->name + "': check_len(" + name + ", " + std::to_string(n) + ") asks for more than " + std::to_string(kMaxArgs) + " arguments");
   for (const auto& s : body) {
-    if ((s->kind != ast::StmtKind::AnnAssign && s->kind != ast::StmtKind::Assign) || s->targets.size() != 1 ||
+    if ((s->kind != ast::StmtKind::AnnAssign && !s->is_assign()) || s->targets.size() != 1 ||
         s->targets[0]->kind != ExprKind::Name)
       continue;
     int64_t i = literal_index(s->value.get(), name);
@@ -418,7 +418,7 @@ bool is_dtensor_string(const std::string& ts) { return ts.rfind("DTensor ", 0) =
 const ast::Stmt* find_unwrap(const ast::Block& b, const std::string& name) {
   for (const auto& s : b) {
     const ast::Expr* v = s->value.get();
-    if ((s->kind == ast::StmtKind::Assign || s->kind == ast::StmtKind::AnnAssign) && s->targets.size() == 1 &&
+    if ((s->is_assign() || s->kind == ast::StmtKind::AnnAssign) && s->targets.size() == 1 &&
         s->targets[0]->kind == ExprKind::Name && v) {
       if (v->kind == ExprKind::Call && (v->items[0]->kind == ExprKind::Name || v->items[0]->kind == ExprKind::Attribute) &&
           v->items[0]->name == "get_dtensor_inner_tensor" && v->args.size() == 1 && v->args[0]->kind == ExprKind::Name &&
@@ -494,7 +494,7 @@ std::optional<Collection> module_collection(Interpreter& in, const FunctionObj& 
   Builder b(in, fn, given, std::nullopt, untyped);
   std::set<std::pair<bool, std::string>> seen;
   for (const auto& s : *fn.info->body) {
-    if ((s->kind != ast::StmtKind::AnnAssign && s->kind != ast::StmtKind::Assign) || s->targets.size() != 1 ||
+    if ((s->kind != ast::StmtKind::AnnAssign && !s->is_assign()) || s->targets.size() != 1 ||
         s->targets[0]->kind != ExprKind::Name || !s->value || s->value->kind != ExprKind::Call)
       continue;
     const ast::Expr& call = *s->value;

@@ -29,7 +29,7 @@ void scan(const ast::Block& b, std::map<std::string, std::string>& types, std::v
   for (const ast::StmtPtr& s : b) {
     if (s->kind == ast::StmtKind::TypeComment) types.emplace(s->name, s->type_string);
     for (const ast::TypeComment& tc : s->type_comments) types.emplace(tc.name, tc.type_string);
-    if (s->kind == ast::StmtKind::Assign && s->value && s->value->kind == ast::ExprKind::Call) calls.push_back(s.get());
+    if (s->is_assign() && s->value && s->value->kind == ast::ExprKind::Call) calls.push_back(s.get());
     scan(s->body, types, calls);
     scan(s->orelse, types, calls);
   }

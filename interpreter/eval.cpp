@@ -49,6 +49,16 @@ Value Interpreter::load_name(const Expr& e, Frame& fr) {
 }
 
 bool Interpreter::name_defined(const Expr& e, Frame& fr) {
+  if (e.kind == ExprKind::Attribute) {  // a.b.c: a defined, and each attribute there
+    if (!name_defined(*e.items[0], fr)) return false;
+    try {
+      get_attr(eval(*e.items[0], fr), e.name, e.loc);
+      return true;
+    } catch (const ScriptError&) {
+      return false;
+    }
+  }
+  if (e.kind != ExprKind::Name) return false;
   switch (static_cast<NameScope>(e.depth)) {
     case NameScope::Local: return !fr.slots[e.slot].is(VT::Unbound);
     case NameScope::Cell:
@@ -497,6 +507,14 @@ Flow Interpreter::exec_fusion(const Stmt& s, Frame& fr) {
       for (const auto& t : e.items) flat(*t);
   };
   flat(targets);
+  // A decomposed call whose outputs are not all tensors (a DTensor op's, which returns a DTensor
+  // object): its decomposition's statements stand in the trace as they are.
+  if (s.decomposed)
+    for (const Expr* n : names)
+      if (n->name != "_" && !load_name(*n, fr).is(VT::Proxy)) {
+        for (ir::Stmt& b : body) push_stmt(std::move(b));
+        return Flow::Normal;
+      }
   for (const Expr* n : names) {
     if (n->name == "_") continue;  // an output nothing reads (Thunder's dce dropped its computation)
     Value v = load_name(*n, fr);

@@ -44,7 +44,7 @@ class Builder {
   std::string comment_body(antlr4::Token* t);
   SourceLoc comment_loc(antlr4::Token* t);
   size_t absorb_fusion(ast::Stmt& s, size_t stmt_token, size_t cursor, size_t hi);
-  ast::Block parse_fusion_body(const std::vector<antlr4::Token*>& lines);
+  ast::Block parse_fusion_body(const std::vector<antlr4::Token*>& lines, size_t first_indent);
 
   // ------------------------------------------------------------ expressions (parse_expr.cpp)
   ast::ExprPtr test(P::TestContext* c);

@@ -19,15 +19,23 @@ namespace {
 enum class Absorb { None, Fusion, Decomposed };
 
 // "[a, b] = nvFusion0(x)": a fusion; "(a, b) = name(x)" or "a = name(x)" with another plain
-// name: a call that Thunder may print with its decomposition (an executor's or a user's op).
+// name: a call that Thunder may print with its decomposition (an executor's or a user's op, or a
+// dotted one: `mul = thunder.torch.experimental.dtensor_torch_and_aten_ops.dtensor_mul(x, w)`).
 Absorb absorb_kind(const ast::Stmt& s) {
   if (s.kind != StmtKind::Assign || s.targets.size() != 1 || !s.value) return Absorb::None;
   const ast::Expr& call = *s.value;
-  if (call.kind != ExprKind::Call || call.items[0]->kind != ExprKind::Name) return Absorb::None;
+  if (call.kind != ExprKind::Call) return Absorb::None;
+  if (call.items[0]->kind == ExprKind::Attribute) {
+    const ast::Expr* e = call.items[0].get();
+    while (e->kind == ExprKind::Attribute) e = e->items[0].get();
+    if (e->kind != ExprKind::Name) return Absorb::None;
+  } else if (call.items[0]->kind != ExprKind::Name) {
+    return Absorb::None;
+  }
   const ast::Expr& target = *s.targets[0];
   bool names = target.kind == ExprKind::List || target.kind == ExprKind::Tuple;
   for (const auto& item : target.items) names = names && item->kind == ExprKind::Name;
-  if (names && is_fusion_name(call.items[0]->name)) return Absorb::Fusion;
+  if (names && call.items[0]->kind == ExprKind::Name && is_fusion_name(call.items[0]->name)) return Absorb::Fusion;
   // (t2, (_, _)) = op(x): nested tuples of names too.
   std::function<bool(const ast::Expr&)> nested = [&](const ast::Expr& e) {
     if (e.kind == ExprKind::Name) return true;
@@ -150,30 +158,36 @@ size_t Builder::absorb_fusion(ast::Stmt& s, size_t stmt_token, size_t cursor, si
     for (antlr4::Token* t : all) s.after_comments.emplace_back(trim(comment_body(t)));
     return i;
   }
-  for (antlr4::Token* t : all)
-    if (std::find(lines.begin(), lines.end(), t) == lines.end()) pending_comments_.emplace_back(trim(comment_body(t)));
   s.kind = StmtKind::FusionDef;
   s.decomposed = kind == Absorb::Decomposed;
-  s.body = parse_fusion_body(lines);
+  s.body = parse_fusion_body(all, first_indent);
   return i;
 }
 
 // Parses the comment lines' text (after '#' and blanks) as statements; OffsetMap keeps their
-// locations pointing into the original file.
-ast::Block Builder::parse_fusion_body(const std::vector<antlr4::Token*>& lines) {
+// locations pointing into the original file. Lines deeper than the first level (a subsymbol's
+// own subsymbols) stay comment lines, indented by how much deeper they are, so that the body's
+// statements take them as their decompositions in turn.
+ast::Block Builder::parse_fusion_body(const std::vector<antlr4::Token*>& lines, size_t first_indent) {
   const std::string& text = s_.text();
   std::string body;
   OffsetMap map;
   for (antlr4::Token* t : lines) {
-    size_t begin = t->getStartIndex() + 1, end = t->getStartIndex() + s_.token_text(t).size();
-    while (begin < end && (text[begin] == ' ' || text[begin] == '\t')) ++begin;
+    size_t begin = t->getStartIndex(), end = t->getStartIndex() + s_.token_text(t).size();
+    size_t indent = column_of(text, begin);
+    if (indent > first_indent) {
+      body.append(indent - first_indent, ' ');
+    } else {
+      ++begin;
+      while (begin < end && (text[begin] == ' ' || text[begin] == '\t')) ++begin;
+    }
     map.add(static_cast<uint32_t>(body.size()), s_.file_offset(begin));
     body.append(text, begin, end - begin);
     body += '\n';
   }
   Session sub(std::move(body), std::move(map), s_.file(), s_.errors());
   P::File_inputContext* tree = sub.parse();
-  Builder builder(sub, /*detect_fusions=*/false);
+  Builder builder(sub, /*detect_fusions=*/true);
   ast::Block statements = builder.build_file(tree, nullptr);
   sub.finish();
   return statements;

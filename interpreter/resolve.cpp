@@ -328,7 +328,16 @@ class Resolver {
         }
         exprs(st.targets, s);
         exprs(st.value->args, s);
-        block(st.body, s);
+        for (const auto& k : st.value->keywords) expr(*k.value, s);
+        if (st.decomposed) {
+          // A decomposition runs only where the callee is not defined; Thunder prints some with
+          // names its later passes renamed (t29 for t31), which are no error unless it runs.
+          size_t before = m_.global_refs.size();
+          block(st.body, s);
+          m_.global_refs.resize(before);
+        } else {
+          block(st.body, s);
+        }
         return;
       default:
         break;

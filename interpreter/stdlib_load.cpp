@@ -113,6 +113,17 @@ void Interpreter::install_thunder_names(const Module& m) {
   nsref(torch).fallback = &nsref(ltorch_);
   nsref(dtensor).fallback = &thunder;
   nsref(experimental).members["dtensor_prims_and_impl"] = dtensor;
+  // dtensor_torch_and_aten_ops (dtensor_torch_and_prims before it): the DTensor ops' decompositions
+  // call ATen's ops on local tensors as aten_<op> (aten_mul), which are ltorch's <op>; the DTensor
+  // ops themselves (dtensor_mul) run their printed decompositions.
+  for (const char* name : {"dtensor_torch_and_aten_ops", "dtensor_torch_and_prims"}) {
+    Value aten = ns(std::string("thunder.torch.experimental.") + name);
+    nsref(aten).fallback = &nsref(ltorch_);
+    nsref(aten).fallback_prefix = "aten_";
+    for (const auto& [k, v] : m.globals)
+      if (k.rfind("dtensor_", 0) == 0 && v.is(VT::Function)) nsref(aten).members[k] = v;  // dtensor_mul_prim, ...
+    nsref(experimental).members[name] = aten;
+  }
   nsref(torch).members["experimental"] = experimental;
   thunder.members["torch"] = torch;
 }

@@ -439,7 +439,7 @@ static std::vector<ParamTypes> fusion_definition_inputs(Interpreter& in, const F
     return it->second;
   };
   for (const auto& st : *fn.info->body) {
-    if (st->kind != ast::StmtKind::Assign || st->targets.size() != 1 || st->targets[0]->kind != ast::ExprKind::Name ||
+    if (!st->is_assign() || st->targets.size() != 1 || st->targets[0]->kind != ast::ExprKind::Name ||
         !st->value || st->value->kind != ast::ExprKind::Call)
       continue;
     const ast::Expr& call = *st->value;
@@ -507,7 +507,7 @@ static std::vector<ParamTypes> fusion_definition_inputs(Interpreter& in, const F
 static bool reads_function_obj(const ast::Block& b) {
   for (const auto& s : b) {
     const ast::Expr* v = s->value.get();
-    if ((s->kind != ast::StmtKind::AnnAssign && s->kind != ast::StmtKind::Assign) || !v || v->kind != ast::ExprKind::Subscript) continue;
+    if ((s->kind != ast::StmtKind::AnnAssign && !s->is_assign()) || !v || v->kind != ast::ExprKind::Subscript) continue;
     const ast::Expr& f = *v->items[0];
     const ast::Expr& k = *v->items[1];
     if (f.kind == ast::ExprKind::Call && f.items[0]->kind == ast::ExprKind::Name && f.items[0]->name == "globals" &&

@@ -158,7 +158,15 @@ class Printer {
           for (const auto& x : s.body) stmt(*x, "", sub);
           std::istringstream lines(sub.str());
           std::string line;
-          while (std::getline(lines, line)) o << indent << "  # " << line << "\n";
+          // A body statement's own body (and comments under it) come back indented: they print
+          // as the deeper comment lines they were, two columns a level.
+          while (std::getline(lines, line)) {
+            size_t n = line.find_first_not_of(' ');
+            if (n != std::string::npos && n > 0 && line[n] == '#')
+              o << indent << "  " << line << "\n";
+            else
+              o << indent << "  # " << line << "\n";
+          }
         }
         return;
       }

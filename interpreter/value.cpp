@@ -411,6 +411,10 @@ const Value* NamespaceObj::lookup(const std::string& k) const {
   for (const NamespaceObj* ns = this; ns; ns = ns->fallback) {
     auto it = ns->members.find(k);
     if (it != ns->members.end()) return &it->second;
+    if (!ns->fallback_prefix.empty()) {
+      if (k.size() <= ns->fallback_prefix.size() || k.compare(0, ns->fallback_prefix.size(), ns->fallback_prefix) != 0) return nullptr;
+      return ns->fallback ? ns->fallback->lookup(k.substr(ns->fallback_prefix.size())) : nullptr;
+    }
   }
   return nullptr;
 }

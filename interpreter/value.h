@@ -394,6 +394,8 @@ struct NamespaceObj : Object {
   std::string name;
   std::unordered_map<std::string, Value> members;
   const NamespaceObj* fallback = nullptr;  // looked up when a member is missing
+  // With a prefix: a missing member named prefix + k is the fallback's k (only those).
+  std::string fallback_prefix;
   explicit NamespaceObj(std::string n) : Object(VT::Namespace), name(std::move(n)) {}
   const Value* lookup(const std::string& k) const;
 };

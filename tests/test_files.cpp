@@ -644,6 +644,49 @@ TEST_CASE("a DTensor printout runs on its local tensors; construct_dtensor check
   CHECK_THAT(e.rendered_diagnostics(), Catch::Contains("construct_dtensor: the local tensor has shape (4, 4) but rank 2's piece of (4, 10) placed (Shard(dim=1),) on [0, 1, 2] is (4, 2)"));
 }
 
+// tests/thunder/dtensor_ops.txt: DTensor ops (dtensor_add with alpha, dtensor_mul, a cast) printed
+// with their decompositions, which run: each unwraps its DTensors, applies ATen's op to the local
+// tensors (aten_add is ltorch's add; aten__to_copy, which tracer does not have, runs its own
+// printed decomposition) and wraps the result back. Global f32[5, 7] sharded on dim 1 over 3 ranks
+// (pieces of 3, 3 and 1 columns): on rank 1 the outputs are (a + 2b) * a and its bf16 cast
+// (float64 on the same data); on rank 2 the printout's [5, 3] is not that rank's piece.
+TEST_CASE("DTensor ops printed with their decompositions run on local tensors", "[thunder]") {
+  const std::string dir = fresh_dir("tracer_dtensor_ops");
+  auto tensor = sine_tensor;
+  std::map<std::string, rt::Tensor> in = {{"l_a_", tensor({5, 3}, 0.4)}, {"l_b_", tensor({5, 3}, 2.1)}};
+  const std::string file = source_dir() + "/tests/thunder/dtensor_ops.txt";
+  SessionOptions rank1;
+  rank1.world_size = 3;
+  rank1.world_rank = 1;
+  Session s(rank1);
+  give_inputs(s, dir, in);
+  REQUIRE(s.load_file(file));
+  auto r = s.run("computation", dir + "/out");
+  INFO(s.rendered_diagnostics());
+  REQUIRE(r);
+  REQUIRE(r->outputs.size() == 2);
+  rt::Tensor mul = rt::read_npy(dir + "/out/rank1/" + r->outputs[0].name + ".npy");
+  rt::Tensor to = rt::read_npy(dir + "/out/rank1/" + r->outputs[1].name + ".npy");
+  REQUIRE(mul.shape() == rt::Shape{5, 3});
+  REQUIRE(to.shape() == rt::Shape{5, 3});
+  CHECK(to.dtype() == rt::DType::bf16);
+  double worst = 0, worst_bf16 = 0;
+  for (int64_t i = 0; i < 15; ++i) {
+    double a = in["l_a_"].get(i), b = in["l_b_"].get(i), want = (a + 2 * b) * a;
+    worst = std::max(worst, std::fabs(mul.get(i) - want));
+    worst_bf16 = std::max(worst_bf16, std::fabs(to.get(i) - want) / std::max(1.0, std::fabs(want)));
+  }
+  CHECK(worst < 1e-5);
+  CHECK(worst_bf16 < 1.0 / 128);
+  std::filesystem::remove_all(dir);
+
+  SessionOptions rank2 = rank1;
+  rank2.world_rank = 2;
+  Session e(rank2);
+  CHECK_FALSE(e.check_file(file, false, "computation"));
+  CHECK_THAT(e.rendered_diagnostics(), Catch::Contains("construct_dtensor: the local tensor has shape (5, 3) but rank 2's piece of (5, 7) placed (Shard(dim=1),) on [0, 1, 2] is (5, 1)"));
+}
+
 // tests/thunder/dtensor_prologue.txt: a prologue's DTensor inputs (Shard(dim=0) of bf16[10, 6] over
 // 4 ranks, a replicated f32[6, 5]) are checked by check_dtensor_spec_repr against the spec it
 // prints: global shape, dtype and this rank's piece (3 rows on rank 0, 1 row on rank 3).

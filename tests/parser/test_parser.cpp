@@ -61,14 +61,14 @@ const ast::Stmt& only_function(const Parsed& p) {
 
 std::vector<std::string> target_names(const ast::Block& body) {
   std::vector<std::string> names;
-  for (const auto& s : body) names.push_back(s->kind == StmtKind::Assign ? sexpr(s->targets[0].get()) : "?");
+  for (const auto& s : body) names.push_back(s->is_assign() ? sexpr(s->targets[0].get()) : "?");
   return names;
 }
 
 std::vector<const ast::Stmt*> fusions(const ast::Stmt& fn) {
   std::vector<const ast::Stmt*> out;
   for (const auto& s : fn.body)
-    if (s->kind == StmtKind::FusionDef) out.push_back(s.get());
+    if (s->kind == StmtKind::FusionDef && !s->decomposed) out.push_back(s.get());  // not calls printed with their decompositions
   return out;
 }
 
@@ -102,13 +102,16 @@ TEST_CASE("trace 01: header, decorators, type comments, subsymbol comments", "[p
   CHECK(dump(fn.body) ==
         "type x \"cpu f32[3, 3]\"\n"
         "type y \"cpu f32[3, 3, 3]\"\n"
-        "assign t1 = (Call (Attr torch add) x y alpha=1)  # t1: \"cpu f32[3, 3, 3]\"\n"
+        "decomposed t1 = (Call (Attr torch add) x y alpha=1)  # t1: \"cpu f32[3, 3, 3]\"\n"
+        "  decomposed t1 = (Call (Attr ltorch add) x y alpha=1)  # t1: \"cpu f32[3, 3, 3]\"\n"
+        "    assign t4 = (Call (Attr prims broadcast_in_dim) x (Tuple 3 3 3) (Tuple 1 2))  # t4: \"cpu f32[3, 3, 3]\"\n"
+        "    assign t1 = (Call (Attr prims add) t4 y)  # t1: \"cpu f32[3, 3, 3]\"\n"
         "return t1\n");
-  // Nested subsymbols stay comments, after the statement they belong to.
-  CHECK(fn.body[2]->after_comments == std::vector<std::string>{
-                                    "t1 = ltorch.add(x, y, alpha=1)  # t1: \"cpu f32[3, 3, 3]\"",
-                                    "t4 = prims.broadcast_in_dim(x, (3, 3, 3), (1, 2))  # t4: \"cpu f32[3, 3, 3]\"",
-                                    "t1 = prims.add(t4, y)  # t1: \"cpu f32[3, 3, 3]\""});
+  // Nested subsymbols are the decompositions of the statements above them, level by level, and
+  // their locations point into the file.
+  const ast::Stmt& nested = *fn.body[2]->body[0]->body[0];
+  CHECK(p->text_at(nested.loc) == "t4 = prims.broadcast_in_dim(x, (3, 3, 3), (1, 2))");
+  CHECK(p->text_at(nested.type_comments[0].loc) == "# t4: \"cpu f32[3, 3, 3]\"");
   CHECK(p->text_at(fn.body[0]->loc) == "# x: \"cpu f32[3, 3]\"");
   CHECK(p->text_at(fn.body[2]->type_comments[0].loc) == "# t1: \"cpu f32[3, 3, 3]\"");
 }
@@ -223,7 +226,7 @@ TEST_CASE("comment placement rules", "[parser][comments]") {
   CHECK(body[1]->body[2]->comments == std::vector<std::string>{"y: \"cpu f32[2]\" trailing words"});
 }
 
-TEST_CASE("fusion rules: fusion calls with deeper comment lines; other calls with subsymbol lines are decomposed calls", "[parser][fusion]") {
+TEST_CASE("fusion rules: fusion calls with deeper comment lines; other calls with subsymbol lines are decomposed calls, level by level", "[parser][fusion]") {
   auto p = parse_text(
       "def f(a, b):\n"
       "  [c] = fusion3(a)\n"
@@ -242,7 +245,8 @@ TEST_CASE("fusion rules: fusion calls with deeper comment lines; other calls wit
   const auto& body = p->module->body[0]->body;
   CHECK(dump(body) ==
         "fusion (List c) = (Call fusion3 a)\n"
-        "  assign c = (Call (Attr prims neg) a)  # c: \"f32[2]\"\n"
+        "  decomposed c = (Call (Attr prims neg) a)  # c: \"f32[2]\"\n"
+        "    assign nested = (Call detail a)\n"
         "  assign d = (Call (Attr prims exp) c)\n"
         "type e \"f32[2]\"\n"
         "decomposed (List e) = (Call helper b)\n"
@@ -252,6 +256,7 @@ TEST_CASE("fusion rules: fusion calls with deeper comment lines; other calls wit
         "assign (List k) = (Call nvFusion1 a)\n"
         "return c\n");
   CHECK(p->text_at(body[0]->body[1]->loc) == "d = prims.exp(c)");
+  CHECK(p->text_at(body[0]->body[0]->body[0]->loc) == "nested = detail(a)");
 }
 
 TEST_CASE("errors inside fusion bodies point into the file", "[parser][fusion][errors]") {
