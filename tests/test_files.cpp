@@ -687,6 +687,47 @@ TEST_CASE("DTensor ops printed with their decompositions run on local tensors", 
   CHECK_THAT(e.rendered_diagnostics(), Catch::Contains("construct_dtensor: the local tensor has shape (5, 3) but rank 2's piece of (5, 7) placed (Shard(dim=1),) on [0, 1, 2] is (5, 1)"));
 }
 
+// tests/thunder/dtensor_prims.txt: an execution trace's DTensor prims (dtensor_mul_prim, ...), with no
+// decomposition and no local types: --type gives this rank's pieces ([3, 4] of [6, 4] on rank 1 of
+// 2); the ops act on them: bf16(exp(x * w) + x) against float64. Pieces of different shapes would
+// need a redistribution, which is refused by name.
+TEST_CASE("DTensor prims of an execution trace act on the local tensors of one placement", "[thunder]") {
+  const std::string dir = fresh_dir("tracer_dtensor_prims");
+  auto tensor = sine_tensor;
+  std::map<std::string, rt::Tensor> in = {{"l_x_", tensor({3, 4}, 0.2)}, {"l_w_", tensor({3, 4}, 1.3)}};
+  const std::string file = source_dir() + "/tests/thunder/dtensor_prims.txt";
+  SessionOptions rank1;
+  rank1.world_size = 2;
+  rank1.world_rank = 1;
+  {
+    Session s(rank1);
+    give_inputs(s, dir, in);
+    REQUIRE(s.load_file(file));
+    auto r = s.run("computation", dir + "/out");
+    INFO(s.rendered_diagnostics());
+    REQUIRE(r);
+    REQUIRE(r->outputs.size() == 1);
+    rt::Tensor y = rt::read_npy(dir + "/out/rank1/" + r->outputs[0].name + ".npy");
+    REQUIRE(y.shape() == rt::Shape{3, 4});
+    CHECK(y.dtype() == rt::DType::bf16);
+    double worst = 0;
+    for (int64_t i = 0; i < 12; ++i) {
+      double x = in["l_x_"].get(i), w = in["l_w_"].get(i), want = std::exp(x * w) + x;
+      worst = std::max(worst, std::fabs(y.get(i) - want) / std::max(1.0, std::fabs(want)));
+    }
+    CHECK(worst < 1.0 / 128);
+  }
+  {
+    Session s(rank1);
+    REQUIRE(s.set_input_type("l_x_", "f32[3, 4]"));
+    REQUIRE(s.set_input_type("l_w_", "f32[6, 2]"));
+    REQUIRE(s.load_file(file));
+    CHECK_FALSE(s.run("computation"));
+    CHECK_THAT(s.rendered_diagnostics(), Catch::Contains("dtensor_mul_prim: DTensors of shapes (6, 4) (local (3, 4)) and (6, 4) (local (6, 2)) need a redistribution first"));
+  }
+  std::filesystem::remove_all(dir);
+}
+
 // tests/thunder/dtensor_prologue.txt: a prologue's DTensor inputs (Shard(dim=0) of bf16[10, 6] over
 // 4 ranks, a replicated f32[6, 5]) are checked by check_dtensor_spec_repr against the spec it
 // prints: global shape, dtype and this rank's piece (3 rows on rank 0, 1 row on rank 3).
