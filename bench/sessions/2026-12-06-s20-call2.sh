@@ -16,6 +16,11 @@ check "dtensor_backward" tests/thunder/dtensor_backward.txt --entry backward_fn
 check "rng_state_2024" tests/thunder/rng_state_2024.txt
 check "rng_state_mid2024" tests/thunder/rng_state_mid2024.txt --entry augmented_forward_fn
 for f in ../shared/thunder_traces/*.txt; do check "$(basename $f)" $f; done
+for args in "tests/thunder/dtensor_ops.txt --world-size 3 --rank 1" "tests/thunder/dtensor_prims.txt --world-size 2 --rank 1 --type l_x_=f32[3,4] --type l_w_=f32[3,4]"; do
+  rm -rf $tmp/cpu $tmp/gpu
+  $T run $args --output $tmp/cpu > $tmp/c.log 2>&1 && $T run $args --device cuda --output $tmp/gpu > $tmp/g.log 2>&1 \
+    && python3 tests/gpu/compare.py $tmp/cpu/rank1 $tmp/gpu/rank1 "${args%% *}" | tail -2 || { echo "FAIL $args"; tail -3 $tmp/c.log $tmp/g.log; }
+done
 echo "== nvFuser repro script on cuda (prints its own checks)"
 timeout 60 $T run tests/lang/nvfuser_repro.trace --device cuda 2>&1 | head -4
 echo "== Llama-2 16 layers (augmented forward), cuda"
