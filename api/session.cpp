@@ -269,6 +269,26 @@ bool Session::add_pass_file(const std::string& path) {
   return n > 0;
 }
 
+bool Session::add_ops_file(const std::string& path) {
+  std::string text, why;
+  if (!Impl::read_file(path, &text, &why)) {
+    impl_->error("cannot read ops file '" + path + "': " + why);
+    return false;
+  }
+  DiagnosticList dl;
+  auto m = impl_->in->load(path, text, dl, {}, /*names_values=*/false);
+  impl_->add_all(dl);
+  if (!m) return false;
+  size_t n = 0;
+  for (const auto& st : m->ast->body) {
+    if (st->kind != ast::StmtKind::FunctionDef || st->name.empty() || st->name[0] == '_') continue;
+    impl_->in->define_op_name(st->name, m->globals.at(st->name));
+    ++n;
+  }
+  if (n == 0) impl_->error("ops file '" + path + "' defines no public function");
+  return n > 0;
+}
+
 bool Session::set_pass_options(bool verify, const std::vector<std::string>& print_after) {
   std::vector<std::string> known = known_passes();
   for (const std::string& p : print_after)

@@ -273,6 +273,14 @@ struct Session::Impl {
     return errs.empty();
   }
 
+  // Whether the name at loc is called there: `n(` in the source.
+  bool called_at(SourceLoc loc, const std::string& n) const {
+    if (loc.file < 0) return false;
+    const std::string& text = sm.text(loc.file);
+    size_t at = static_cast<size_t>(loc.offset) + n.size();
+    return at < text.size() && text.compare(loc.offset, n.size(), n) == 0 && text[at] == '(';
+  }
+
   // One error per undefined name, at its first use (a printout may call an unknown op a hundred
   // times: one error says it, with the count of the other uses).
   void undefined_names(const interp::Module& m) {
@@ -294,7 +302,10 @@ struct Session::Impl {
     for (const std::string& n : order) {
       const auto& [loc, uses] = first.at(n);
       std::string more = uses > 1 ? " (used " + std::to_string(uses) + " times; this is the first)" : "";
-      add(Diagnostic{Severity::error, loc, "name '" + n + "' is not defined" + parse::unknown_name_hint(n) + more, {}});
+      std::string hint = parse::unknown_name_hint(n);
+      if (hint.empty() && called_at(loc, n))
+        hint = ": a function the program calls but does not define (a printout's custom op); give its definition with --ops FILE.trace";
+      add(Diagnostic{Severity::error, loc, "name '" + n + "' is not defined" + hint + more, {}});
     }
   }
 };

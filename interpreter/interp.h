@@ -130,6 +130,9 @@ class Interpreter {
   const Value* find_pass(const std::string& name);
   std::vector<std::string> pass_names();
   void register_pass(const std::string& name, Value fn) { passes_[name] = std::move(fn); }
+  // A name every module sees, as Thunder's executors' operators are seen (a custom op a printout
+  // calls, from a file the host gives: Session::add_ops_file).
+  void define_op_name(const std::string& name, Value fn);
   // A host function (the embedding API's natives), visible as a builtin to modules loaded
   // afterwards; replaces a native of the same name.
   void register_native(std::shared_ptr<const NativeDef> def);

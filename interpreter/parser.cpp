@@ -55,7 +55,8 @@ std::string unknown_name_hint(const std::string& n) {
   for (const char* p : kPrefixes) executor = executor || n.rfind(p, 0) == 0;
   if (!executor) return "";
   return ": an operator of a Thunder executor that tracer does not know; add it to the executors' table in "
-         "stdlib/thunder.trace (one function over tracer's ops), or print the trace with its decomposition";
+         "stdlib/thunder.trace (one function over tracer's ops) or define it in a file given with --ops, or print the trace "
+         "with its decomposition";
 }
 
 }  // namespace tracer::parse

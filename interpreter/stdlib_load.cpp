@@ -82,6 +82,8 @@ std::shared_ptr<Module> Interpreter::load_stdlib_file(const stdlib::File& file) 
 // Thunder's names (stdlib/thunder.trace): bare, as thunder.NAME, its prologues' guards as
 // prims.check_*, its cache info as thunder._get_cache_info, Python's operator.X; thunder.core and
 // thunder.torch as its printouts spell them.
+void Interpreter::define_op_name(const std::string& name, Value fn) { nsref(executors_).members[name] = std::move(fn); }
+
 void Interpreter::install_thunder_names(const Module& m) {
   NamespaceObj& thunder = nsref(*builtins().lookup("thunder"));
   NamespaceObj& prims = nsref(*builtins().lookup("prims"));

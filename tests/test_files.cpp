@@ -734,6 +734,44 @@ TEST_CASE("DTensor prims of an execution trace act on the local tensors of one p
   std::filesystem::remove_all(dir);
 }
 
+// tests/cli/custom_op_user.txt calls rms_scale, a user's op Thunder printed without a definition;
+// --ops (Session::add_ops_file) gives it from tests/cli/custom_ops.trace. Without the file the one
+// error names the op and the option; with it the trace runs and matches float64.
+TEST_CASE("a printout's custom op comes from an ops file", "[thunder]") {
+  const std::string file = source_dir() + "/tests/cli/custom_op_user.txt";
+  {
+    Session s;
+    CHECK_FALSE(s.check_file(file, false, "computation"));
+    CHECK_THAT(s.rendered_diagnostics(), Catch::Contains("name 'rms_scale' is not defined: a function the program calls but does not define (a printout's custom op); give its definition with --ops FILE.trace"));
+  }
+  const std::string dir = fresh_dir("tracer_custom_op");
+  auto tensor = sine_tensor;
+  std::map<std::string, rt::Tensor> in = {{"x", tensor({3, 6}, 0.7)}, {"t_scale", tensor({6}, 1.9)}};
+  Session s;
+  give_inputs(s, dir, in);
+  REQUIRE(s.add_ops_file(source_dir() + "/tests/cli/custom_ops.trace"));
+  REQUIRE(s.load_file(file));
+  auto r = s.run("computation", dir + "/out");
+  INFO(s.rendered_diagnostics());
+  REQUIRE(r);
+  rt::Tensor y = rt::read_npy(dir + "/out/" + r->outputs[0].name + ".npy");
+  REQUIRE(y.shape() == rt::Shape{3, 6});
+  double worst = 0;
+  for (int64_t i = 0; i < 3; ++i) {
+    double ms = 0;
+    for (int64_t j = 0; j < 6; ++j) ms += in["x"].get(i * 6 + j) * in["x"].get(i * 6 + j) / 6;
+    for (int64_t j = 0; j < 6; ++j) {
+      double want = std::tanh(in["x"].get(i * 6 + j) / std::sqrt(ms + 1e-5) * in["t_scale"].get(j));
+      worst = std::max(worst, std::fabs(y.get(i * 6 + j) - want));
+    }
+  }
+  CHECK(worst < 1e-5);
+  Session none;
+  CHECK_FALSE(none.add_ops_file(dir + "/missing.trace"));
+  CHECK_THAT(none.rendered_diagnostics(), Catch::Contains("cannot read ops file"));
+  std::filesystem::remove_all(dir);
+}
+
 // tests/thunder/dtensor_prologue.txt: a prologue's DTensor inputs (Shard(dim=0) of bf16[10, 6] over
 // 4 ranks, a replicated f32[6, 5]) are checked by check_dtensor_spec_repr against the spec it
 // prints: global shape, dtype and this rank's piece (3 rows on rank 0, 1 row on rank 3).

@@ -221,6 +221,10 @@ class Session {
   // every public function of the files given to add_pass_file. An entry may give the pass
   // keyword options: "fsdp(zero=3, prefetch=2)" (docs/passes.md).
   bool add_pass_file(const std::string& path);
+  // A .trace file whose public functions every module loaded after it sees by name, as Thunder's
+  // executors' operators are seen: the custom ops (a user's apply_rope) a printout calls without
+  // defining them. Each is traced into the printout's trace like any other function.
+  bool add_ops_file(const std::string& path);
   bool set_passes(const std::vector<std::string>& passes);
   std::vector<std::string> known_passes() const;
   // verify: run the IR verifier after each pass; print_after: pass names (or "all") whose

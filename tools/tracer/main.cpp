@@ -18,7 +18,7 @@ namespace {
 
 struct Common {
   std::string file, entry, passes;
-  std::vector<std::string> sets, inputs, types, pass_files, print_after, allow_read, allow_write, script_args;
+  std::vector<std::string> sets, inputs, types, pass_files, ops_files, print_after, allow_read, allow_write, script_args;
   bool verify = false, time_passes = false;
   uint64_t seed = 0;
   int64_t step_limit = 500'000'000;
@@ -53,6 +53,8 @@ bool prepare(tracer::Session& s, const Common& c) {
     }
     s.set(kv.substr(0, eq), kv.substr(eq + 1));
   }
+  for (const std::string& f : c.ops_files)
+    if (!s.add_ops_file(f)) return false;
   for (const std::string& f : c.pass_files)
     if (!s.add_pass_file(f)) return false;
   if (!s.set_passes(tracer::split_passes(c.passes))) return false;
@@ -410,7 +412,9 @@ int cmd_check(const Common& c, bool parse_only) {
     size_t eq = kv.find('=');
     if (eq != std::string::npos) s.set(kv.substr(0, eq), kv.substr(eq + 1));
   }
-  if (!add_inputs(s, c)) {
+  bool added = add_inputs(s, c);
+  for (const std::string& f : c.ops_files) added = added && s.add_ops_file(f);
+  if (!added) {
     std::cerr << s.rendered_diagnostics();
     return 1;
   }
@@ -423,6 +427,7 @@ void add_common(CLI::App* app, Common& c, bool with_inputs) {
   app->add_option("file", c.file, "The .trace file")->required();
   app->add_option("--entry", c.entry, "The function to use (default: main, else the last function)");
   app->add_option("--set", c.sets, "Override a module-level value, e.g. --set T=64 (repeatable)");
+  app->add_option("--ops", c.ops_files, "A .trace file whose public functions the program may call by name: a printout's custom ops (repeatable)");
   app->add_option("--world-size", c.world_size,
                   "Trace for a job of this many ranks without joining one (collectives' groups; under tracer launch: the job's)")
       ->check(CLI::Range(1, 1 << 20));
