@@ -29,7 +29,7 @@ LT="--type t1=f32[4096,128] --type t2=f32[4096,128] --type t117=bf16[32000,4096]
 for p in "" "fuse,del_last_used"; do
   pa=(); [ -n "$p" ] && pa=(--passes $p)
   timeout 100 $T mem $L $LT --device cuda "${pa[@]}" 2>&1 | tail -1
-  /usr/bin/time -f "wall %e s, host max RSS %M KB" timeout 240 $T run $L $LT --device cuda "${pa[@]}" --json > $tmp/l${p:+f}.json 2>$tmp/l.err
+  /usr/bin/time -f "wall %e s, host max RSS %M KB" timeout 150 $T run $L $LT --device cuda "${pa[@]}" --json > $tmp/l${p:+f}.json 2>$tmp/l.err
   tail -2 $tmp/l.err | cut -c1-300
   python3 - $tmp/l${p:+f}.json "${p:-unfused}" <<'PY'
 import json, sys
