@@ -249,44 +249,39 @@ bool Session::add_input(const std::string& name, const std::string& path) {
 
 std::vector<std::string> Session::known_passes() const { return impl_->in->pass_names(); }
 
-bool Session::add_pass_file(const std::string& path) {
+namespace {
+// Loads a .trace file and hands each public function to `take` (name, function); false, with an
+// error that names the file, when it cannot be read, does not load, or defines none.
+template <class Take>
+bool load_public_functions(SessionAccess::Impl& impl, const std::string& what, const std::string& path, Take take) {
   std::string text, why;
-  if (!Impl::read_file(path, &text, &why)) {
-    impl_->error("cannot read pass file '" + path + "': " + why);
+  if (!SessionAccess::Impl::read_file(path, &text, &why)) {
+    impl.error("cannot read " + what + " '" + path + "': " + why);
     return false;
   }
   DiagnosticList dl;
-  auto m = impl_->in->load(path, text, dl, {}, /*names_values=*/false);
-  impl_->add_all(dl);
+  auto m = impl.in->load(path, text, dl, {}, /*names_values=*/false);
+  impl.add_all(dl);
   if (!m) return false;
   size_t n = 0;
   for (const auto& st : m->ast->body) {
     if (st->kind != ast::StmtKind::FunctionDef || st->name.empty() || st->name[0] == '_') continue;
-    impl_->in->register_pass(st->name, m->globals.at(st->name));
+    take(st->name, m->globals.at(st->name));
     ++n;
   }
-  if (n == 0) impl_->error("pass file '" + path + "' defines no public function");
+  if (n == 0) impl.error(what + " '" + path + "' defines no public function");
   return n > 0;
+}
+}  // namespace
+
+bool Session::add_pass_file(const std::string& path) {
+  return load_public_functions(*impl_, "pass file", path,
+                               [&](const std::string& name, const interp::Value& fn) { impl_->in->register_pass(name, fn); });
 }
 
 bool Session::add_ops_file(const std::string& path) {
-  std::string text, why;
-  if (!Impl::read_file(path, &text, &why)) {
-    impl_->error("cannot read ops file '" + path + "': " + why);
-    return false;
-  }
-  DiagnosticList dl;
-  auto m = impl_->in->load(path, text, dl, {}, /*names_values=*/false);
-  impl_->add_all(dl);
-  if (!m) return false;
-  size_t n = 0;
-  for (const auto& st : m->ast->body) {
-    if (st->kind != ast::StmtKind::FunctionDef || st->name.empty() || st->name[0] == '_') continue;
-    impl_->in->define_op_name(st->name, m->globals.at(st->name));
-    ++n;
-  }
-  if (n == 0) impl_->error("ops file '" + path + "' defines no public function");
-  return n > 0;
+  return load_public_functions(*impl_, "ops file", path,
+                               [&](const std::string& name, const interp::Value& fn) { impl_->in->define_op_name(name, fn); });
 }
 
 bool Session::set_pass_options(bool verify, const std::vector<std::string>& print_after) {

@@ -9,15 +9,7 @@ mkdir -p $tmp
 source bench/sessions/lib.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
 echo "== copy ceiling (torch)"
-python3 - <<'PY'
-import torch
-x = torch.empty(256 << 20, dtype=torch.uint8, device="cuda"); y = torch.empty_like(x)
-for _ in range(3): y.copy_(x)
-s, e = torch.cuda.Event(True), torch.cuda.Event(True); s.record()
-for _ in range(50): y.copy_(x)
-e.record(); torch.cuda.synchronize(); ms = s.elapsed_time(e) / 50
-print("copy 256 MiB: %.3f ms, %.0f GB/s (read + write)" % (ms, 2 * x.numel() / ms / 1e6))
-PY
+copy_ceiling
 echo "== adamw_torch.py (AdamW against PyTorch's on the same data)"
 timeout 120 python3 tests/gpu/adamw_torch.py $T cuda 2>&1 | tail -2
 echo "== optimizer alone"

@@ -7,15 +7,7 @@ export T=.dev/tracer tmp=/tmp/s20 TRACER_CACHE_DIR=/tmp/trk PYTHONUNBUFFERED=1 N
 mkdir -p $tmp
 source bench/sessions/lib.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
-python3 - <<'PY'
-import torch
-x = torch.empty(256 << 20, dtype=torch.uint8, device="cuda"); y = torch.empty_like(x)
-for _ in range(3): y.copy_(x)
-s, e = torch.cuda.Event(True), torch.cuda.Event(True); s.record()
-for _ in range(50): y.copy_(x)
-e.record(); torch.cuda.synchronize(); ms = s.elapsed_time(e) / 50
-print("copy 256 MiB: %.3f ms, %.0f GB/s (read + write)" % (ms, 2 * x.numel() / ms / 1e6))
-PY
+copy_ceiling
 echo "== optimizer alone"
 for r in 1 2; do timeout 100 $T run bench/optim_step.trace --allow-read examples -- --steps 100 2>&1 | tail -1; done
 rounds 1 "--set B=8 --set T=1024 --set V=50304 --set D=768 --set NH=12 --set L=12"

@@ -31,3 +31,15 @@ rounds() {
     done
   done
 }
+# copy_ceiling: the device's copy bandwidth (torch, 256 MiB, read + write), the bar for "memory speed".
+copy_ceiling() {
+  python3 - <<'PY'
+import torch
+x = torch.empty(256 << 20, dtype=torch.uint8, device="cuda"); y = torch.empty_like(x)
+for _ in range(3): y.copy_(x)
+s, e = torch.cuda.Event(True), torch.cuda.Event(True); s.record()
+for _ in range(50): y.copy_(x)
+e.record(); torch.cuda.synchronize(); ms = s.elapsed_time(e) / 50
+print("copy 256 MiB: %.3f ms, %.0f GB/s (read + write)" % (ms, 2 * x.numel() / ms / 1e6))
+PY
+}
