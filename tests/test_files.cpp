@@ -509,6 +509,21 @@ void give_inputs(Session& s, const std::string& dir, const std::map<std::string,
   }
 }
 
+SessionOptions as_rank(int world_size, int rank) {
+  SessionOptions o;
+  o.world_size = world_size;
+  o.world_rank = rank;
+  return o;
+}
+
+// `tracer check` of a printout made on rank 0, as another rank of the job: it fails with `message`
+// (the piece that rank holds is not the one the printout was made for).
+void check_fails_as_rank(const std::string& file, const std::string& entry, int world_size, int rank, const std::string& message) {
+  Session e(as_rank(world_size, rank));
+  CHECK_FALSE(e.check_file(file, false, entry));
+  CHECK_THAT(e.rendered_diagnostics(), Catch::Contains(message));
+}
+
 }  // namespace
 
 // tests/thunder/prologue_module_params.txt: the prologue of a module's call reads the module
@@ -621,10 +636,7 @@ TEST_CASE("a DTensor printout runs on its local tensors; construct_dtensor check
   auto tensor = sine_tensor;
   std::map<std::string, rt::Tensor> in = {{"t0", tensor({4, 4}, 0.3)}, {"t5", tensor({4, 4}, 1.7)}};
   const std::string file = source_dir() + "/tests/thunder/dtensor_backward.txt";
-  SessionOptions rank1;
-  rank1.world_size = 3;
-  rank1.world_rank = 1;
-  Session s(rank1);
+  Session s(as_rank(3, 1));
   give_inputs(s, dir, in);
   REQUIRE(s.load_file(file));
   auto r = s.run("backward_fn", dir + "/out");
@@ -643,11 +655,8 @@ TEST_CASE("a DTensor printout runs on its local tensors; construct_dtensor check
   CHECK(r->peak_bytes == m->peak_bytes);
   std::filesystem::remove_all(dir);
 
-  SessionOptions rank2 = rank1;
-  rank2.world_rank = 2;
-  Session e(rank2);
-  CHECK_FALSE(e.check_file(file, false, "backward_fn"));
-  CHECK_THAT(e.rendered_diagnostics(), Catch::Contains("construct_dtensor: the local tensor has shape (4, 4) but rank 2's piece of (4, 10) placed (Shard(dim=1),) on [0, 1, 2] is (4, 2)"));
+  check_fails_as_rank(file, "backward_fn", 3, 2,
+                      "construct_dtensor: the local tensor has shape (4, 4) but rank 2's piece of (4, 10) placed (Shard(dim=1),) on [0, 1, 2] is (4, 2)");
 }
 
 // tests/thunder/dtensor_ops.txt: DTensor ops (dtensor_add with alpha, dtensor_mul, a cast) printed
@@ -661,10 +670,7 @@ TEST_CASE("DTensor ops printed with their decompositions run on local tensors", 
   auto tensor = sine_tensor;
   std::map<std::string, rt::Tensor> in = {{"l_a_", tensor({5, 3}, 0.4)}, {"l_b_", tensor({5, 3}, 2.1)}};
   const std::string file = source_dir() + "/tests/thunder/dtensor_ops.txt";
-  SessionOptions rank1;
-  rank1.world_size = 3;
-  rank1.world_rank = 1;
-  Session s(rank1);
+  Session s(as_rank(3, 1));
   give_inputs(s, dir, in);
   REQUIRE(s.load_file(file));
   auto r = s.run("computation", dir + "/out");
@@ -686,11 +692,8 @@ TEST_CASE("DTensor ops printed with their decompositions run on local tensors", 
   CHECK(worst_bf16 < 1.0 / 128);
   std::filesystem::remove_all(dir);
 
-  SessionOptions rank2 = rank1;
-  rank2.world_rank = 2;
-  Session e(rank2);
-  CHECK_FALSE(e.check_file(file, false, "computation"));
-  CHECK_THAT(e.rendered_diagnostics(), Catch::Contains("construct_dtensor: the local tensor has shape (5, 3) but rank 2's piece of (5, 7) placed (Shard(dim=1),) on [0, 1, 2] is (5, 1)"));
+  check_fails_as_rank(file, "computation", 3, 2,
+                      "construct_dtensor: the local tensor has shape (5, 3) but rank 2's piece of (5, 7) placed (Shard(dim=1),) on [0, 1, 2] is (5, 1)");
 }
 
 // tests/thunder/dtensor_prims.txt: an execution trace's DTensor prims (dtensor_mul_prim, ...), with no
@@ -702,9 +705,7 @@ TEST_CASE("DTensor prims of an execution trace act on the local tensors of one p
   auto tensor = sine_tensor;
   std::map<std::string, rt::Tensor> in = {{"l_x_", tensor({3, 4}, 0.2)}, {"l_w_", tensor({3, 4}, 1.3)}};
   const std::string file = source_dir() + "/tests/thunder/dtensor_prims.txt";
-  SessionOptions rank1;
-  rank1.world_size = 2;
-  rank1.world_rank = 1;
+  const SessionOptions rank1 = as_rank(2, 1);
   {
     Session s(rank1);
     give_inputs(s, dir, in);
