@@ -480,7 +480,9 @@ Flow Interpreter::exec_fusion(const Stmt& s, Frame& fr) {
   const Expr& call = *s.value;
   ir::Stmt st;
   st.kind = ir::StmtKind::Fusion;
-  st.callee = call.items[0]->kind == ExprKind::Name ? call.items[0]->name : "fusion";
+  // The callee's own name (`frobnicate` of thunder.x.frobnicate): the printed trace calls it so.
+  const ExprKind ck = call.items[0]->kind;
+  st.callee = ck == ExprKind::Name || ck == ExprKind::Attribute ? call.items[0]->name : "fusion";
   st.loc = s.loc;
   st.region = rec_.region;
   st.region_id = rec_.region_id;

@@ -735,6 +735,35 @@ TEST_CASE("DTensor prims of an execution trace act on the local tensors of one p
   std::filesystem::remove_all(dir);
 }
 
+// A dotted call tracer does not know (thunder.x.frobnicate), printed with its decomposition, runs
+// the decomposition, whose own nested lines are the decomposition of ltorch.neg; the trace names
+// the region by the callee's last name, and its print reads back to the same print.
+TEST_CASE("an unknown dotted call runs its printed decomposition, level by level", "[thunder]") {
+  const std::string text =
+      "def computation(x):\n"
+      "  # x: \"cpu f32[3]\"\n"
+      "  t0 = thunder.torch.experimental.mystery.frobnicate(x)  # t0: \"cpu f32[3]\"\n"
+      "    # t1 = ltorch.neg(x)  # t1: \"cpu f32[3]\"\n"
+      "      # t1 = prims.neg(x)  # t1: \"cpu f32[3]\"\n"
+      "    # t0 = prims.exp(t1)  # t0: \"cpu f32[3]\"\n"
+      "  return t0\n";
+  round_trip("dotted.txt", text, "computation", {});
+  const std::string dir = fresh_dir("tracer_dotted");
+  rt::Tensor x = sine_tensor({3}, 0.9);
+  Session s;
+  give_inputs(s, dir, {{"x", x}});
+  REQUIRE(s.load_string("dotted.txt", text));
+  auto p = s.print("computation");
+  REQUIRE(p);
+  CHECK_THAT(*p, Catch::Contains("t0 = frobnicate(x)"));
+  auto r = s.run("computation", dir + "/out");
+  INFO(s.rendered_diagnostics());
+  REQUIRE(r);
+  rt::Tensor y = rt::read_npy(dir + "/out/" + r->outputs[0].name + ".npy");
+  for (int64_t i = 0; i < 3; ++i) CHECK(std::fabs(y.get(i) - std::exp(-x.get(i))) < 1e-6);
+  std::filesystem::remove_all(dir);
+}
+
 // tests/cli/custom_op_user.txt calls rms_scale, a user's op Thunder printed without a definition;
 // --ops (Session::add_ops_file) gives it from tests/cli/custom_ops.trace. Without the file the one
 // error names the op and the option; with it the trace runs and matches float64.
