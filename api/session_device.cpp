@@ -80,6 +80,10 @@ class GpuBackend : public interp::DeviceBackend {
   size_t current_bytes() const override { return dev_->current_bytes(); }
   size_t peak_bytes() const override { return dev_->peak_bytes(); }
   void reset_peak() override { dev_->reset_peak(); }
+  void synchronize() override {
+    dev_->make_current();
+    dev_->synchronize();
+  }
 
  private:
   std::unique_ptr<rt::cuda::Device> dev_;

@@ -301,6 +301,22 @@ Value b_memory_stats(Interpreter& in, CallArgs& a, SourceLoc loc) {
   return out;
 }
 
+// synchronize(device=None): waits for the device's queued work (torch.cuda.synchronize()); the
+// CPU runs each call to the end before it returns, so there it returns at once.
+Value b_synchronize(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  want_args(in, a, "synchronize", 0, 1, loc);
+  Value d = a.pos.empty() ? Value() : a.pos[0];
+  for (const auto& [k, v] : a.kw) {
+    if (k == "device" && a.pos.empty()) d = v;
+    else in.fail(loc, "synchronize(device=None) takes one device: 'cpu', 'cuda' or 'cuda:N' (None: tracer run --device's)");
+  }
+  std::string device = in.default_device;
+  if (d.is(VT::Str)) device = d.as<StrObj>()->s;
+  else if (!d.is_none()) in.fail(loc, "synchronize(device=None): the device is a string ('cpu', 'cuda', 'cuda:N'), got " + repr(d));
+  if (device != "cpu") in.device_backend(device, loc)->synchronize();
+  return Value();
+}
+
 Value b_perf_counter(Interpreter& in, CallArgs& a, SourceLoc loc) {
   want_args(in, a, "time.perf_counter", 0, 0, loc);
   return Value::number(std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count());
@@ -587,6 +603,9 @@ const BuiltinDef kBuiltins[] = {
      "memory_stats(reset_peak=False, device=None): {'allocated': bytes, 'peak': bytes, 'device': name} of the tensors held on "
      "a device (the peak since the last reset): 'cpu', 'cuda' or 'cuda:N' (its device allocator); None: the device compiled "
      "functions run on by default (tracer run --device)."},
+    {"synchronize", b_synchronize,
+     "synchronize(device=None): waits until the device has finished every operation queued on it, as "
+     "torch.cuda.synchronize(), for timing a loop; 'cpu', 'cuda', 'cuda:N', None: tracer run --device's."},
     {"load", builtin_load,
      "load(path, like=None): a tensor from a .npy file, or the tensors of a .safetensors file as a dict; like=params "
      "rebuilds that pytree, checking every name, dtype and shape (needs the host's --allow-read)."},

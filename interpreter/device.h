@@ -43,6 +43,9 @@ class DeviceBackend {
   virtual size_t current_bytes() const = 0;
   virtual size_t peak_bytes() const = 0;
   virtual void reset_peak() = 0;
+  // Waits until every operation queued on the device (by any compiled function, upload or
+  // download) has finished; a device error surfaces here.
+  virtual void synchronize() = 0;
 };
 
 // Opens the backend of a device name ("cuda", "cuda:1"), or returns null with the reason.
