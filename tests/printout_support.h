@@ -1,0 +1,79 @@
+// Helpers of the printout tests (test_files.cpp, test_thunder_printouts.cpp): print round trips,
+// scratch folders, inputs given from files, sessions as one rank of a job.
+#pragma once
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/io.h"
+#include "tests/support.h"
+#include "tracer/session.h"
+
+namespace tracer::test {
+
+// Traces `entry` of a module, prints it, reads the printout back, traces and prints it again.
+inline void round_trip(const std::string& name, const std::string& text, const std::string& entry,
+                const std::vector<std::pair<std::string, std::string>>& sets,
+                const std::map<std::string, std::string>& types = {}) {
+  Session a;
+  for (const auto& [k, v] : sets) a.set(k, v);
+  for (const auto& [k, v] : types) REQUIRE(a.set_input_type(k, v));
+  REQUIRE(a.load_string(name, text));
+  auto e = a.entry(entry);
+  REQUIRE(e);
+  auto p1 = a.print(*e);
+  INFO(a.rendered_diagnostics());
+  REQUIRE(p1);
+  Session b;
+  bool loaded = b.load_string(name + " (printed)", *p1);
+  INFO("printed trace:\n" << *p1 << b.rendered_diagnostics());
+  REQUIRE(loaded);
+  auto p2 = b.print(*b.entry(""));
+  REQUIRE(p2);
+  CHECK(*p2 == *p1);
+}
+
+// An empty scratch folder below the temporary directory.
+inline std::string fresh_dir(const std::string& name) {
+  const std::string dir = (std::filesystem::temp_directory_path() / name).string();
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+// f32 values sin(seed * (i + 1)): data no two inputs share.
+inline rt::Tensor sine_tensor(rt::Shape shape, double seed) {
+  rt::Tensor t = rt::Tensor::empty(rt::DType::f32, shape);
+  for (int64_t i = 0; i < t.numel(); ++i) t.set(i, std::sin(seed * double(i + 1)));
+  return t;
+}
+
+// Writes each tensor to DIR/NAME.npy and gives it to s as input NAME.
+inline void give_inputs(Session& s, const std::string& dir, const std::map<std::string, rt::Tensor>& in) {
+  for (const auto& [name, t] : in) {
+    rt::write_npy(dir + "/" + name + ".npy", t);
+    REQUIRE(s.add_input(name, dir + "/" + name + ".npy"));
+  }
+}
+
+inline SessionOptions as_rank(int world_size, int rank) {
+  SessionOptions o;
+  o.world_size = world_size;
+  o.world_rank = rank;
+  return o;
+}
+
+// `tracer check` of a printout made on rank 0, as another rank of the job: it fails with `message`
+// (the piece that rank holds is not the one the printout was made for).
+inline void check_fails_as_rank(const std::string& file, const std::string& entry, int world_size, int rank, const std::string& message) {
+  Session e(as_rank(world_size, rank));
+  CHECK_FALSE(e.check_file(file, false, entry));
+  CHECK_THAT(e.rendered_diagnostics(), Catch::Contains(message));
+}
+
+}  // namespace tracer::test
