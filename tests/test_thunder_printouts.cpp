@@ -430,7 +430,66 @@ TEST_CASE("DTensor prims of an execution trace act on the local tensors of one p
     REQUIRE(s.set_input_type("l_w_", "f32[6, 2]"));
     REQUIRE(s.load_file(file));
     CHECK_FALSE(s.run("computation"));
-    CHECK_THAT(s.rendered_diagnostics(), Catch::Contains("dtensor_mul_prim: DTensors of shapes (6, 4) (local (3, 4)) and (6, 4) (local (6, 2)) need a redistribution first"));
+    CHECK_THAT(s.rendered_diagnostics(), Catch::Contains("dtensor_mul_prim: DTensors placed Shard(dim=0) and Shard(dim=1) need a redistribution first"));
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// tests/thunder/dtensor_tp_prims.txt: a tensor-parallel MLP's execution trace. The prims place their
+// results as PyTorch's sharding propagation does, from the inputs' pieces (--type gives them): on
+// rank 1 of 2, x replicated [4, 6], w1 sharded on its rows (colwise) [4, 6] of [8, 6], its bias
+// [4] of [8], w2 sharded on its columns (rowwise) [5, 4] of [5, 8], s replicated [5]. The first
+// linear is sharded on its last dimension, reshaped to [4, 2, 4] and back (the shard follows),
+// the second linear is a Partial sum, multiplied by s broadcast (replicated): this rank's
+// partial, -(x w1_r^T + b1_r) w2_r^T * s, against float64. Uneven pieces (3 ranks: 3, 3 and 2
+// features) cannot be reshaped to [4, 2, 4] and a replicated weight cannot contract a sharded
+// input: both refused by name.
+TEST_CASE("DTensor linear, reshape and broadcast prims place their results as PyTorch's sharding propagation", "[thunder]") {
+  const std::string dir = fresh_dir("tracer_dtensor_tp");
+  const std::string file = source_dir() + "/tests/thunder/dtensor_tp_prims.txt";
+  std::map<std::string, rt::Tensor> in = {{"l_x_", sine_tensor({4, 6}, 0.3)},  {"l_w1_", sine_tensor({4, 6}, 0.7)},
+                                          {"l_b1_", sine_tensor({4}, 1.1)},     {"l_w2_", sine_tensor({5, 4}, 1.9)},
+                                          {"l_s_", sine_tensor({5}, 2.3)}};
+  {
+    Session s(as_rank(2, 1));
+    give_inputs(s, dir, in);
+    REQUIRE(s.load_file(file));
+    auto r = s.run("computation", dir + "/out");
+    INFO(s.rendered_diagnostics());
+    REQUIRE(r);
+    REQUIRE(r->outputs.size() == 1);
+    rt::Tensor y = rt::read_npy(dir + "/out/rank1/" + r->outputs[0].name + ".npy");
+    REQUIRE(y.shape() == rt::Shape{4, 5});
+    double worst = 0;
+    for (int64_t i = 0; i < 4; ++i)
+      for (int64_t o = 0; o < 5; ++o) {
+        double acc = 0;
+        for (int64_t k = 0; k < 4; ++k) {
+          double h = in["l_b1_"].get(k);
+          for (int64_t j = 0; j < 6; ++j) h += in["l_x_"].get(i * 6 + j) * in["l_w1_"].get(k * 6 + j);
+          acc += -h * in["l_w2_"].get(o * 4 + k);
+        }
+        worst = std::max(worst, std::fabs(y.get(i * 5 + o) - acc * in["l_s_"].get(o)));
+      }
+    CHECK(worst < 1e-5);
+  }
+  {
+    Session s(as_rank(3, 2));
+    for (const auto& [k, v] : std::map<std::string, std::string>{{"l_x_", "f32[4, 6]"}, {"l_w1_", "f32[2, 6]"}, {"l_b1_", "f32[2]"},
+                                                                 {"l_w2_", "f32[5, 2]"}, {"l_s_", "f32[5]"}})
+      REQUIRE(s.set_input_type(k, v));
+    REQUIRE(s.load_file(file));
+    CHECK_FALSE(s.run("computation"));
+    CHECK_THAT(s.rendered_diagnostics(), Catch::Contains("dtensor_reshape_prim: rank 2's piece (4, 2) of (4, 8) sharded on dimension 1, which is not a piece of (4, 2, 4) sharded on dimension 1 (4, 0, 4), need a redistribution first"));
+  }
+  {
+    Session s(as_rank(2, 1));
+    for (const auto& [k, v] : std::map<std::string, std::string>{{"l_x_", "f32[4, 3]"}, {"l_w1_", "f32[8, 6]"}, {"l_b1_", "f32[8]"},
+                                                                 {"l_w2_", "f32[5, 4]"}, {"l_s_", "f32[5]"}})
+      REQUIRE(s.set_input_type(k, v));
+    REQUIRE(s.load_file(file));
+    CHECK_FALSE(s.run("computation"));
+    CHECK_THAT(s.rendered_diagnostics(), Catch::Contains("dtensor_linear_prim: an input placed Shard(dim=1), a weight placed Replicate() and a bias placed Replicate() need a redistribution first"));
   }
   std::filesystem::remove_all(dir);
 }
