@@ -23,3 +23,6 @@ timeout 60 python3 bench/torch_twins.py gpt eager --write /tmp/gpt.safetensors >
 TRACER_GPU_PROFILE=2 TRACER_GPU_PROFILE_ROWS=0 timeout 90 $T run examples/gpt.trace --input /tmp/gpt.safetensors \
   --passes grad,remat,fuse_reorder,del_last_used --bench 1 --device cuda > $OUT/prof.txt 2>&1
 grep -A14 "GPU profile" $OUT/prof.txt | head -16
+echo "== tests/thunder/dtensor_tp_prims.txt on cuda against the CPU (rank 1 of 2)"
+check dtensor_tp tests/thunder/dtensor_tp_prims.txt --world-size 2 --rank 1 --type l_x_=f32[4,6] --type l_w1_=f32[4,6] \
+  --type l_b1_=f32[4] --type l_w2_=f32[5,4] --type l_s_=f32[5]
