@@ -157,6 +157,13 @@ void Interpreter::load_stdlib() {
     NamespaceObj& target = mod == "ltorch" ? nsref(ltorch_) : mod == "dist" ? nsref(dist_) : mod == "optim" ? nsref(optim_) : nsref(builtins_);
     for (const auto& [k, v] : m->globals)
       if (!k.empty() && k[0] != '_' && v.is(VT::Function)) target.members[k] = v;
+    // A module's __public__ lists the names PyTorch spells with a leading underscore that are
+    // public all the same (torch._grouped_mm): they are exported too.
+    if (auto pub = m->globals.find("__public__"); pub != m->globals.end() && pub->second.is(VT::List))
+      for (const Value& n : pub->second.as<ListObj>()->items)
+        if (n.is(VT::Str))
+          if (auto f = m->globals.find(n.as<StrObj>()->s); f != m->globals.end() && f->second.is(VT::Function))
+            target.members[f->first] = f->second;
   }
 }
 
