@@ -86,6 +86,7 @@ struct Expr {
   std::vector<Keyword> keywords;   // Call
   std::vector<Comprehension> comps;  // ListComp
   std::vector<Param> params;       // Lambda
+  bool parenthesized = false;      // Tuple: written in parentheses (`return (a, b)` prints so)
   int32_t slot = -1;               // filled by the resolver
   int32_t depth = -1;              // filled by the resolver
   // Attribute callee of a Call: the builtin method found for receivers of type method_type last

@@ -295,7 +295,9 @@ ExprPtr Builder::atom(P::AtomContext* c) {
   if (auto* str = dynamic_cast<P::StringAtomContext*>(c)) return strings(str);
   if (auto* p = dynamic_cast<P::ParenAtomContext*>(c)) {
     if (!p->testlist_comp()) return make(ExprKind::Tuple, c);
-    return sequence(p->testlist_comp(), ExprKind::Tuple, c);
+    ExprPtr e = sequence(p->testlist_comp(), ExprKind::Tuple, c);
+    if (e->kind == ExprKind::Tuple) e->parenthesized = true;  // `return (t0,)` prints back so
+    return e;
   }
   if (auto* l = dynamic_cast<P::ListAtomContext*>(c)) {
     if (!l->testlist_comp()) return make(ExprKind::List, c);

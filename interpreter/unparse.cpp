@@ -188,7 +188,7 @@ class Printer {
       case StmtKind::Break: o << indent << "break\n"; return;
       case StmtKind::Continue: o << indent << "continue\n"; return;
       case StmtKind::Return:
-        o << indent << "return" << (s.value ? " " + (s.value->kind == ExprKind::Tuple ? target(*s.value) : expr(*s.value)) : "")
+        o << indent << "return" << (s.value ? " " + (s.value->kind == ExprKind::Tuple && !s.value->parenthesized ? target(*s.value) : expr(*s.value)) : "")
           << trailing(s) << "\n";
         return;
       case StmtKind::If: {
