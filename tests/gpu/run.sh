@@ -92,6 +92,17 @@ check "prologue_module_params.txt computation" tests/thunder/prologue_module_par
 check "dtensor_backward.txt" tests/thunder/dtensor_backward.txt --entry backward_fn --
 check "rng_state_2024.txt" tests/thunder/rng_state_2024.txt --
 check "rng_state_mid2024.txt" tests/thunder/rng_state_mid2024.txt --entry augmented_forward_fn --
+# A tensor-parallel MLP's DTensor prims on rank 1 of 2 (the pieces given by type; the outputs in
+# rank1/), and torch._grouped_mm's three grouped forms under grad.
+TP=(tests/thunder/dtensor_tp_prims.txt --world-size 2 --rank 1 --type "l_x_=f32[4, 6]" --type "l_w1_=f32[4, 6]"
+    --type "l_b1_=f32[4]" --type "l_w2_=f32[5, 4]" --type "l_s_=f32[5]")
+rm -rf "$tmp/cpu" "$tmp/gpu"
+if "$TRACER" run "${TP[@]}" --output "$tmp/cpu" >"$tmp/cpu.log" 2>&1 && "$TRACER" run "${TP[@]}" --device cuda --output "$tmp/gpu" >"$tmp/gpu.log" 2>&1; then
+  python3 tests/gpu/compare.py "$tmp/cpu/rank1" "$tmp/gpu/rank1" "dtensor_tp_prims.txt rank 1 of 2" || fail=1
+else
+  echo "FAIL dtensor_tp_prims.txt"; cat "$tmp/cpu.log" "$tmp/gpu.log"; fail=1
+fi
+check "grouped_mm.trace" tests/gpu/grouped_mm.trace --passes grad,fuse,del_last_used --
 # Compiled functions in the language on the GPU (jit, value_and_grad, AdamW) against the CPU.
 if "$TRACER" run tests/gpu/jit_cuda.trace > "$tmp/jit.log" 2>&1 && tail -1 "$tmp/jit.log" | grep -q "^ok$"; then
   echo "ok   jit_cuda.trace: compiled functions on cuda equal the CPU's"
