@@ -193,7 +193,9 @@ TEST_CASE("round trip of the Thunder-style cases in tests/thunder", "[roundtrip]
   REQUIRE(files.size() >= 2);
   // An execution trace's DTensor inputs carry no local types: the command line's (--type) give them.
   const std::map<std::string, std::map<std::string, std::string>> types = {
-      {"dtensor_prims.txt", {{"l_x_", "f32[3, 4]"}, {"l_w_", "f32[3, 4]"}}}};
+      // (A world of one: each DTensor input is its whole, replicated.)
+      {"dtensor_prims.txt", {{"l_x_", "f32[6, 4]"}, {"l_w_", "f32[6, 4]"}}},
+      {"dtensor_tp_prims.txt", {{"l_x_", "f32[4, 6]"}, {"l_w1_", "f32[8, 6]"}, {"l_b1_", "f32[8]"}, {"l_w2_", "f32[5, 8]"}, {"l_s_", "f32[5]"}}}};
   for (const std::string& f : files) {
     auto t = types.find(std::filesystem::path(f).filename().string());
     DYNAMIC_SECTION(f) { round_trip(f, read_file(f), "", {}, t == types.end() ? std::map<std::string, std::string>{} : t->second); }
