@@ -76,4 +76,29 @@ inline void check_fails_as_rank(const std::string& file, const std::string& entr
   CHECK_THAT(e.rendered_diagnostics(), Catch::Contains(message));
 }
 
+// Runs entry of file as rank `rank` of a job of world_size on the inputs (written below dir); returns
+// this rank's outputs, read back in order (dir/out/rankR/NAME.npy).
+inline std::vector<rt::Tensor> run_as_rank(const std::string& file, const std::string& entry, int world_size, int rank,
+                                           const std::string& dir, const std::map<std::string, rt::Tensor>& in) {
+  Session s(as_rank(world_size, rank));
+  give_inputs(s, dir, in);
+  REQUIRE(s.load_file(file));
+  auto r = s.run(entry, dir + "/out");
+  INFO(s.rendered_diagnostics());
+  REQUIRE(r);
+  std::vector<rt::Tensor> outs;
+  for (const auto& o : r->outputs) outs.push_back(rt::read_npy(dir + "/out/rank" + std::to_string(rank) + "/" + o.name + ".npy"));
+  return outs;
+}
+
+// Runs entry of file as a rank, its inputs drawn at the given types: it fails with `message`.
+inline void run_fails_as_rank(const std::string& file, const std::string& entry, int world_size, int rank,
+                              const std::map<std::string, std::string>& types, const std::string& message) {
+  Session s(as_rank(world_size, rank));
+  for (const auto& [k, v] : types) REQUIRE(s.set_input_type(k, v));
+  REQUIRE(s.load_file(file));
+  CHECK_FALSE(s.run(entry));
+  CHECK_THAT(s.rendered_diagnostics(), Catch::Contains(message));
+}
+
 }  // namespace tracer::test

@@ -370,15 +370,9 @@ TEST_CASE("DTensor ops printed with their decompositions run on local tensors", 
   auto tensor = sine_tensor;
   std::map<std::string, rt::Tensor> in = {{"l_a_", tensor({5, 3}, 0.4)}, {"l_b_", tensor({5, 3}, 2.1)}};
   const std::string file = source_dir() + "/tests/thunder/dtensor_ops.txt";
-  Session s(as_rank(3, 1));
-  give_inputs(s, dir, in);
-  REQUIRE(s.load_file(file));
-  auto r = s.run("computation", dir + "/out");
-  INFO(s.rendered_diagnostics());
-  REQUIRE(r);
-  REQUIRE(r->outputs.size() == 2);
-  rt::Tensor mul = rt::read_npy(dir + "/out/rank1/" + r->outputs[0].name + ".npy");
-  rt::Tensor to = rt::read_npy(dir + "/out/rank1/" + r->outputs[1].name + ".npy");
+  std::vector<rt::Tensor> outs = run_as_rank(file, "computation", 3, 1, dir, in);
+  REQUIRE(outs.size() == 2);
+  const rt::Tensor &mul = outs[0], &to = outs[1];
   REQUIRE(mul.shape() == rt::Shape{5, 3});
   REQUIRE(to.shape() == rt::Shape{5, 3});
   CHECK(to.dtype() == rt::DType::bf16);
@@ -405,16 +399,10 @@ TEST_CASE("DTensor prims of an execution trace act on the local tensors of one p
   auto tensor = sine_tensor;
   std::map<std::string, rt::Tensor> in = {{"l_x_", tensor({3, 4}, 0.2)}, {"l_w_", tensor({3, 4}, 1.3)}};
   const std::string file = source_dir() + "/tests/thunder/dtensor_prims.txt";
-  const SessionOptions rank1 = as_rank(2, 1);
   {
-    Session s(rank1);
-    give_inputs(s, dir, in);
-    REQUIRE(s.load_file(file));
-    auto r = s.run("computation", dir + "/out");
-    INFO(s.rendered_diagnostics());
-    REQUIRE(r);
-    REQUIRE(r->outputs.size() == 1);
-    rt::Tensor y = rt::read_npy(dir + "/out/rank1/" + r->outputs[0].name + ".npy");
+    std::vector<rt::Tensor> outs = run_as_rank(file, "computation", 2, 1, dir, in);
+    REQUIRE(outs.size() == 1);
+    const rt::Tensor& y = outs[0];
     REQUIRE(y.shape() == rt::Shape{3, 4});
     CHECK(y.dtype() == rt::DType::bf16);
     double worst = 0;
@@ -424,14 +412,8 @@ TEST_CASE("DTensor prims of an execution trace act on the local tensors of one p
     }
     CHECK(worst < 1.0 / 128);
   }
-  {
-    Session s(rank1);
-    REQUIRE(s.set_input_type("l_x_", "f32[3, 4]"));
-    REQUIRE(s.set_input_type("l_w_", "f32[6, 2]"));
-    REQUIRE(s.load_file(file));
-    CHECK_FALSE(s.run("computation"));
-    CHECK_THAT(s.rendered_diagnostics(), Catch::Contains("dtensor_mul_prim: DTensors placed Shard(dim=0) and Shard(dim=1) need a redistribution first"));
-  }
+  run_fails_as_rank(file, "computation", 2, 1, {{"l_x_", "f32[3, 4]"}, {"l_w_", "f32[6, 2]"}},
+                    "dtensor_mul_prim: DTensors placed Shard(dim=0) and Shard(dim=1) need a redistribution first");
   std::filesystem::remove_all(dir);
 }
 
@@ -451,14 +433,9 @@ TEST_CASE("DTensor linear, reshape and broadcast prims place their results as Py
                                           {"l_b1_", sine_tensor({4}, 1.1)},     {"l_w2_", sine_tensor({5, 4}, 1.9)},
                                           {"l_s_", sine_tensor({5}, 2.3)}};
   {
-    Session s(as_rank(2, 1));
-    give_inputs(s, dir, in);
-    REQUIRE(s.load_file(file));
-    auto r = s.run("computation", dir + "/out");
-    INFO(s.rendered_diagnostics());
-    REQUIRE(r);
-    REQUIRE(r->outputs.size() == 1);
-    rt::Tensor y = rt::read_npy(dir + "/out/rank1/" + r->outputs[0].name + ".npy");
+    std::vector<rt::Tensor> outs = run_as_rank(file, "computation", 2, 1, dir, in);
+    REQUIRE(outs.size() == 1);
+    const rt::Tensor& y = outs[0];
     REQUIRE(y.shape() == rt::Shape{4, 5});
     double worst = 0;
     for (int64_t i = 0; i < 4; ++i)
@@ -473,24 +450,14 @@ TEST_CASE("DTensor linear, reshape and broadcast prims place their results as Py
       }
     CHECK(worst < 1e-5);
   }
-  {
-    Session s(as_rank(3, 2));
-    for (const auto& [k, v] : std::map<std::string, std::string>{{"l_x_", "f32[4, 6]"}, {"l_w1_", "f32[2, 6]"}, {"l_b1_", "f32[2]"},
-                                                                 {"l_w2_", "f32[5, 2]"}, {"l_s_", "f32[5]"}})
-      REQUIRE(s.set_input_type(k, v));
-    REQUIRE(s.load_file(file));
-    CHECK_FALSE(s.run("computation"));
-    CHECK_THAT(s.rendered_diagnostics(), Catch::Contains("dtensor_reshape_prim: rank 2's piece (4, 2) of (4, 8) sharded on dimension 1, which is not a piece of (4, 2, 4) sharded on dimension 1 (4, 0, 4), need a redistribution first"));
-  }
-  {
-    Session s(as_rank(2, 1));
-    for (const auto& [k, v] : std::map<std::string, std::string>{{"l_x_", "f32[4, 3]"}, {"l_w1_", "f32[8, 6]"}, {"l_b1_", "f32[8]"},
-                                                                 {"l_w2_", "f32[5, 4]"}, {"l_s_", "f32[5]"}})
-      REQUIRE(s.set_input_type(k, v));
-    REQUIRE(s.load_file(file));
-    CHECK_FALSE(s.run("computation"));
-    CHECK_THAT(s.rendered_diagnostics(), Catch::Contains("dtensor_linear_prim: an input placed Shard(dim=1), a weight placed Replicate() and a bias placed Replicate() need a redistribution first"));
-  }
+  run_fails_as_rank(file, "computation", 3, 2,
+                    {{"l_x_", "f32[4, 6]"}, {"l_w1_", "f32[2, 6]"}, {"l_b1_", "f32[2]"}, {"l_w2_", "f32[5, 2]"}, {"l_s_", "f32[5]"}},
+                    "dtensor_reshape_prim: rank 2's piece (4, 2) of (4, 8) sharded on dimension 1, which is not a piece of (4, 2, 4) "
+                    "sharded on dimension 1 (4, 0, 4), need a redistribution first");
+  run_fails_as_rank(file, "computation", 2, 1,
+                    {{"l_x_", "f32[4, 3]"}, {"l_w1_", "f32[8, 6]"}, {"l_b1_", "f32[8]"}, {"l_w2_", "f32[5, 4]"}, {"l_s_", "f32[5]"}},
+                    "dtensor_linear_prim: an input placed Shard(dim=1), a weight placed Replicate() and a bias placed Replicate() "
+                    "need a redistribution first");
   std::filesystem::remove_all(dir);
 }
 
