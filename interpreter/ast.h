@@ -164,6 +164,7 @@ struct Stmt {
   std::vector<TypeComment> type_comments;  // trailing type comments
   std::vector<std::string> comments;  // full-line comments directly above (text after '#', trimmed)
   bool decomposed = false;            // FusionDef of a call that is not a fusion (see FusionDef)
+  bool blank_before = false;          // a blank line above it (or above its comments) in the source
   std::string trailing_comment;       // a comment after it on its line that is no type comment
   std::vector<std::string> after_comments;  // comment lines indented deeper right after it (subsymbols)
   explicit Stmt(StmtKind k, SourceLoc l = {}) : kind(k), loc(l) {}

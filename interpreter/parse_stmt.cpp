@@ -37,6 +37,23 @@ Op augmented_op(size_t type) {
 
 size_t index_of(antlr4::tree::TerminalNode* node) { return node->getSymbol()->getTokenIndex(); }
 
+// Whether a blank line stands above the line that holds offset `at`, comment lines in between
+// skipped (a blank line above a statement's leading comments counts).
+bool blank_line_above(std::string_view text, size_t at) {
+  if (at == 0 || at > text.size()) return false;
+  size_t nl = text.rfind('\n', at - 1);  // the end of the line above
+  while (nl != std::string_view::npos) {
+    size_t start = nl == 0 ? std::string_view::npos : text.rfind('\n', nl - 1);
+    start = start == std::string_view::npos ? 0 : start + 1;
+    std::string_view line = text.substr(start, nl - start);
+    size_t k = line.find_first_not_of(" \t\r\f");
+    if (k == std::string_view::npos) return true;
+    if (line[k] != '#' || start == 0) return false;
+    nl = start - 1;
+  }
+  return false;
+}
+
 }  // namespace
 
 ast::Block Builder::build_file(P::File_inputContext* file, std::vector<std::string>* header) {
@@ -53,17 +70,26 @@ ast::Block Builder::build_file(P::File_inputContext* file, std::vector<std::stri
 // TypeComment statements or comments of the next statement.
 void Builder::build_stmts(P::StmtsContext* stmts, size_t lo, size_t hi, ast::Block& out) {
   size_t cursor = lo;
+  // Blank lines between the statements of a block are kept (the source-level print shows them).
+  auto mark_blanks = [&](size_t from) {
+    for (size_t i = from; i < out.size(); ++i) out[i]->blank_before = blank_line_above(s_.text(), out[i]->loc.offset);
+  };
   for (auto* st : stmts->stmt()) {
     size_t first = st->getStart()->getTokenIndex();
+    size_t gap = out.size();
     gap_comments(cursor, first, out);
+    mark_blanks(gap);
     size_t before = out.size();
     cursor = std::max(cursor, build_stmt(st, out));
+    if (out.size() > before) out[before]->blank_before = blank_line_above(s_.text(), out[before]->loc.offset);
     if (detect_fusions_ && out.size() == before + 1 && out.back()->kind != ast::StmtKind::FunctionDef &&
         out.back()->kind != ast::StmtKind::If && out.back()->kind != ast::StmtKind::For &&
         out.back()->kind != ast::StmtKind::While && out.back()->kind != ast::StmtKind::With)
       cursor = absorb_fusion(*out.back(), first, cursor, hi);
   }
+  size_t gap = out.size();
   gap_comments(cursor, hi, out);
+  mark_blanks(gap);
 }
 
 size_t Builder::build_stmt(P::StmtContext* c, ast::Block& out) {

@@ -135,7 +135,10 @@ class Printer {
 
   void block(const Block& b, const std::string& indent, std::ostringstream& o) {
     if (b.empty()) o << indent << "pass\n";
-    for (const auto& s : b) stmt(*s, indent, o);
+    for (size_t i = 0; i < b.size(); ++i) {
+      if (i > 0 && b[i]->blank_before) o << "\n";  // as the source had it
+      stmt(*b[i], indent, o);
+    }
   }
 
   void stmt(const Stmt& s, const std::string& indent, std::ostringstream& o) {

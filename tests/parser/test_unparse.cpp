@@ -87,3 +87,32 @@ TEST_CASE("unparse: precedence, literals, targets and Thunder's comments", "[par
   CHECK_THAT(out, Catch::Contains("def f(a, b=2.5, *args, k=None, **kw) -> None:"));
   round_trips("cases", out);
 }
+
+TEST_CASE("unparse: blank lines inside a block and a parenthesized return print as written", "[parser][unparse]") {
+  const std::string text =
+      "def computation(x):\n"
+      "  # x\n"
+      "  t0 = ltorch.mul(x, x)  # t0\n"
+      "\n"
+      "  # a note\n"
+      "  t1 = t0\n"
+      "\n"
+      "\n"
+      "  if t1:\n"
+      "    a = 1\n"
+      "\n"
+      "    b = 2\n"
+      "  return (t1,)\n"
+      "\n"
+      "def g(a):\n"
+      "  return a, a\n";
+  auto p = parse_text(text, "blank.txt");
+  INFO(p->rendered());
+  REQUIRE_FALSE(p->diags.has_errors());
+  std::string out = ast::unparse(*p->module);
+  INFO(out);
+  // One blank line where the source had one or more; none before a block's first statement.
+  CHECK_THAT(out, Catch::Contains("  t0 = ltorch.mul(x, x)  # t0\n\n  # a note\n  t1 = t0\n\n  if t1:\n    a = 1\n\n    b = 2\n  return (t1,)\n"));
+  CHECK_THAT(out, Catch::Contains("def g(a):\n  return a, a\n"));
+  round_trips("blank lines", out);
+}
