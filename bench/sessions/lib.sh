@@ -6,8 +6,11 @@ check() {
   rm -rf "$tmp/cpu" "$tmp/gpu"
   $T run "$@" --output "$tmp/cpu" > "$tmp/c.log" 2>&1 || { echo "FAIL $label CPU"; tail -3 "$tmp/c.log"; return; }
   $T run "$@" --device cuda --output "$tmp/gpu" > "$tmp/g.log" 2>&1 || { echo "FAIL $label GPU"; tail -3 "$tmp/g.log"; return; }
-  python3 tests/gpu/compare.py "$tmp/cpu" "$tmp/gpu" "$label" > "$tmp/cmp.log" 2>/dev/null
-  echo "$(grep -c '^ok' "$tmp/cmp.log") ok, $(grep -c '^FAIL' "$tmp/cmp.log") FAIL: $label $(grep '^warning' "$tmp/g.log" | head -1 | cut -c1-150)"
+  # (a run as one rank of a job, --world-size, writes its outputs under rankR/)
+  local c="$tmp/cpu" g="$tmp/gpu"
+  [ -z "$(ls "$c"/*.npy 2>/dev/null)" ] && [ -d "$c/$(ls "$c" | head -1)" ] && { c="$c/$(ls "$c" | head -1)"; g="$g/$(basename "$c")"; }
+  python3 tests/gpu/compare.py "$c" "$g" "$label" > "$tmp/cmp.log" 2>&1
+  echo "$(grep -c '^ok' "$tmp/cmp.log") ok, $(grep -c -E '^FAIL|no outputs written' "$tmp/cmp.log") FAIL: $label $(grep '^warning' "$tmp/g.log" | head -1 | cut -c1-150)"
   grep '^FAIL' "$tmp/cmp.log" | head -3 | cut -c1-200
 }
 # bench LABEL COMMAND...: runs a `tracer run ... --json --bench N` command, one line of its median,
