@@ -63,6 +63,13 @@ struct Kernel {
   std::vector<int> segment_params;
   std::vector<int64_t> segment_blocks, segment_elements;
   int64_t blocks = 0;
+  // A horizontal column kernel (generate_columns_multi; columns is set): two entries, `symbol`
+  // on `blocks` blocks and `symbol2` on `blocks2`; member j reads and writes segment_partials[j]
+  // doubles of the partials buffer (`partials` in all), from the sum of the earlier members'
+  // (each at least 1). Parameters: the members' pointers, the partials, then vec_mask.
+  std::vector<int64_t> segment_partials;
+  int64_t blocks2 = 0;
+  int column_reductions = 0;  // a column group's reductions (its shared arrays' rows)
 };
 
 // Whether s can become one elementwise kernel (and why not, in *why).
@@ -114,6 +121,15 @@ bool is_column_group(const ir::Stmt& s, std::string* why = nullptr);
 // combination of the chunks in order and the per-column values (docs/codegen.md). may_alias as
 // for generate_elementwise (outputs of the whole shape may take a dying input's buffer).
 Kernel generate_columns(const ir::Stmt& s, const std::string& name, const std::unordered_set<const ir::Proxy*>& may_alias = {});
+// Whether s can be a member of a horizontal column kernel: a column group whose outputs are all
+// computed from its reduced values (a full reduction's scalar, a bias gradient's row; nothing of
+// the group's full shape), with at most 24 reductions.
+bool is_horizontal_column_member(const ir::Stmt& s, std::string* why = nullptr);
+// Independent column groups (as a gradient norm's sum of squares of each parameter is) as one
+// pair of kernels: the first's blocks are dealt out to the members' passes over their rows, the
+// second's to their combinations of the partials. Each member computes exactly what its own
+// generate_columns kernels compute, in the same order (the same bits).
+Kernel generate_columns_multi(const std::vector<const ir::Stmt*>& stmts, const std::string& name);
 
 // FNV-1a, 64 bits, as 16 hex digits (kernel cache keys).
 std::string hash_hex(const std::string& text);

@@ -100,7 +100,11 @@ std::string acc_step(const std::string& op, const std::string& acc, const std::s
   return "(" + acc + " != " + acc + " || " + acc + " <= " + v + ") ? " + acc + " : " + v;
 }
 
-Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool canonical, const std::unordered_set<const ir::Proxy*>& may_alias) {
+// segment: the two kernels as __device__ functions of a horizontal kernel (generate_columns_multi):
+// their block indices and shared arrays come in as parameters (tr_bx, tr_by, tr_shm), the
+// rest of the text is the same, so a member computes what it computes alone, in the same order.
+Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool canonical, const std::unordered_set<const ir::Proxy*>& may_alias,
+                               bool segment = false) {
   ir::GroupPlan plan = ir::plan_group(s);
   if (plan.kind != ir::GroupKind::Columns)
     throw std::invalid_argument("codegen: '" + ir::print_stmt_line(s) + "' is not a column group: " + (plan.why.empty() ? "no reduction over columns" : plan.why));
@@ -265,14 +269,26 @@ Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool cano
     params << (p.output ? "" : "const ") << storage_name(p.type.dtype) << (p.may_alias ? "* p_" : "* __restrict__ p_") << name_of(p.proxy) << ", ";
   params << "double* __restrict__ tr_partial, int vec_ok";
   const size_t nr = reductions.size();
+  k.column_reductions = static_cast<int>(nr);
+  // A kernel's entry, its block indices and a shared array of nr x 256 doubles, or the same as a
+  // segment's parameters.
+  const std::string bx = segment ? "tr_bx" : "blockIdx.x", by = segment ? "tr_by" : "blockIdx.y";
+  auto entry = [&](const std::string& fn) {
+    return segment ? "__device__ __forceinline__ void " + fn + "(" + params.str() + ", const unsigned tr_bx, const unsigned tr_by, double* tr_shm)"
+                   : "extern \"C\" __global__ void __launch_bounds__(256) " + fn + "(" + params.str() + ")";
+  };
+  auto shared = [&](const std::string& arr) {
+    const std::string n = std::to_string(nr);
+    return segment ? "  double (*" + arr + ")[256] = reinterpret_cast<double (*)[256]>(tr_shm);\n" : "  __shared__ double " + arr + "[" + n + "][256];\n";
+  };
   std::ostringstream body;
   if (!canonical) body << "// " << k.origin << "\n";
   // The pass over the rows.
-  body << "extern \"C\" __global__ void __launch_bounds__(256) " << name << "(" << params.str() << ") {\n";
+  body << entry(name) << " {\n";
   body << "  const long long tr_C = " << cs.C << "LL, tr_R = " << cs.R << "LL;\n";
   body << "  const int tr_tx = threadIdx.x % " << cs.Ct << ", tr_ty = threadIdx.x / " << cs.Ct << ";\n";
-  body << "  const long long tr_s = (long long)blockIdx.x * " << cs.Ct << " + tr_tx;  // the thread's " << V << " columns from tr_s * " << V << "\n";
-  body << "  const long long tr_r0 = (long long)blockIdx.y * " << cs.Ly * cs.per_lane << "LL;\n";
+  body << "  const long long tr_s = (long long)" << bx << " * " << cs.Ct << " + tr_tx;  // the thread's " << V << " columns from tr_s * " << V << "\n";
+  body << "  const long long tr_r0 = (long long)" << by << " * " << cs.Ly * cs.per_lane << "LL;\n";
   body << "  const long long tr_r1 = tr_r0 + " << cs.Ly * cs.per_lane << "LL < tr_R ? tr_r0 + " << cs.Ly * cs.per_lane << "LL : tr_R;\n";
   for (size_t j = 0; j < nr; ++j) {
     body << "  double tr_a" << j << "[" << V << "];\n";
@@ -422,7 +438,7 @@ Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool cano
     // Folded: each thread's V columns in order, then a tree over the block's threads (a fixed
     // order), one partial per block and reduction. (Threads past the columns hold the initial
     // value, which changes no sum, maximum or minimum.)
-    body << "  __shared__ double tr_part[" << nr << "][256];\n";
+    body << shared("tr_part");
     for (size_t j = 0; j < nr; ++j) {
       const std::string& op = reductions[j]->op->name;
       body << "  {\n    double a = tr_a" << j << "[0];\n";
@@ -432,11 +448,11 @@ Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool cano
     body << block_tree("tr_part");
     body << "  if (threadIdx.x == 0) {\n";
     for (size_t j = 0; j < nr; ++j)
-      body << "    tr_partial[((long long)blockIdx.y * " << gx << " + blockIdx.x) * " << nr << " + " << j << "] = tr_part[" << j << "][0];\n";
+      body << "    tr_partial[((long long)" << by << " * " << gx << " + " << bx << ") * " << nr << " + " << j << "] = tr_part[" << j << "][0];\n";
     body << "  }\n";
   } else if (nr > 0) {
     // Each of the thread's columns in turn: the lanes of rows combine in a fixed order.
-    body << "  __shared__ double tr_part[" << nr << "][256];\n";
+    body << shared("tr_part");
     body << "  for (int k = 0; k < " << V << "; ++k) {\n";
     for (size_t j = 0; j < nr; ++j) body << "    tr_part[" << j << "][threadIdx.x] = tr_a" << j << "[k];\n";
     body << "    __syncthreads();\n";
@@ -447,7 +463,7 @@ Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool cano
       body << "      {\n        double a = tr_part[" << j << "][tr_tx];\n";
       body << "        for (int l = 1; l < " << cs.Ly << "; ++l) { const double v = tr_part[" << j << "][l * " << cs.Ct << " + tr_tx]; a = "
            << acc_step(op, "a", "v") << "; }\n";
-      body << "        tr_partial[((long long)blockIdx.y * " << nr << " + " << j << ") * tr_C + tr_c] = a;\n      }\n";
+      body << "        tr_partial[((long long)" << by << " * " << nr << " + " << j << ") * tr_C + tr_c] = a;\n      }\n";
     }
     body << "    }\n    __syncthreads();\n  }\n";
   }
@@ -472,11 +488,11 @@ Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool cano
     for (const auto& q : post_outs) o << ind << "p_" << name_of(q) << "[tr_c] = " << store_expr(q->type.dtype, name_of(q), true) << ";\n";
     return o.str();
   };
-  body << "extern \"C\" __global__ void __launch_bounds__(256) " << name << "_2(" << params.str() << ") {\n";
+  body << entry(name + "_2") << " {\n";
   if (fold) {
     // Folded: one block; thread t adds partials t, t + 256, ... in order, then a tree (fixed).
     const int64_t Q = cs.chunks * gx;
-    if (nr > 0) body << "  __shared__ double tr_lane[" << nr << "][256];\n";
+    if (nr > 0) body << shared("tr_lane");
     for (size_t j = 0; j < nr; ++j) {
       const std::string& op = reductions[j]->op->name;
       body << "  {\n    double a = " << acc_init(op) << ";\n";
@@ -497,8 +513,8 @@ Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool cano
     // every chunk in turn put a [8192, 768] group's second kernel on 3 blocks of the whole GPU.)
     body << "  const long long tr_C = " << cs.C << "LL;\n";
     body << "  const int tr_tx = threadIdx.x % 32, tr_ty = threadIdx.x / 32;\n";
-    body << "  const long long tr_c = (long long)blockIdx.x * 32 + tr_tx;\n";
-    if (nr > 0) body << "  __shared__ double tr_lane[" << nr << "][256];\n";
+    body << "  const long long tr_c = (long long)" << bx << " * 32 + tr_tx;\n";
+    if (nr > 0) body << shared("tr_lane");
     for (size_t j = 0; j < nr; ++j) {
       const std::string& op = reductions[j]->op->name;
       const std::string a = "tr_a" + std::to_string(j);
@@ -516,7 +532,64 @@ Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool cano
     }
     body << finish("    ") << "  }\n}\n";
   }
-  k.source = std::string(cuda_prelude()) + "\n" + body.str();
+  k.source = segment ? body.str() : std::string(cuda_prelude()) + "\n" + body.str();
+  return k;
+}
+
+// The horizontal kernels' text: each member's two kernels as segments, then two entries whose
+// blocks are dealt out to the members in order (generate_columns_multi).
+Kernel generate_columns_multi_text(const std::vector<const Stmt*>& stmts, const std::string& name, bool canonical) {
+  Kernel k;
+  k.name = name;
+  k.columns = true;
+  std::ostringstream src, w1, w2, calls1, calls2;
+  src << cuda_prelude() << "\n";
+  w1 << "extern \"C\" __global__ void __launch_bounds__(256) " << name << "(";
+  w2 << "extern \"C\" __global__ void __launch_bounds__(256) " << name << "_2(";
+  long long start = 0, start2 = 0;
+  int64_t partial = 0;
+  int max_nr = 1;
+  size_t param = 0;
+  for (size_t j = 0; j < stmts.size(); ++j) {
+    const std::string seg = name + "_s" + std::to_string(j);
+    Kernel m = generate_columns_kernel(*stmts[j], seg, canonical, {}, true);
+    src << m.source << "\n";
+    const int64_t per_block = m.column_block * std::max(1, m.vector_width);
+    const long long gx = (m.row_length + per_block - 1) / per_block;
+    const long long blocks = gx * m.column_chunks;
+    const long long blocks2 = m.column_fold ? 1 : std::max<long long>(1, (m.row_length + 31) / 32);
+    std::ostringstream args;
+    for (size_t q = 0; q < m.params.size(); ++q) {
+      const KernelParam& kp = m.params[q];
+      const std::string decl = std::string(kp.output ? "" : "const ") + storage_name(kp.type.dtype) + "* a" + std::to_string(param);
+      w1 << (param ? ", " : "") << decl;
+      w2 << (param ? ", " : "") << decl;
+      args << "a" << param << ", ";
+      ++param;
+    }
+    args << "tr_partial + " << partial << "LL, (int)((vec_mask >> " << j << ") & 1ULL), ";
+    calls1 << "  " << (j ? "else " : "") << "if (b < " << start + blocks << "u) { const unsigned l = b - " << start << "u; " << seg << "("
+           << args.str() << "l % " << gx << "u, l / " << gx << "u, tr_shm); }\n";
+    calls2 << "  " << (j ? "else " : "") << "if (b < " << start2 + blocks2 << "u) " << seg << "_2(" << args.str() << "b - " << start2
+           << "u, 0u, tr_shm);\n";
+    start += blocks;
+    start2 += blocks2;
+    max_nr = std::max(max_nr, m.column_reductions);
+    k.params.insert(k.params.end(), m.params.begin(), m.params.end());
+    k.segment_params.push_back(static_cast<int>(m.params.size()));
+    k.segment_blocks.push_back(blocks);
+    k.segment_elements.push_back(m.elements);
+    k.segment_partials.push_back(m.partials);
+    k.elements += m.elements;
+    partial += std::max<int64_t>(m.partials, 1);
+    if (!canonical) k.origin += (j ? "\n" : "") + m.origin;
+  }
+  const std::string tail = ", double* __restrict__ tr_partial, unsigned long long vec_mask) {\n  __shared__ double tr_shm[" +
+                           std::to_string(max_nr * 256) + "];\n  const unsigned b = blockIdx.x;\n";
+  k.source = src.str() + w1.str() + tail + calls1.str() + "}\n" + w2.str() + tail + calls2.str() + "}\n";
+  k.blocks = start;
+  k.blocks2 = start2;
+  k.partials = partial;
   return k;
 }
 
@@ -531,6 +604,39 @@ bool is_column_group(const Stmt& s, std::string* why) {
   if (g.kind == ir::GroupKind::Columns) return true;
   if (why) *why = g.kind == ir::GroupKind::None ? g.why : "no reduction over columns";
   return false;
+}
+
+bool is_horizontal_column_member(const Stmt& s, std::string* why) {
+  if (!is_column_group(s, why)) return false;
+  // Every output derived from the reduced values (none of the full shape): outputs take no
+  // input's buffer, and the members share no memory.
+  ir::GroupPlan plan = ir::plan_group(s);
+  for (const auto& o : s.outputs)
+    if (o->type.shape == plan.shape && rt::numel(o->type.shape) > 1) {
+      if (why) *why = "an output of the full shape";
+      return false;
+    }
+  Kernel k = generate_columns_kernel(s, "m", true, {}, true);
+  if (k.column_reductions > 24) {  // (the shared array: 24 x 256 doubles, 48 KiB at most)
+    if (why) *why = "more than 24 reductions";
+    return false;
+  }
+  return true;
+}
+
+Kernel generate_columns_multi(const std::vector<const Stmt*>& stmts, const std::string& name) {
+  if (stmts.empty() || stmts.size() > 64) throw std::invalid_argument("codegen: a horizontal column kernel takes 1 to 64 groups");
+  for (const Stmt* s : stmts) {
+    std::string why;
+    if (!is_horizontal_column_member(*s, &why))
+      throw std::invalid_argument("codegen: '" + ir::print_stmt_line(*s) + "' cannot be a horizontal column kernel's member: " + why);
+  }
+  Kernel k = generate_columns_multi_text(stmts, name, false);
+  Kernel c = generate_columns_multi_text(stmts, "tr_kernel", true);
+  k.symbol = name_by_hash(c.source);
+  k.symbol2 = k.symbol + "_2";
+  k.structure = std::move(c.source);
+  return k;
 }
 
 Kernel generate_columns(const Stmt& s, const std::string& name, const std::unordered_set<const ir::Proxy*>& may_alias) {

@@ -392,7 +392,8 @@ class GpuExecutor {
   std::unordered_map<const ir::Stmt*, std::shared_ptr<rt::cuda::Buffer>> mask_offsets_;
   std::unordered_map<const ir::Stmt*, Prepared> kernels_;    // generated and loaded once per statement
   std::unordered_map<const ir::Stmt*, CatPlan> without_cat_;  // plan_cat's, by fusion
-  std::unordered_map<const ir::Stmt*, int> is_group_;  // 1: elementwise group, 2: row group, 0: neither; once per statement
+  std::unordered_map<const ir::Stmt*, int> is_group_;  // 1: elementwise group, 2: row group, 3: column group, 0: none; once per statement
+  std::unordered_map<const ir::Stmt*, bool> column_member_;  // is_horizontal_column_member, once per statement
   // Horizontal fusion (cuda_exec_horizontal.cpp; TRACER_HORIZONTAL=0 turns it off): runs of
   // independent elementwise groups, dels between them allowed, launched as one kernel. Planned
   // once per statement that starts a run (null: none starts there).
@@ -401,6 +402,10 @@ class GpuExecutor {
     std::vector<std::unordered_set<const ir::Proxy*>> dying;  // per member: the dels right after it, less what other members read
     Kernel kernel;
     void* fn = nullptr;
+    // Column groups' (generate_columns_multi): a second entry, and no donors (their outputs are
+    // computed from reduced values, never of an input's size).
+    bool columns = false;
+    void* fn2 = nullptr;
     DonorCandidates donors;  // over kernel.params, each member's outputs among its own params
     // Per param: read or written 16 bytes at a time (full size, or KernelParam::vector), so its
     // pointer decides whether its member takes the vector path.

@@ -1,6 +1,8 @@
 // Horizontal fusion in the GPU executor (docs/codegen.md, "Horizontal kernels"): a run of
 // independent elementwise groups, as an optimizer's update of each parameter or a clipping's
-// scale of each gradient is, launched as one kernel (codegen::generate_elementwise_multi).
+// scale of each gradient is, launched as one kernel (codegen::generate_elementwise_multi); and a
+// run of independent column groups whose outputs are reduced values, as a gradient norm's sum of
+// squares of each parameter is, launched as one pair of kernels (generate_columns_multi).
 //
 // A run starts at an elementwise fusion and takes the fusions after it, dels between them
 // allowed, until a statement of another kind, a fusion that reads an earlier member's output,
@@ -31,17 +33,25 @@ void reads_of(const ir::Stmt& s, std::unordered_set<const ir::Proxy*>& out) {
 
 std::shared_ptr<GpuExecutor::Horizontal> GpuExecutor::plan_horizontal(const std::vector<ir::Stmt>& stmts, size_t i,
                                                                        const std::unordered_set<const ir::Proxy*>& lazy) {
-  auto is_member = [&](const ir::Stmt& s) {
-    if (s.kind != ir::StmtKind::Fusion || view_fusions_->count(&s)) return false;
+  // 1: an elementwise member, 3: a column member, 0: neither. A run takes members of one kind.
+  auto kind_of = [&](const ir::Stmt& s) {
+    if (s.kind != ir::StmtKind::Fusion || view_fusions_->count(&s)) return 0;
     for (const auto& o : s.outputs)
-      if (lazy.count(o.get())) return false;
+      if (lazy.count(o.get())) return 0;
     auto pk = is_group_.find(&s);
     if (pk == is_group_.end())
       pk = is_group_.emplace(&s, is_elementwise_group(s) ? 1 : is_row_group(s) ? 2 : is_column_group(s) ? 3 : 0).first;
-    return pk->second == 1;
+    if (pk->second == 1) return 1;
+    if (pk->second != 3) return 0;
+    auto cm = column_member_.find(&s);
+    if (cm == column_member_.end()) cm = column_member_.emplace(&s, is_horizontal_column_member(s)).first;
+    return cm->second ? 3 : 0;
   };
-  if (!is_member(stmts[i])) return nullptr;
+  const int kind = kind_of(stmts[i]);
+  if (!kind) return nullptr;
+  auto is_member = [&](const ir::Stmt& s) { return kind_of(s) == kind; };
   auto h = std::make_shared<Horizontal>();
+  h->columns = kind == 3;
   std::unordered_set<const ir::Proxy*> written;
   size_t param_bytes = 8;  // vec_mask
   for (size_t j = i; j < stmts.size() && h->members.size() < kMaxMembers; ++j) {
@@ -60,6 +70,23 @@ std::shared_ptr<GpuExecutor::Horizontal> GpuExecutor::plan_horizontal(const std:
     for (const auto& o : s.outputs) written.insert(o.get());
   }
   if (h->members.size() < 2) return nullptr;
+  if (h->columns) {
+    std::vector<const ir::Stmt*> ms;
+    for (size_t m : h->members) ms.push_back(&stmts[m]);
+    h->kernel = generate_columns_multi(ms, "horizontal_columns");
+    h->fn = compiled(h->kernel.structure, h->kernel.symbol, h->kernel.name);
+    h->fn2 = compiled(h->kernel.structure, h->kernel.symbol2, h->kernel.name);
+    h->donors.resize(h->kernel.params.size());
+    h->vector_access.assign(h->kernel.params.size(), 0);
+    size_t q = 0;
+    for (size_t m = 0; m < ms.size(); ++m) {  // (as run_column_kernel's vec_ok)
+      const size_t n = static_cast<size_t>(h->kernel.segment_params[m]);
+      for (size_t a = q; a < q + n; ++a)
+        h->vector_access[a] = h->kernel.params[a].vector || rt::numel(h->kernel.params[a].type.shape) == h->kernel.segment_elements[m];
+      q += n;
+    }
+    return h;
+  }
   // Each member's donors: its dying inputs that no other member reads (they run at once).
   std::vector<std::unordered_set<const ir::Proxy*>> reads(h->members.size());
   for (size_t m = 0; m < h->members.size(); ++m) reads_of(stmts[h->members[m]], reads[m]);
@@ -129,6 +156,10 @@ bool GpuExecutor::run_horizontal(const std::vector<ir::Stmt>& stmts, size_t i, V
   const bool any_transposed = !transposed_.empty();
   std::vector<const ir::Proxy*> taken;  // a member's donors, sorted
   bool freed = false;
+  // Column members allocate only small outputs: grouped, they could not take a freed buffer
+  // only where one of the same rounded size was freed between the members (the allocator reuses
+  // blocks by exact rounded size), so those sizes are what is checked.
+  std::unordered_set<size_t> freed_sizes;
   size_t q = 0;  // k.params index
   for (size_t m = 0; m < h.members.size(); ++m) {
     const size_t n = static_cast<size_t>(k.segment_params[m]);
@@ -145,19 +176,22 @@ bool GpuExecutor::run_horizontal(const std::vector<ir::Stmt>& stmts, size_t i, V
       if (b >= 0) taken_by[static_cast<size_t>(b)] = 1;
       allocates = allocates || b < 0;
       donors[a] = b < 0 ? nullptr : k.params[static_cast<size_t>(b)].proxy.get();
+      if (h.columns && freed_sizes.count(rt::cuda::allocation_size(rt::numel(p.type.shape) * rt::dtype_size(p.type.dtype)))) return false;
     }
-    if (allocates && freed) return false;
+    if (allocates && freed && !h.columns) return false;
     // The dels after this member (before the next): do they free a buffer (one not taken)?
     taken.clear();
     for (size_t a = q; a < q + n; ++a)
       if (donors[a]) taken.push_back(donors[a]);
     std::sort(taken.begin(), taken.end());
     const size_t end = m + 1 < h.members.size() ? h.members[m + 1] : h.members[m] + 1;
-    for (size_t d = h.members[m] + 1; d < end && !freed; ++d)
+    for (size_t d = h.members[m] + 1; d < end && (!freed || h.columns); ++d)
       for (const auto& x : stmts[d].deleted) {
         auto it = env.find(x.get());
         if (it == env.end() || !it->second.buffer || it->second.buffer.use_count() != 1) continue;
-        if (!std::binary_search(taken.begin(), taken.end(), x.get())) freed = true;
+        if (std::binary_search(taken.begin(), taken.end(), x.get())) continue;
+        freed = true;
+        if (h.columns) freed_sizes.insert(rt::cuda::allocation_size(it->second.buffer->bytes));
       }
     q += n;
   }
@@ -193,9 +227,20 @@ bool GpuExecutor::run_horizontal(const std::vector<ir::Stmt>& stmts, size_t i, V
   std::vector<void*>& args = scratch_args_;
   args.clear();
   for (auto& p : ptrs) args.push_back(&p);
-  args.push_back(&vec_mask);
-  dev_.launch(h.fn, static_cast<unsigned>(k.blocks), 256, args.data());
-  stats_.launches++;
+  if (h.columns) {
+    // One partials buffer for every member (stream ordered: back to the cache once queued).
+    rt::cuda::Buffer partial(&dev_, static_cast<size_t>(std::max<int64_t>(k.partials, 1)) * sizeof(double));
+    rt::cuda::DevPtr pp = partial.ptr;
+    args.push_back(&pp);
+    args.push_back(&vec_mask);
+    dev_.launch(h.fn, static_cast<unsigned>(k.blocks), 256, args.data());
+    dev_.launch(h.fn2, static_cast<unsigned>(k.blocks2), 256, args.data());
+    stats_.launches += 2;
+  } else {
+    args.push_back(&vec_mask);
+    dev_.launch(h.fn, static_cast<unsigned>(k.blocks), 256, args.data());
+    stats_.launches++;
+  }
   stats_.horizontal_members += h.members.size();
   // The dels between the members, now that the kernel has been issued (stream order keeps what
   // they free from being reused before it has run).

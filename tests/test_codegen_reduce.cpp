@@ -322,4 +322,83 @@ TEST_CASE("reductions of every dimension join their producers and fold their one
   }
 }
 
+TEST_CASE("horizontal column kernels: independent reductions as one pair of kernels that NVRTC compiles", "[codegen][nvrtc]") {
+  // A gradient norm's sums of squares, a bias gradient's column sum and a maximum: independent
+  // groups of other shapes and dtypes, as the executor would run them one after the other.
+  const std::string src =
+      "def f(a: bf16[13, 19], b: f32[7], c: f16[3, 1000], d: f32[4096, 9], e: f32[64, 40], g: bf16[8, 16]):\n"
+      "    sa = sum(a.float() * a.float(), dtype=f32)\n"
+      "    sb = sum(b * b)\n"
+      "    sc = sum(c.float() * c.float(), dtype=f32)\n"
+      "    sd = prims.sum(d * 2.0, (0,))\n"
+      "    me = prims.amax(prims.abs(e), (0, 1))\n"
+      "    gg = g * 2.0\n"
+      "    sg = sum(gg.float())\n"
+      "    return sa, sb, sc, sd, me, gg, sg\n";
+  SourceManager sm;
+  interp::Interpreter in{sm};
+  DiagnosticList diags;
+  auto m = in.load("m.trace", src, diags);
+  REQUIRE(m);
+  auto t = in.trace(*m->globals.at("f").as<interp::FunctionObj>(), {});
+  interp::Traces fused = interp::run_passes(in, {t}, {"fuse"}, {}, nullptr);
+  std::vector<const ir::Stmt*> members;
+  const ir::Stmt* full_output = nullptr;  // g's group also writes gg, of its full shape
+  for (const ir::Stmt& s : fused[0]->stmts) {
+    if (s.kind != ir::StmtKind::Fusion) continue;
+    INFO(ir::print_stmt_line(s));
+    REQUIRE(codegen::is_column_group(s));
+    std::string why;
+    if (codegen::is_horizontal_column_member(s, &why)) {
+      members.push_back(&s);
+    } else {
+      CHECK(why == "an output of the full shape");
+      full_output = &s;
+    }
+  }
+  REQUIRE(members.size() == 5);
+  CHECK(full_output);
+  codegen::Kernel k = codegen::generate_columns_multi(members, "hc");
+  CHECK(k.columns);
+  REQUIRE(k.segment_params.size() == members.size());
+  REQUIRE(k.segment_partials.size() == members.size());
+  size_t params = 0;
+  int64_t blocks = 0, partials = 0;
+  for (size_t j = 0; j < members.size(); ++j) {
+    // Each member as its own kernels would run it: the same grid and partials.
+    codegen::Kernel one = codegen::generate_columns(*members[j], "k");
+    INFO(one.origin);
+    CHECK(static_cast<size_t>(k.segment_params[j]) == one.params.size());
+    const int64_t per_block = one.column_block * std::max(1, one.vector_width);
+    CHECK(k.segment_blocks[j] == (one.row_length + per_block - 1) / per_block * one.column_chunks);
+    CHECK(k.segment_partials[j] == one.partials);
+    params += one.params.size();
+    blocks += k.segment_blocks[j];
+    partials += std::max<int64_t>(one.partials, 1);
+  }
+  CHECK(params == k.params.size());
+  CHECK(blocks == k.blocks);
+  CHECK(partials == k.partials);
+  // The second kernel: one block for a folded column, one per 32 columns for sd's 9.
+  CHECK(k.blocks2 == 5);
+  size_t kernels = 0;
+  for (size_t at = k.source.find("__global__"); at != std::string::npos; at = k.source.find("__global__", at + 1)) ++kernels;
+  CHECK(kernels == 2);
+  CHECK_THAT(k.source, !Catch::Contains("blockIdx.y"));
+  CHECK(k.symbol2 == k.symbol + "_2");
+  std::string why;
+  auto nvrtc = codegen::Nvrtc::load(&why);
+  INFO(why);
+  REQUIRE(nvrtc);
+  INFO(k.source);
+  auto r = nvrtc->compile(k.source, k.name, "sm_90", codegen::Emit::cubin);
+  INFO(r.log);
+  CHECK(r.ok);
+  auto c = nvrtc->compile(k.structure, k.symbol, "sm_90", codegen::Emit::cubin);
+  CHECK(c.ok);
+  // A group with an output of its full shape, or more than 64 groups, is refused.
+  CHECK_THROWS_AS(codegen::generate_columns_multi({members[0], full_output}, "hc"), std::invalid_argument);
+  CHECK_THROWS_AS(codegen::generate_columns_multi(std::vector<const ir::Stmt*>(65, members[0]), "hc"), std::invalid_argument);
+}
+
 }  // namespace tracer::test
