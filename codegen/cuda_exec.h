@@ -111,6 +111,10 @@ class GpuExecutor {
   // place unless on purpose, for as long as it replays g: the graph owns only what the capture
   // allocated or released.
   void replay(GpuGraph& g, ir::ExecContext& ctx);
+  // replay for a program that goes on without waiting (compiled functions' graphs): an earlier
+  // bad index is raised if its flag is back, and this replay's is read back asynchronously, as
+  // run() does.
+  void replay_async(GpuGraph& g, ir::ExecContext& ctx);
   // After replays (run() does it itself): waits for the device and throws when a take or
   // take_backward met an index out of range.
   void check_index_errors();

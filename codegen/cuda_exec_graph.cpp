@@ -74,6 +74,12 @@ std::unique_ptr<GpuGraph> GpuExecutor::capture(const std::function<void()>& work
   return out;
 }
 
+void GpuExecutor::replay_async(GpuGraph& g, ir::ExecContext& ctx) {
+  poll_index_errors(false);
+  replay(g, ctx);
+  read_index_errors_later();
+}
+
 void GpuExecutor::replay(GpuGraph& g, ir::ExecContext& ctx) {
   if (g.draws) {
     write_rng_base(ctx);

@@ -202,7 +202,7 @@ Value make_compiled(Interpreter& in, CallArgs& a, SourceLoc loc, bool grad) {
   if (a.pos.size() != 1)
     in.fail(loc, std::string(who) + "(f, ...) takes the function to compile and keyword options, got " +
                      std::to_string(a.pos.size()) + " positional arguments");
-  std::set<std::string> known = {"passes", "device", "donate_argnums"};
+  std::set<std::string> known = {"passes", "device", "donate_argnums", "cuda_graph"};
   if (grad) known.insert({"argnums", "has_aux"});
   for (const auto& [k, v] : a.kw)
     if (!known.count(k)) {
@@ -269,6 +269,10 @@ Value make_compiled(Interpreter& in, CallArgs& a, SourceLoc loc, bool grad) {
   }
   if (const Value* d = kwarg(a, "donate_argnums"); d && !d->is_none())
     c->donate = int_list(in, *d, std::string(who) + "(donate_argnums=...)", loc, nullptr);
+  if (const Value* g = kwarg(a, "cuda_graph"); g && !g->is_none()) {
+    if (!g->is(VT::Bool)) in.fail(loc, std::string(who) + "(cuda_graph=...) is True or False, got " + repr(*g));
+    c->cuda_graph = g->as_bool();  // (on the CPU it changes nothing)
+  }
   if (grad) {
     if (const Value* n = kwarg(a, "argnums"); n && !n->is_none())
       c->argnums = int_list(in, *n, "value_and_grad(argnums=...)", loc, &c->argnums_tuple);
@@ -378,7 +382,10 @@ std::shared_ptr<CompiledProgram> compile(Interpreter& in, CompiledObj& c, Device
     in.fail(loc, c.name + ": the passes left " + std::to_string(prog->prog.size()) + " traces, not one to call");
   if (b) {
     try {
-      prog->device_prog = b->prepare(prog->prog);  // every kernel compiled here, once
+      DeviceBackend::Options opts;
+      opts.cuda_graph = c.cuda_graph;
+      opts.name = c.name;
+      prog->device_prog = b->prepare(prog->prog, opts);  // every kernel compiled here, once
       for (const rt::Tensor& x : prog->captured) prog->captured_dev.push_back(b->upload(x));
     } catch (const std::exception& e) {
       in.fail(loc, c.name + ": on " + b->device() + ": " + e.what());
@@ -550,6 +557,7 @@ Value call_compiled(Interpreter& in, CompiledObj& c, CallArgs args, SourceLoc lo
         in.fail(loc, c.name + ": argument '" + name_of(i) + "' could not be copied from " + t.device() + ": " + e.what());
       }
     } else if (t.on_device() && t.backend == b) {
+      if (t.dev->buffer && !t.dev->buffer->stale.empty()) in.fail(loc, c.name + ": argument '" + name_of(i) + "': " + t.dev->buffer->stale);
       flat.dev.push_back(t.dev);
     } else if (t.on_device()) {
       in.fail(loc, c.name + ": argument '" + name_of(i) + "' is on " + t.device() + ", but the function runs on " +
@@ -602,6 +610,9 @@ bool compiled_attr(const CompiledObj& c, const std::string& name, Value* out) {
   else if (name == "pass_ms") *out = Value::number(c.pass_ms);
   else if (name == "run_ms") *out = Value::number(c.run_ms);
   else if (name == "cache_size") *out = Value::integer(static_cast<int64_t>(c.cache.size()));
+  else if (name == "graph_replays") *out = Value::integer(c.last && c.last->device_prog ? static_cast<int64_t>(c.last->device_prog->graph_replays()) : 0);
+  else if (name == "graph_status")
+    *out = str_value(!c.cuda_graph ? "off" : c.last && c.last->device_prog ? c.last->device_prog->graph_status() : "not on a GPU");
   else if (name == "__name__") *out = str_value(c.name);
   else if (name == "traces") {
     std::vector<Value> ts;

@@ -42,6 +42,9 @@ struct CompiledObj : Object {
   bool argnums_tuple = false;        // argnums given as a tuple: the gradients are a tuple too
   bool has_aux = false;              // f returns (loss, aux): value_and_grad returns ((loss, aux), grads)
   std::vector<int64_t> donate;       // positional arguments whose tensors the call may overwrite
+  // cuda_graph=True: on a GPU, each program is captured as a CUDA graph at its second call and
+  // replayed after (DeviceBackend::Options); its outputs are valid until its next call.
+  bool cuda_graph = false;
   std::map<std::string, std::shared_ptr<CompiledProgram>> cache;  // by signature
   std::shared_ptr<CompiledProgram> last;  // the program the last call ran
   // Statistics, read as attributes (f.compiles, ...).
@@ -55,7 +58,9 @@ Value builtin_jit(Interpreter& in, CallArgs& a, SourceLoc loc);
 Value builtin_value_and_grad(Interpreter& in, CallArgs& a, SourceLoc loc);
 // A call of a compiled function.
 Value call_compiled(Interpreter& in, CompiledObj& c, CallArgs args, SourceLoc loc);
-// Its attributes: compiles, calls, trace_ms, pass_ms, run_ms, traces (the last program's), cache_size.
+// Its attributes: compiles, calls, trace_ms, pass_ms, run_ms, traces (the last program's), cache_size,
+// graph_replays and graph_status (cuda_graph=True: the last program's replays, and "off", "warming
+// up", "captured" or why it runs without a graph).
 bool compiled_attr(const CompiledObj& c, const std::string& name, Value* out);
 
 }  // namespace tracer::interp

@@ -37,8 +37,23 @@ class DeviceBackend {
     // the backward's output proxies. Throws ir::ExecError for a statement's failure.
     virtual void run(std::vector<rt::cuda::DeviceTensor> inputs, ir::ExecContext& ctx, Values* forward,
                      Values* backward) = 0;
+    // With Options::cuda_graph: the calls replayed from a graph, and where the graph stands
+    // ("warming up", "captured", or why the program runs without one).
+    virtual size_t graph_replays() const { return 0; }
+    virtual std::string graph_status() const { return "off"; }
   };
-  virtual std::unique_ptr<Program> prepare(std::vector<std::shared_ptr<ir::Trace>> traces) = 0;
+  struct Options {
+    // Capture the program as a CUDA graph at its second call and replay it from then on (as
+    // torch.compile's mode="reduce-overhead"). Inputs whose addresses stayed the same between
+    // the first two calls are read where they are (a replay with one elsewhere runs without the
+    // graph); the others are copied into the graph's own buffers at each call. Outputs live in
+    // the graph's buffers: a later call overwrites them, and a tensor still held from an earlier
+    // call is marked stale (rt::cuda::Buffer::stale), so reading it is an error, not a wrong
+    // value. An output written over a donated input is that input's buffer, as without a graph.
+    bool cuda_graph = false;
+    std::string name;  // the compiled function's, for messages
+  };
+  virtual std::unique_ptr<Program> prepare(std::vector<std::shared_ptr<ir::Trace>> traces, const Options& options) = 0;
   // The device allocator's bytes in use now and at the peak (since the last reset_peak).
   virtual size_t current_bytes() const = 0;
   virtual size_t peak_bytes() const = 0;

@@ -36,6 +36,7 @@ std::string TensorObj::device() const { return dev && backend ? backend->device(
 const rt::Tensor& TensorObj::host(rt::Allocator* al) {
   if (!t.defined() && dev) {
     if (!backend) throw std::runtime_error("a device tensor without its device (internal error; please report this)");
+    if (dev->buffer && !dev->buffer->stale.empty()) throw std::runtime_error(dev->buffer->stale);
     t = backend->download(*dev, al);
   }
   return t;

@@ -216,6 +216,20 @@ struct Buffer {
   Device* device = nullptr;
   DevPtr ptr = 0;
   size_t bytes = 0;
+  // Non-empty: the memory was given to later work while this buffer was still held (a CUDA
+  // graph's output that a later replay wrote over); why, as the error to give its readers.
+  std::string stale;
+  // A buffer naming memory that owner holds (a CUDA graph's block): never released by this
+  // object, and owner kept alive as long as it is.
+  static std::shared_ptr<Buffer> borrowed(DevPtr p, size_t n, std::shared_ptr<const void> owner) {
+    auto* b = new Buffer(nullptr, 0);
+    b->ptr = p;
+    b->bytes = n;
+    return std::shared_ptr<Buffer>(b, [owner](Buffer* x) {
+      x->ptr = 0;
+      delete x;
+    });
+  }
   Buffer(Device* d, size_t n) : device(d), bytes(n) { ptr = n ? d->allocate(n) : 0; }
   ~Buffer() {
     if (ptr) device->release(ptr, bytes);
