@@ -190,7 +190,8 @@ class GpuProgram : public interp::DeviceBackend::Program {
     launch(inputs, ctx, forward, backward);
   }
 
-  // One replay; outputs over input i's buffer take buffers[i]'s.
+  // One replay; outputs over input i's buffer take buffers[i]'s, those of one element are copied
+  // out, and the rest are views of the graph's blocks.
   void launch(const std::vector<rt::cuda::DeviceTensor>& buffers, ir::ExecContext& ctx, Values* forward, Values* backward) {
     // What the last replay handed out and is still held is written over now.
     for (auto& w : handed_)
@@ -208,6 +209,13 @@ class GpuProgram : public interp::DeviceBackend::Program {
       rt::cuda::DeviceTensor t = o.value;
       if (o.input >= 0) {
         t.buffer = buffers[static_cast<size_t>(o.input)].buffer;
+      } else if (t.buffer && rt::numel(t.shape) <= 1) {
+        // A value of one element (a loss, a norm: what a loop keeps to log later) is copied out
+        // of the graph's block, so that the next replay leaves it alone (a 4-byte copy).
+        auto b = std::make_shared<rt::cuda::Buffer>(&dev_, std::max<size_t>(t.nbytes(), 1));
+        if (t.nbytes()) dev_.copy_device(b->ptr, t.ptr(), t.nbytes());
+        t.buffer = std::move(b);
+        t.offset = 0;
       } else if (t.buffer) {
         t.buffer = rt::cuda::Buffer::borrowed(t.buffer->ptr, t.buffer->bytes, keep);
         handed_.push_back(t.buffer);

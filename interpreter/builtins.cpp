@@ -617,11 +617,12 @@ const BuiltinDef kBuiltins[] = {
      "top-level settings replaced (as --set does); returns its names as a namespace."},
     {"tensor", b_tensor, "tensor(data, dtype=None): a tensor from a number or nested lists (f32 if any is a float, else i64, else b8)."},
     {"jit", builtin_jit,
-     "jit(f, passes=None, device=None, donate_argnums=()): f compiled: a call traces f on its arguments' types "
+     "jit(f, passes=None, device=None, donate_argnums=(), cuda_graph=False): f compiled: a call traces f on its arguments' types "
      "(tensors, numbers, lists/tuples/dicts of them), runs the passes and runs the result; one program per signature. "
-     "device: 'cpu', 'cuda' or 'cuda:N'; None: where the arguments are."},
+     "device: 'cpu', 'cuda' or 'cuda:N'; None: where the arguments are. cuda_graph: on a GPU, replayed as a CUDA graph "
+     "from the second call (outputs valid until the next call)."},
     {"value_and_grad", builtin_value_and_grad,
-     "value_and_grad(f, argnums=0, has_aux=False, passes=None, device=None): like jit, with grad first: a call "
+     "value_and_grad(f, argnums=0, has_aux=False, passes=None, device=None, cuda_graph=False): like jit, with grad first: a call "
      "returns (f's value, the gradients of the loss for the arguments argnums names, shaped like them)."},
     {"bool", b_bool, "bool(x): truth value (of a tensor: of its one element)."},
     {"sorted", b_sorted, "sorted(xs, key=None, reverse=False): a sorted list."},

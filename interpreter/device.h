@@ -49,7 +49,9 @@ class DeviceBackend {
     // graph); the others are copied into the graph's own buffers at each call. Outputs live in
     // the graph's buffers: a later call overwrites them, and a tensor still held from an earlier
     // call is marked stale (rt::cuda::Buffer::stale), so reading it is an error, not a wrong
-    // value. An output written over a donated input is that input's buffer, as without a graph.
+    // value. Outputs of one element (a loss, a norm: what a loop keeps to log) are copied out
+    // after each replay and never go stale. An output written over a donated input is that
+    // input's buffer, as without a graph.
     bool cuda_graph = false;
     std::string name;  // the compiled function's, for messages
   };
