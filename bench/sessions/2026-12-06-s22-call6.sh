@@ -5,8 +5,8 @@
 # Carry [".dev"].
 set -uo pipefail
 export TRACER_CACHE_DIR=/tmp/trk
-sed -n '1,16p;68,79p;232,$p' tests/gpu/run.sh > /tmp/tail.sh
-timeout 170 bash /tmp/tail.sh .dev/tracer > /tmp/tail.log 2>&1; echo "== rc $?"
+sed -n '1,16p;68,79p;232,$p' tests/gpu/run.sh > tests/gpu/_tail.sh
+timeout 170 bash tests/gpu/_tail.sh $PWD/.dev/tracer > /tmp/tail.log 2>&1; echo "== rc $?"
 cp /tmp/tail.log $OUT/gpu-tests-tail.log
 echo "$(grep -c '^ok' /tmp/tail.log) ok lines, $(grep -c 'FAIL' /tmp/tail.log) FAIL lines"
 grep FAIL /tmp/tail.log | head -10 | cut -c1-250
