@@ -50,7 +50,14 @@ class GpuProgram : public interp::DeviceBackend::Program {
     if (last_ptrs_.size() != ptrs.size()) {  // the first call: kernels, plans and the allocator warm up
       status_ = "warming up";
       remember(inputs, ptrs);
+      const size_t fallbacks = g_.stats().fallbacks;
       run_traces(std::move(inputs), ctx, forward, backward);
+      // A statement that ran on the CPU cannot be captured (its copies wait for the device).
+      if (g_.stats().fallbacks > fallbacks) {
+        std::string ops;
+        for (const std::string& op : g_.stats().fallback_ops) ops += (ops.empty() ? "" : ", ") + op;
+        off_ = "runs without a graph: statements run on the CPU (" + ops + ")";
+      }
       return;
     }
     capture(std::move(inputs), ptrs, ctx, forward, backward);
@@ -108,14 +115,16 @@ class GpuProgram : public interp::DeviceBackend::Program {
     read_at_.assign(n, 0);
     layouts_.clear();
     placeholders_.clear();
-    std::vector<rt::cuda::DeviceTensor> cin(n);
+    std::vector<rt::cuda::DeviceTensor> cin(n), kept = inputs;  // kept: each input's dtype, shape, layout and offset
     std::vector<rt::cuda::DevPtr> bases(n, 0);
+    held_.assign(n, {});
     for (size_t i = 0; i < n; ++i) {
       layouts_.push_back(inputs[i].layout);
       if (inputs[i].buffer && last_bufs_[i].lock() == inputs[i].buffer && ptrs[i] == last_ptrs_[i]) {
         in_place_[i] = 1;
         bases[i] = inputs[i].buffer ? inputs[i].buffer->ptr : 0;
         read_at_[i] = ptrs[i];
+        held_[i] = inputs[i].buffer;  // (to run the call again if the capture fails)
         cin[i] = std::move(inputs[i]);  // (a donated one's only reference: its buffer may take an output, as without a graph)
       } else {
         rt::cuda::DeviceTensor p = inputs[i];
@@ -127,7 +136,7 @@ class GpuProgram : public interp::DeviceBackend::Program {
         cin[i] = std::move(p);
       }
     }
-    inputs.clear();
+    for (auto& t : kept) t.buffer.reset();
     Values fw_out, bw_out;
     std::unique_ptr<codegen::GpuGraph> g;
     std::string why;
@@ -139,16 +148,25 @@ class GpuProgram : public interp::DeviceBackend::Program {
       why = e.what();
     }
     if (!g) {
-      // Nothing ran: this call runs without a graph, over the buffers captured (the same values).
+      // Nothing ran: this call runs without a graph over the same inputs. Those read in place
+      // went into the capture; they are found again through held_ (a donated one the capture
+      // dropped cannot be: then the call fails, as a failed call with donated inputs does).
       off_ = "runs without a graph: the capture failed: " + why;
-      std::vector<rt::cuda::DeviceTensor> again;
-      for (size_t i = 0; i < n; ++i) again.push_back(cin[i].buffer ? cin[i] : rt::cuda::DeviceTensor{});
       placeholders_.clear();
-      if (std::any_of(again.begin(), again.end(), [](const auto& t) { return !t.buffer && t.nbytes(); }))
-        throw std::runtime_error("a CUDA graph's capture failed (" + why + ") after taking its inputs; call again");
-      run_traces(std::move(again), ctx, forward, backward);
+      for (size_t i = 0; i < n; ++i) {
+        if (!in_place_[i]) continue;
+        kept[i].buffer = held_[i].lock();
+        if (!kept[i].buffer && kept[i].nbytes())
+          throw std::runtime_error("a CUDA graph's capture failed (" + why + ") after its donated inputs were given to it; call " + name_ +
+                                   " with cuda_graph=False");
+      }
+      for (size_t i = 0; i < n; ++i)
+        if (!in_place_[i]) kept[i] = std::move(inputs[i]);
+      held_.clear();
+      run_traces(std::move(kept), ctx, forward, backward);
       return;
     }
+    held_.clear();
     graph_ = std::shared_ptr<codegen::GpuGraph>(std::move(g));
     // The outputs: those over an input's buffer are that input's each call; the rest are the
     // graph's blocks, handed out as borrowed views.
@@ -243,6 +261,7 @@ class GpuProgram : public interp::DeviceBackend::Program {
   std::vector<rt::cuda::DevPtr> read_at_;    // per input: the address the graph reads
   std::vector<std::vector<int64_t>> layouts_;
   std::vector<std::shared_ptr<rt::cuda::Buffer>> placeholders_;
+  std::vector<std::weak_ptr<rt::cuda::Buffer>> held_;  // during a capture: the inputs read in place
   struct Out {
     const ir::Proxy* proxy;
     bool backward;
