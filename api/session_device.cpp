@@ -39,8 +39,9 @@ class GpuProgram : public interp::DeviceBackend::Program {
         replay(std::move(inputs), ctx, forward, backward);
         return;
       }
-      // An input read in place moved: this call runs without the graph, and the next two
-      // decide again what stays in place. (Outputs handed out keep the old graph's memory.)
+      // An input read in place moved: this call runs without the graph, and the next one is
+      // captured again, reading in place what it shares with this one. (Outputs handed out keep
+      // the old graph's memory until they are dropped.)
       graph_.reset();
       status_ = "warming up (an input the graph read in place came elsewhere)";
       remember(inputs, ptrs);
