@@ -195,7 +195,8 @@ TEST_CASE("round trip of the Thunder-style cases in tests/thunder", "[roundtrip]
   const std::map<std::string, std::map<std::string, std::string>> types = {
       // (A world of one: each DTensor input is its whole, replicated.)
       {"dtensor_prims.txt", {{"l_x_", "f32[6, 4]"}, {"l_w_", "f32[6, 4]"}}},
-      {"dtensor_tp_prims.txt", {{"l_x_", "f32[4, 6]"}, {"l_w1_", "f32[8, 6]"}, {"l_b1_", "f32[8]"}, {"l_w2_", "f32[5, 8]"}, {"l_s_", "f32[5]"}}}};
+      {"dtensor_tp_prims.txt", {{"l_x_", "f32[4, 6]"}, {"l_w1_", "f32[8, 6]"}, {"l_b1_", "f32[8]"}, {"l_w2_", "f32[5, 8]"}, {"l_s_", "f32[5]"}}},
+      {"dtensor_grouped_mm.txt", {{"l_a_", "f32[6, 8]"}, {"l_b_", "f32[3, 8, 5]"}, {"l_offs_", "i32[3]"}}}};
   for (const std::string& f : files) {
     auto t = types.find(std::filesystem::path(f).filename().string());
     DYNAMIC_SECTION(f) { round_trip(f, read_file(f), "", {}, t == types.end() ? std::map<std::string, std::string>{} : t->second); }

@@ -461,6 +461,55 @@ TEST_CASE("DTensor linear, reshape and broadcast prims place their results as Py
   std::filesystem::remove_all(dir);
 }
 
+// tests/thunder/dtensor_grouped_mm.txt: a mixture of experts' grouped product of DTensors on rank
+// 1 of 2, as Thunder's DTensor test places it: tokens a [6, 8] and experts' weights b [3, 8, 5]
+// both sharded on the contraction (rank 1 holds a[:, 4:8] and b[:, 4:8, :]), the offsets (group
+// ends 2, 5, 6: groups of 2, 3 and 1 rows) replicated: a Partial sum, this rank's share of every
+// group's product, against float64. colwise: a replicated, b sharded on its outputs (5 over 2
+// ranks: rank 1 holds columns 3:5) gives a result sharded on its last dimension. Tokens sharded
+// by rows (which would split groups) and offsets that are sharded are refused by name.
+TEST_CASE("DTensor grouped products place their results as PyTorch's strategy for _grouped_mm", "[thunder]") {
+  const std::string dir = fresh_dir("tracer_dtensor_gmm");
+  const std::string file = source_dir() + "/tests/thunder/dtensor_grouped_mm.txt";
+  rt::Tensor offs = rt::Tensor::empty(rt::DType::i32, {3});
+  const int64_t ends[3] = {2, 5, 6};
+  for (int64_t g = 0; g < 3; ++g) offs.set(g, double(ends[g]));
+  auto group_of = [&](int64_t row) {
+    int64_t g = 0;
+    while (g < 3 && row >= ends[g]) ++g;
+    return g;
+  };
+  auto check = [&](const rt::Tensor& y, const rt::Tensor& a, const rt::Tensor& b, int64_t K, int64_t N, double sign) {
+    REQUIRE(y.shape() == rt::Shape{6, N});
+    double worst = 0;
+    for (int64_t i = 0; i < 6; ++i)
+      for (int64_t n = 0; n < N; ++n) {
+        double acc = 0;
+        const int64_t g = group_of(i);
+        for (int64_t k = 0; k < K; ++k) acc += a.get(i * K + k) * b.get((g * K + k) * N + n);
+        worst = std::max(worst, std::fabs(y.get(i * N + n) - sign * acc));
+      }
+    CHECK(worst < 1e-5);
+  };
+  {
+    std::map<std::string, rt::Tensor> in = {{"l_a_", sine_tensor({6, 4}, 0.3)}, {"l_b_", sine_tensor({3, 4, 5}, 0.7)}, {"l_offs_", offs}};
+    std::vector<rt::Tensor> outs = run_as_rank(file, "computation", 2, 1, dir, in);
+    REQUIRE(outs.size() == 1);
+    check(outs[0], in["l_a_"], in["l_b_"], 4, 5, 1.0);
+  }
+  {
+    std::map<std::string, rt::Tensor> in = {{"l_a_", sine_tensor({6, 8}, 0.3)}, {"l_b_", sine_tensor({3, 8, 2}, 0.7)}, {"l_offs_", offs}};
+    std::vector<rt::Tensor> outs = run_as_rank(file, "colwise", 2, 1, dir, in);
+    REQUIRE(outs.size() == 1);
+    check(outs[0], in["l_a_"], in["l_b_"], 8, 2, -1.0);
+  }
+  run_fails_as_rank(file, "computation", 2, 1, {{"l_a_", "f32[3, 8]"}, {"l_b_", "f32[3, 8, 5]"}, {"l_offs_", "i32[3]"}},
+                    "dtensor_grouped_mm_prim: a placed Shard(dim=0) and b placed Replicate() need a redistribution first");
+  run_fails_as_rank(file, "computation", 3, 1, {{"l_a_", "f32[6, 8]"}, {"l_b_", "f32[3, 8, 5]"}, {"l_offs_", "i32[1]"}},
+                    "dtensor_grouped_mm_prim: offsets placed Shard(dim=0) (each rank needs every group's end) need a redistribution first");
+  std::filesystem::remove_all(dir);
+}
+
 // A dotted call tracer does not know (thunder.x.frobnicate), printed with its decomposition, runs
 // the decomposition, whose own nested lines are the decomposition of ltorch.neg; the trace names
 // the region by the callee's last name, and its print reads back to the same print.
