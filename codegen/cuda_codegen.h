@@ -48,6 +48,7 @@ struct Kernel {
   int64_t rows = 0, row_length = 0;
   int row_lanes = 256;  // threads per row: 256 (a block per row) or 32 (a warp per row, 8 a block)
   bool row_cached = false;  // a warp's row inputs are read once into registers (short rows)
+  int row_passes = 1;  // passes over each row (a reduction needing another's result starts one; so does a row-shaped output)
   int64_t shared_bytes = 0;  // dynamic shared memory per block (long rows copied there once)
   // A column group's two kernels (columns): rows x row_length, blocks of column_block columns
   // by column_chunks chunks of rows; parameters: the pointers, then the double partials buffer

@@ -36,6 +36,8 @@ constexpr int64_t kRowsPerLane = 32;
 
 struct ColumnShape {
   int64_t R = 1, C = 1, Ct = 32, Ly = 8, chunks = 1, per_lane = kRowsPerLane;
+  int64_t rows = 8 * kRowsPerLane;  // rows a block (a chunk): Ly lanes of per_lane rows, or as sized below
+  bool wave = false;                // sized to one wave of two blocks a multiprocessor (launch bounds say so)
 };
 
 // A reduction of every element to one value (a loss) has one column: a block would keep one
@@ -72,9 +74,12 @@ ColumnShape column_shape(int64_t R, int64_t C, int64_t V) {
   // (Fewer rows a lane for more blocks was tried: a [8192, 3072] GELU backward with its bias
   // gradient went from 0.073 to 0.091 ms on the H200, the bias sums from 0.275 to 0.301 ms in
   // all: the partials doubled and each thread's work halved. 32 rows a lane stays.)
-  // Narrow groups (a [8192, 768] bias gradient: 3 column blocks) take fewer rows a lane, down to
-  // 8, until the grid has 264 blocks (two per multiprocessor of an H100 or H200); wider ones
-  // keep 32.
+  // Narrow groups (a [8192, 768] layer norm's weight and bias gradients: 3 column blocks) take
+  // fewer rows a block, until the grid has up to 264 blocks: one wave of two blocks a
+  // multiprocessor of an H100 or H200, which their launch bounds (256, 2) guarantee. Wider ones
+  // keep 32 rows a lane. (Halving the rows a lane from 32 until the grid passed 264 gave 384
+  // blocks, and at 124 registers a thread, two a multiprocessor, a second wave of 120: 28.6 us
+  // for three [8192, 768] sums on an H100, 21.7 with 192 blocks; session 23.)
   auto blocks = [&](int64_t per_lane) {
     return ((slots + c.Ct - 1) / c.Ct) * ((c.R + c.Ly * per_lane - 1) / (c.Ly * per_lane));
   };
@@ -82,11 +87,30 @@ ColumnShape column_shape(int64_t R, int64_t C, int64_t V) {
     const char* e = std::getenv("TRACER_COLUMN_MIN_BLOCKS");  // docs/codegen.md, "Column groups"
     return e && std::atoll(e) > 0 ? static_cast<int64_t>(std::atoll(e)) : int64_t{264};
   }();
-  while (c.per_lane > 8 && blocks(c.per_lane) < min_blocks) c.per_lane /= 2;
+  // TRACER_COLUMN_WAVE=0: the earlier rule; 1: one wave for narrow groups only (for measuring).
+  static const int wave_mode = [] {
+    const char* e = std::getenv("TRACER_COLUMN_WAVE");
+    return e && (std::string(e) == "0" || std::string(e) == "1") ? std::atoi(e) : 2;
+  }();
+  const int64_t gx = (slots + c.Ct - 1) / c.Ct;
+  if (wave_mode == 0) {
+    while (c.per_lane > 8 && blocks(c.per_lane) < min_blocks) c.per_lane /= 2;
+  } else if (wave_mode == 2 ? gx < min_blocks : blocks(c.per_lane) < min_blocks) {
+    // Rows a block in steps of the lanes' batches (4 rows a lane, cuda_columns's kBatch), at
+    // least 8 rows a lane, so that the column blocks times the chunks stay within min_blocks.
+    const int64_t step = c.Ly * 4;
+    const int64_t chunks = std::max<int64_t>(1, min_blocks / gx);
+    int64_t rows = (c.R + chunks - 1) / chunks;
+    rows = std::max<int64_t>(c.Ly * 8, (rows + step - 1) / step * step);
+    c.rows = rows;
+    c.chunks = (c.R + rows - 1) / rows;
+    c.wave = true;
+    return c;
+  }
   // At most 65535 chunks (the grid's second dimension): more rows per lane for very long columns.
   while ((c.R + c.Ly * c.per_lane - 1) / (c.Ly * c.per_lane) > 65535) c.per_lane *= 2;
-  int64_t rows_per_block = c.Ly * c.per_lane;
-  c.chunks = std::max<int64_t>(1, (c.R + rows_per_block - 1) / rows_per_block);
+  c.rows = c.Ly * c.per_lane;
+  c.chunks = std::max<int64_t>(1, (c.R + c.rows - 1) / c.rows);
   return c;
 }
 
@@ -275,7 +299,8 @@ Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool cano
   const std::string bx = segment ? "tr_bx" : "blockIdx.x", by = segment ? "tr_by" : "blockIdx.y";
   auto entry = [&](const std::string& fn) {
     return segment ? "__device__ __forceinline__ void " + fn + "(" + params.str() + ", const unsigned tr_bx, const unsigned tr_by, double* tr_shm)"
-                   : "extern \"C\" __global__ void __launch_bounds__(256) " + fn + "(" + params.str() + ")";
+                   : "extern \"C\" __global__ void __launch_bounds__(" + std::string(cs.wave && fn == name ? "256, 2" : "256") + ") " + fn + "(" +
+                         params.str() + ")";
   };
   auto shared = [&](const std::string& arr) {
     const std::string n = std::to_string(nr);
@@ -288,8 +313,8 @@ Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool cano
   body << "  const long long tr_C = " << cs.C << "LL, tr_R = " << cs.R << "LL;\n";
   body << "  const int tr_tx = threadIdx.x % " << cs.Ct << ", tr_ty = threadIdx.x / " << cs.Ct << ";\n";
   body << "  const long long tr_s = (long long)" << bx << " * " << cs.Ct << " + tr_tx;  // the thread's " << V << " columns from tr_s * " << V << "\n";
-  body << "  const long long tr_r0 = (long long)" << by << " * " << cs.Ly * cs.per_lane << "LL;\n";
-  body << "  const long long tr_r1 = tr_r0 + " << cs.Ly * cs.per_lane << "LL < tr_R ? tr_r0 + " << cs.Ly * cs.per_lane << "LL : tr_R;\n";
+  body << "  const long long tr_r0 = (long long)" << by << " * " << cs.rows << "LL;\n";
+  body << "  const long long tr_r1 = tr_r0 + " << cs.rows << "LL < tr_R ? tr_r0 + " << cs.rows << "LL : tr_R;\n";
   for (size_t j = 0; j < nr; ++j) {
     body << "  double tr_a" << j << "[" << V << "];\n";
     body << "  for (int k = 0; k < " << V << "; ++k) tr_a" << j << "[k] = " << acc_init(reductions[j]->op->name) << ";\n";

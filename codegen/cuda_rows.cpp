@@ -92,12 +92,17 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
     ir::ProxyPtr a;
   };
   std::unordered_map<size_t, Online> online;
-  // Off unless TRACER_ROWS_ONLINE=1: on the H200 the GPT's cross entropy over 50304-wide rows
-  // took 0.454 ms online (one pass from memory, bound by its exponentials and compares) against
-  // 0.431 ms in two passes (bench/results/2026-12-02-h200-gpt-s6.md). The kernels' sources
-  // differ, so their caches do too.
+  // On for long rows (over 4096 elements, a block each, read from memory on every pass); short
+  // rows read their values once into registers, where a second pass costs no memory.
+  // TRACER_ROWS_ONLINE=0 turns it off, 1 on for every row. Measured on the GPT's cross entropy
+  // over [8192, 50304] bf16 logits: on an H100 (session 23) 1.035 ms for its forward and backward
+  // kernels online against 1.128 in two passes (the step's forward and backward 16.17 against
+  // 16.31 ms); on the H200 (session 6, bench/results/2026-12-02-h200-gpt-s6.md) the forward took
+  // 0.454 ms online against 0.431 in two passes, bound there by its exponentials and compares.
+  // The kernels' sources differ, so their caches do too.
   const char* online_env = std::getenv("TRACER_ROWS_ONLINE");
-  if (online_env && std::string(online_env) == "1") {
+  const bool online_on = online_env && std::string(online_env) == "0" ? false : online_env && std::string(online_env) == "1" ? true : C > 4096;
+  if (online_on) {
     std::unordered_map<const ir::Proxy*, const Stmt*> producer;
     for (const Stmt* p : prims)
       for (const auto& o : p->outputs) producer[o.get()] = p;
@@ -195,6 +200,17 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
     if (cached.empty() || NCH * V * static_cast<int64_t>(cached.size()) > 128) cached.clear();
   }
   k.row_cached = !cached.empty();
+  // Passes over the row: one per reduction pass, one more for outputs of the rows' shape.
+  size_t row_passes = passes.size();
+  for (const auto& o : s.outputs) {
+    bool is_red = false;
+    for (const Stmt* r : reductions) is_red = is_red || r->outputs[0] == o;
+    if (!is_red && o->type.shape == shape) {
+      ++row_passes;
+      break;
+    }
+  }
+  k.row_passes = static_cast<int>(std::max<size_t>(1, row_passes));
   // Long rows (a block each), with TRACER_ROWS_SHARED=1: inputs of the rows' shape are copied
   // once per row into shared memory (two blocks a multiprocessor) and every pass reads them
   // there, not from memory.
@@ -214,15 +230,7 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
       if (full_view(q)) add(input_ptr(v.base));
     // Up to 112 KiB (two blocks a multiprocessor on Hopper), within what the device allows; not
     // when the row is read only once (one pass, nothing of the rows' shape written after it).
-    size_t loops = passes.size();
-    for (const auto& o : s.outputs) {
-      bool is_red = false;
-      for (const Stmt* r : reductions) is_red = is_red || r->outputs[0] == o;
-      if (!is_red && o->type.shape == shape) {
-        ++loops;
-        break;
-      }
-    }
+    size_t loops = row_passes;
     // Off unless TRACER_ROWS_SHARED=1: every pass reads the rows from memory, the later ones
     // mostly from L2, with more blocks a multiprocessor than the copies allow. On the H200 the
     // GPT's cross entropy forward over [8192, 50304] bf16 logits took 0.523 ms so against 0.639

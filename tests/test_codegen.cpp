@@ -241,9 +241,19 @@ def f(x: f32[64, 32], w: f32[32], big: f32[4096, 64]):
   bool online = false;
   for (const auto& x : soft) online = online || x.source.find("(online: with its own running maximum)") != std::string::npos;
   CHECK(online);
-  // Off again: two passes; with TRACER_ROWS_SHARED=1 the row kept in shared memory.
+  // By default: online for long rows (read from memory on every pass), not for short ones (in
+  // registers).
+  auto lse_default = kernels_of("def f(x: bf16[8, 50304], big: f32[4096, 4096]):\n    return ltorch.logsumexp(x, 1, keepdim=True), big * 2.0\n", "f");
+  bool long_online = false;
+  for (const auto& x : lse_default) long_online = long_online || (x.rows > 0 && x.row_passes == 1 && x.source.find("(online: with its own running maximum)") != std::string::npos);
+  CHECK(long_online);
+  auto soft_default = kernels_of("def f(x: f32[64, 32], big: f32[4096, 64]):\n    return ltorch.softmax(x, -1), big * 2.0\n", "f");
+  for (const auto& x : soft_default) CHECK(x.source.find("(online: with its own running maximum)") == std::string::npos);
+  // Off (TRACER_ROWS_ONLINE=0): two passes; with TRACER_ROWS_SHARED=1 the row kept in shared memory.
   setenv("TRACER_ROWS_SHARED", "1", 1);
+  setenv("TRACER_ROWS_ONLINE", "0", 1);
   auto lse2 = kernels_of("def f(x: bf16[8, 50304], big: f32[4096, 4096]):\n    return ltorch.logsumexp(x, 1, keepdim=True), big * 2.0\n", "f");
+  unsetenv("TRACER_ROWS_ONLINE");
   unsetenv("TRACER_ROWS_SHARED");
   int wide_rows = 0;
   for (const auto& x : lse2)

@@ -401,4 +401,57 @@ TEST_CASE("horizontal column kernels: independent reductions as one pair of kern
   CHECK_THROWS_AS(codegen::generate_columns_multi(std::vector<const ir::Stmt*>(65, members[0]), "hc"), std::invalid_argument);
 }
 
+
+TEST_CASE("column kernels fill one wave of two blocks a multiprocessor, whatever the group's shape", "[codegen][nvrtc]") {
+  // 264 blocks at most (two a multiprocessor of 132), the first kernel's launch bounds saying
+  // so; rows a chunk in steps of the lanes' 4-row batches, at least 8 a lane; every row covered
+  // once. Session 23 measured the earlier rule's 384 blocks at 124 registers a thread (a second
+  // wave of 120): three [8192, 768] sums took 28.8 us on an H100, 20.3 us sized this way.
+  std::string why;
+  auto nvrtc = codegen::Nvrtc::load(&why);
+  INFO(why);
+  REQUIRE(nvrtc);
+  struct Case {
+    int64_t R, C;
+    std::string dt;
+  };
+  for (const Case& c : {Case{8192, 768, "bf16"}, Case{8192, 3072, "bf16"}, Case{1000, 768, "f32"}, Case{77, 40, "f32"},
+                        Case{8191, 2304, "bf16"}, Case{300000, 96, "bf16"}, Case{64, 70000, "bf16"}}) {
+    INFO(c.R << " x " << c.C << " " << c.dt);
+    SourceManager sm;
+    interp::Interpreter in{sm};
+    DiagnosticList diags;
+    const std::string shape = c.dt + "[" + std::to_string(c.R) + ", " + std::to_string(c.C) + "]";
+    auto m = in.load("m.trace", "def f(x: " + shape + ", g: " + shape + ", d: " + shape +
+                                    "):\n    return prims.sum(d, (0,)), prims.sum(g * x, (0,)), prims.sum(g, (0,))\n", diags);
+    REQUIRE(m);
+    auto t = interp::run_passes(in, {in.trace(*m->globals.at("f").as<interp::FunctionObj>(), {})}, {"fuse"}, {}, nullptr)[0];
+    const ir::Stmt* col = nullptr;
+    for (const auto& s : t->stmts)
+      if (codegen::is_column_group(s)) col = &s;
+    REQUIRE(col);
+    codegen::Kernel k = codegen::generate_columns(*col, "k");
+    const int64_t per_block = k.column_block * std::max(1, k.vector_width);
+    const int64_t gx = (c.C + per_block - 1) / per_block;
+    const int64_t lanes = 256 / k.column_block;  // lanes of rows a block
+    if (gx < 264) {
+      CHECK(gx * k.column_chunks <= 264);
+      // more than one block a multiprocessor, where the rows allow (8 rows a lane at least)
+      if (gx * ((c.R + 8 * lanes - 1) / (8 * lanes)) > 132) CHECK(gx * k.column_chunks > 132);
+      CHECK_THAT(k.source, Catch::Contains("__launch_bounds__(256, 2) k("));
+    }
+    // The chunk's rows, read back from the kernel's text: they cover the rows once.
+    const std::string key = "blockIdx.y * ";
+    const size_t at = k.source.find(key);
+    REQUIRE(at != std::string::npos);
+    const int64_t rows = std::atoll(k.source.c_str() + at + key.size());
+    CHECK(rows % (4 * lanes) == 0);
+    CHECK(rows >= 8 * lanes);
+    CHECK(k.column_chunks == (c.R + rows - 1) / rows);
+    auto r = nvrtc->compile(k.source, k.name, "sm_90", codegen::Emit::cubin);
+    INFO(r.log);
+    CHECK(r.ok);
+  }
+}
+
 }  // namespace tracer::test

@@ -77,9 +77,10 @@ check() {  # label, CPU args..., --, GPU extra args...
   python3 tests/gpu/compare.py "$tmp/cpu" "$tmp/gpu" "$label" || fail=1
   if grep -q "^warning" "$tmp/gpu.log"; then echo "FAIL $label: $(grep '^warning' "$tmp/gpu.log")"; fail=1; fi
 }
-# Online sums of exponentials (TRACER_ROWS_ONLINE=1, off by default): the special-value rows and
-# the GPT under a fuse pipeline.
+# Online sums of exponentials (on by default for rows over 4096 elements): the special-value rows
+# with every row online (TRACER_ROWS_ONLINE=1) and with none (0).
 TRACER_ROWS_ONLINE=1 check "ops.trace ops_rows fuse online" tests/gpu/ops.trace --entry ops_rows --passes fuse --
+TRACER_ROWS_ONLINE=0 check "ops.trace ops_rows fuse two-pass" tests/gpu/ops.trace --entry ops_rows --passes fuse --
 # Batch-one shapes ([1, T, C]) fused: the GPU's kernels against the CPU's blocks.
 for passes in "grad,philox,del_last_used" "grad,philox,fuse,del_last_used"; do
   check "batch_one.trace $passes" tests/gpu/batch_one.trace --passes "$passes" --
