@@ -9,7 +9,7 @@ Each of tracer's outputs is compared with the reference by ||x - ref|| / ||ref||
 PyTorch bf16's own error; a pipeline passes when every gradient's error is at most FACTOR times
 PyTorch's (and the loss's at most FACTOR times PyTorch's, or 1e-3 of it).
 
-  bench/gpt_check.py TRACER [--size tiny|small|mid|full] [--devices cpu,cuda] [--pipelines P;Q]
+  bench/gpt_check.py TRACER [--size tiny|small|mid|wide|full] [--devices cpu,cuda] [--pipelines P;Q]
                            [--factor 2] [--keep DIR]
 Prints one line per (device, pipeline) with the worst ratio, then the worst gradients; exits 1
 when any pipeline fails. Needs PyTorch (and a GPU for cuda)."""
@@ -32,6 +32,9 @@ SIZES = {
     "tiny": dict(B=2, T=32, V=256, D=64, NH=4, L=2),
     "small": dict(B=2, T=128, V=1024, D=128, NH=4, L=2),
     "mid": dict(B=4, T=256, V=4096, D=256, NH=8, L=4),
+    # a vocabulary over 4096 (the logsumexp online, its rows a block each) and of odd width
+    # (element by element, no 16-byte accesses)
+    "wide": dict(B=2, T=128, V=5001, D=128, NH=4, L=2),
     "full": gpt_torch.FULL,
 }
 # The pipelines docs/passes.md recommends for training, and the simplest.

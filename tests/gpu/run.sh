@@ -313,6 +313,7 @@ for passes in grad,remat,fuse,del_last_used grad,checkpoint,remat,fuse_reorder,d
 done
 if python3 -c "import torch" 2>/dev/null; then
   python3 bench/gpt_check.py "$TRACER" --size small || fail=1
+  python3 bench/gpt_check.py "$TRACER" --size wide || fail=1
 else
   echo "FAIL bench/gpt_check.py: PyTorch is not installed"; fail=1
 fi
