@@ -33,6 +33,19 @@ void reads_of(const ir::Stmt& s, std::unordered_set<const ir::Proxy*>& out) {
 
 std::shared_ptr<GpuExecutor::Horizontal> GpuExecutor::plan_horizontal(const std::vector<ir::Stmt>& stmts, size_t i,
                                                                        const std::unordered_set<const ir::Proxy*>& lazy) {
+  // Per param: whether its member reads or writes it 16 bytes at a time (full size, or a vector
+  // view). An optimizer's one-element coefficients, views at 8-byte offsets, are not: counting
+  // them sent every member down the scalar path, half the copy bandwidth on an H100.
+  auto fill_vector_access = [](Horizontal& h) {
+    h.vector_access.assign(h.kernel.params.size(), 0);
+    size_t q = 0;
+    for (size_t m = 0; m < h.kernel.segment_params.size(); ++m) {
+      const size_t n = static_cast<size_t>(h.kernel.segment_params[m]);
+      for (size_t a = q; a < q + n; ++a)
+        h.vector_access[a] = h.kernel.params[a].vector || rt::numel(h.kernel.params[a].type.shape) == h.kernel.segment_elements[m];
+      q += n;
+    }
+  };
   // 1: an elementwise member, 3: a column member, 0: neither. A run takes members of one kind.
   auto kind_of = [&](const ir::Stmt& s) {
     if (s.kind != ir::StmtKind::Fusion || view_fusions_->count(&s)) return 0;
@@ -77,14 +90,7 @@ std::shared_ptr<GpuExecutor::Horizontal> GpuExecutor::plan_horizontal(const std:
     h->fn = compiled(h->kernel.structure, h->kernel.symbol, h->kernel.name);
     h->fn2 = compiled(h->kernel.structure, h->kernel.symbol2, h->kernel.name);
     h->donors.resize(h->kernel.params.size());
-    h->vector_access.assign(h->kernel.params.size(), 0);
-    size_t q = 0;
-    for (size_t m = 0; m < ms.size(); ++m) {  // (as run_column_kernel's vec_ok)
-      const size_t n = static_cast<size_t>(h->kernel.segment_params[m]);
-      for (size_t a = q; a < q + n; ++a)
-        h->vector_access[a] = h->kernel.params[a].vector || rt::numel(h->kernel.params[a].type.shape) == h->kernel.segment_elements[m];
-      q += n;
-    }
+    fill_vector_access(*h);  // (as run_column_kernel's vec_ok)
     return h;
   }
   // Each member's donors: its dying inputs that no other member reads (they run at once).
@@ -107,14 +113,10 @@ std::shared_ptr<GpuExecutor::Horizontal> GpuExecutor::plan_horizontal(const std:
   h->kernel = generate_elementwise_multi(ms, "horizontal", may_alias, dev_.sm_count());
   h->fn = kernel_function(h->kernel);
   h->donors.resize(h->kernel.params.size());
-  h->vector_access.assign(h->kernel.params.size(), 0);
+  fill_vector_access(*h);
   size_t q = 0;
   for (size_t m = 0; m < ms.size(); ++m) {
     const size_t n = static_cast<size_t>(h->kernel.segment_params[m]);
-    // (an optimizer's one-element coefficients, views at 8-byte offsets, are not: counting them
-    // sent every member down the scalar path, half the copy bandwidth on an H100)
-    for (size_t a = q; a < q + n; ++a)
-      h->vector_access[a] = h->kernel.params[a].vector || rt::numel(h->kernel.params[a].type.shape) == h->kernel.segment_elements[m];
     DonorCandidates d = donor_candidates(h->kernel.params, q, q + n, h->dying[m]);
     for (size_t a = q; a < q + n; ++a) h->donors[a] = std::move(d[a]);
     q += n;
