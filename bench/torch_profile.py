@@ -28,9 +28,10 @@ def classify(name):
     return "other"
 
 
-def main():
-    mode = sys.argv[1]
-    size = sys.argv[sys.argv.index("--size") + 1] if "--size" in sys.argv else None
+def warm_step(mode, argv):
+    """GPT's forward and backward (torch.compile'd for mode "compile"), at --size B,T,V,D,NH,L or
+    GPT-2 small's, run three times; the step to profile."""
+    size = argv[argv.index("--size") + 1] if "--size" in argv else None
     dims = dict(zip(["B", "T", "V", "D", "NH", "L"], map(int, size.split(",")))) if size else gpt_torch.FULL
     inputs = gpt_torch.make_inputs(**dims)
     params = {k: (v.requires_grad_() if v.is_floating_point() else v) for k, v in inputs.items()}
@@ -45,6 +46,12 @@ def main():
     for _ in range(3):
         step()
     torch.cuda.synchronize()
+    return step
+
+
+def main():
+    mode = sys.argv[1]
+    step = warm_step(mode, sys.argv)
     from torch.profiler import ProfilerActivity, profile
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         step()

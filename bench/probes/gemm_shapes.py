@@ -11,24 +11,11 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import gpt_torch  # noqa: E402
+import torch_profile  # noqa: E402
 
 
 def main():
-    size = sys.argv[sys.argv.index("--size") + 1] if "--size" in sys.argv else None
-    dims = dict(zip(["B", "T", "V", "D", "NH", "L"], map(int, size.split(",")))) if size else gpt_torch.FULL
-    inputs = gpt_torch.make_inputs(**dims)
-    params = {k: (v.requires_grad_() if v.is_floating_point() else v) for k, v in inputs.items()}
-    m = torch.compile(lambda: gpt_torch.loss_fn(params, **dims))
-
-    def step():
-        for v in params.values():
-            v.grad = None
-        m().backward()
-
-    for _ in range(3):
-        step()
-    torch.cuda.synchronize()
+    step = torch_profile.warm_step("compile", sys.argv)
     from torch.profiler import ProfilerActivity, profile
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True) as prof:
         step()
