@@ -37,7 +37,8 @@ constexpr int64_t kRowsPerLane = 32;
 struct ColumnShape {
   int64_t R = 1, C = 1, Ct = 32, Ly = 8, chunks = 1, per_lane = kRowsPerLane;
   int64_t rows = 8 * kRowsPerLane;  // rows a block (a chunk): Ly lanes of per_lane rows, or as sized below
-  bool wave = false;                // sized to one wave of two blocks a multiprocessor (launch bounds say so)
+  bool wave = false;                // sized to one wave (below)
+  bool two_per_sm = false;          // of two blocks a multiprocessor, which the launch bounds promise
 };
 
 // A reduction of every element to one value (a loss) has one column: a block would keep one
@@ -59,8 +60,9 @@ int64_t fold_width(int64_t R) {
   return vec >= 256 ? vec : any;
 }
 
-// R rows of C columns; V: columns per thread (consecutive, read 16 bytes at a time); C % V == 0.
-ColumnShape column_shape(int64_t R, int64_t C, int64_t V) {
+// R rows of C columns; V: columns per thread (consecutive, read 16 bytes at a time); C % V == 0;
+// accumulators: the double accumulators a thread keeps (reductions times V).
+ColumnShape column_shape(int64_t R, int64_t C, int64_t V, int64_t accumulators) {
   ColumnShape c;
   c.R = R;
   c.C = C;
@@ -97,9 +99,14 @@ ColumnShape column_shape(int64_t R, int64_t C, int64_t V) {
     while (c.per_lane > 8 && blocks(c.per_lane) < min_blocks) c.per_lane /= 2;
   } else if (wave_mode == 2 ? gx < min_blocks : blocks(c.per_lane) < min_blocks) {
     // Rows a block in steps of the lanes' batches (4 rows a lane, cuda_columns's kBatch), at
-    // least 8 rows a lane, so that the column blocks times the chunks stay within min_blocks.
+    // least 8 rows a lane, so that the column blocks times the chunks stay within one wave. Up to
+    // 32 accumulators a thread (four reductions of 8 columns) fit 128 registers (launch bounds
+    // 256, 2; four spill 24 bytes); more would spill hundreds of bytes (five: 488, six: 1032), so
+    // such a group runs one block a multiprocessor, and its wave is half as many blocks.
+    c.two_per_sm = accumulators <= 32;
+    const int64_t wave = c.two_per_sm ? min_blocks : std::max<int64_t>(1, min_blocks / 2);
     const int64_t step = c.Ly * 4;
-    const int64_t chunks = std::max<int64_t>(1, min_blocks / gx);
+    const int64_t chunks = std::max<int64_t>(1, wave / gx);
     int64_t rows = (c.R + chunks - 1) / chunks;
     rows = std::max<int64_t>(c.Ly * 8, (rows + step - 1) / step * step);
     c.rows = rows;
@@ -158,7 +165,9 @@ Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool cano
     V = any ? static_cast<int64_t>(std::min<size_t>(8, 16 / narrow)) : 1;
     while (V > 1 && Cg % V != 0) V /= 2;
   }
-  ColumnShape cs = column_shape(Rg, Cg, V);
+  int64_t nr_all = 0;
+  for (const Stmt* p : prims) nr_all += ir::column_reduction(*p) ? 1 : 0;
+  ColumnShape cs = column_shape(Rg, Cg, V, nr_all * V);
   // Folded: the column blocks of a chunk of rows (grid x) each write one partial per reduction.
   const int64_t gx = (cs.C + cs.Ct * V - 1) / (cs.Ct * V);
   Kernel k;
@@ -299,7 +308,7 @@ Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool cano
   const std::string bx = segment ? "tr_bx" : "blockIdx.x", by = segment ? "tr_by" : "blockIdx.y";
   auto entry = [&](const std::string& fn) {
     return segment ? "__device__ __forceinline__ void " + fn + "(" + params.str() + ", const unsigned tr_bx, const unsigned tr_by, double* tr_shm)"
-                   : "extern \"C\" __global__ void __launch_bounds__(" + std::string(cs.wave && fn == name ? "256, 2" : "256") + ") " + fn + "(" +
+                   : "extern \"C\" __global__ void __launch_bounds__(" + std::string(cs.wave && cs.two_per_sm && fn == name ? "256, 2" : "256") + ") " + fn + "(" +
                          params.str() + ")";
   };
   auto shared = [&](const std::string& arr) {

@@ -403,8 +403,8 @@ TEST_CASE("horizontal column kernels: independent reductions as one pair of kern
 
 
 TEST_CASE("column kernels fill one wave of two blocks a multiprocessor, whatever the group's shape", "[codegen][nvrtc]") {
-  // 264 blocks at most (two a multiprocessor of 132), the first kernel's launch bounds saying
-  // so; rows a chunk in steps of the lanes' 4-row batches, at least 8 a lane; every row covered
+  // 264 blocks at most (two a multiprocessor of 132, up to four reductions), the first kernel's
+  // launch bounds saying so; rows a chunk in steps of the lanes' 4-row batches, at least 8 a lane; every row covered
   // once. Session 23 measured the earlier rule's 384 blocks at 124 registers a thread (a second
   // wave of 120): three [8192, 768] sums took 28.8 us on an H100, 20.3 us sized this way.
   std::string why;
@@ -452,6 +452,29 @@ TEST_CASE("column kernels fill one wave of two blocks a multiprocessor, whatever
     INFO(r.log);
     CHECK(r.ok);
   }
+  // Five sums of 8 columns a thread (40 accumulators) would spill under 128 registers: one block
+  // a multiprocessor, 132 blocks at most, no launch bound of two.
+  SourceManager sm;
+  interp::Interpreter in{sm};
+  DiagnosticList diags;
+  std::string params, outs;
+  for (int i = 0; i < 5; ++i) {
+    params += std::string(i ? ", " : "") + "x" + std::to_string(i) + ": bf16[8192, 768]";
+    outs += std::string(i ? ", " : "") + "sum(x" + std::to_string(i) + ".float() * x" + std::to_string((i + 1) % 5) + ".float(), (0,))";
+  }
+  auto m = in.load("m.trace", "def f(" + params + "):\n    return " + outs + "\n", diags);
+  REQUIRE(m);
+  auto t = interp::run_passes(in, {in.trace(*m->globals.at("f").as<interp::FunctionObj>(), {})}, {"fuse"}, {}, nullptr)[0];
+  const ir::Stmt* col = nullptr;
+  size_t groups = 0;
+  for (const auto& s : t->stmts)
+    if (codegen::is_column_group(s)) col = &s, ++groups;
+  REQUIRE(groups == 1);
+  codegen::Kernel k = codegen::generate_columns(*col, "k");
+  CHECK(k.column_reductions == 5);
+  CHECK(3 * k.column_chunks <= 132);
+  CHECK(3 * k.column_chunks > 66);
+  CHECK_THAT(k.source, Catch::Contains("__launch_bounds__(256) k("));
 }
 
 }  // namespace tracer::test
