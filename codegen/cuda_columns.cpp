@@ -76,12 +76,13 @@ ColumnShape column_shape(int64_t R, int64_t C, int64_t V, int64_t accumulators) 
   // (Fewer rows a lane for more blocks was tried: a [8192, 3072] GELU backward with its bias
   // gradient went from 0.073 to 0.091 ms on the H200, the bias sums from 0.275 to 0.301 ms in
   // all: the partials doubled and each thread's work halved. 32 rows a lane stays.)
-  // Narrow groups (a [8192, 768] layer norm's weight and bias gradients: 3 column blocks) take
-  // fewer rows a block, until the grid has up to 264 blocks: one wave of two blocks a
-  // multiprocessor of an H100 or H200, which their launch bounds (256, 2) guarantee. Wider ones
-  // keep 32 rows a lane. (Halving the rows a lane from 32 until the grid passed 264 gave 384
-  // blocks, and at 124 registers a thread, two a multiprocessor, a second wave of 120: 28.6 us
-  // for three [8192, 768] sums on an H100, 21.7 with 192 blocks; session 23.)
+  // Groups of fewer than 264 column blocks take as many rows a block as keep the grid within 264
+  // blocks: one wave of two blocks a multiprocessor of an H100 or H200, which their launch bounds
+  // (256, 2) guarantee. Wider ones keep 32 rows a lane. (Halving the rows a lane from 32 until
+  // the grid passed 264 gave a [8192, 768] layer norm's weight and bias gradients 384 blocks,
+  // and at 124 registers a thread, two a multiprocessor, a second wave of 120: 28.6 us for
+  // three [8192, 768] sums on an H100, 20.2 in one wave. A [8192, 3072] GELU backward with its
+  // bias, 99 registers, went from 384 blocks to 264: 65.6 to 64.1 us; session 23.)
   auto blocks = [&](int64_t per_lane) {
     return ((slots + c.Ct - 1) / c.Ct) * ((c.R + c.Ly * per_lane - 1) / (c.Ly * per_lane));
   };
