@@ -101,7 +101,8 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
   // 0.454 ms online against 0.431 in two passes, bound there by its exponentials and compares.
   // The kernels' sources differ, so their caches do too.
   const char* online_env = std::getenv("TRACER_ROWS_ONLINE");
-  const bool online_on = online_env && std::string(online_env) == "0" ? false : online_env && std::string(online_env) == "1" ? true : C > 4096;
+  const std::string online_mode = online_env ? online_env : "";
+  const bool online_on = online_mode == "0" ? false : online_mode == "1" ? true : C > 4096;
   if (online_on) {
     std::unordered_map<const ir::Proxy*, const Stmt*> producer;
     for (const Stmt* p : prims)
@@ -230,14 +231,13 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
       if (full_view(q)) add(input_ptr(v.base));
     // Up to 112 KiB (two blocks a multiprocessor on Hopper), within what the device allows; not
     // when the row is read only once (one pass, nothing of the rows' shape written after it).
-    size_t loops = row_passes;
     // Off unless TRACER_ROWS_SHARED=1: every pass reads the rows from memory, the later ones
     // mostly from L2, with more blocks a multiprocessor than the copies allow. On the H200 the
     // GPT's cross entropy forward over [8192, 50304] bf16 logits took 0.523 ms so against 0.639
     // ms with the copies (bench/sessions/2026-12-02-s5-call6.sh; the online form 0.856 ms).
     const char* shared_env = std::getenv("TRACER_ROWS_SHARED");
     const bool shared_on = shared_env && std::string(shared_env) == "1";
-    if (!shared_on || at > std::min<long long>(112 * 1024, max_shared - 8 * 1024) || shared.empty() || loops <= 1) {
+    if (!shared_on || at > std::min<long long>(112 * 1024, max_shared - 8 * 1024) || shared.empty() || row_passes <= 1) {
       shared.clear();
       shared_at.clear();
     } else {

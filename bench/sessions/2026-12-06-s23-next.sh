@@ -7,6 +7,8 @@
 # Carry [".dev"].
 set -uo pipefail
 export T=.dev/tracer TRACER_CACHE_DIR=/tmp/trk PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
+tmp=$(mktemp -d)
+source bench/sessions/lib.sh
 nvidia-smi --query-gpu=name --format=csv,noheader
 S="--set B=8 --set T=1024 --set V=50304 --set D=768 --set NH=12 --set L=12"
 for size in small wide; do timeout 200 python3 bench/gpt_check.py $T --size $size 2>&1 | tail -2; done
@@ -19,7 +21,6 @@ for v in "" "TRACER_COLUMN_WAVE=0"; do
 done
 timeout 60 python3 bench/torch_twins.py gpt eager --write /tmp/gpt.safetensors > /dev/null 2>&1
 G="examples/gpt.trace --input /tmp/gpt.safetensors --passes grad,remat,fuse_reorder,del_last_used --bench 1 --device cuda"
-eval "$(sed -n '/^summ()/,/^}/p' bench/sessions/2026-12-06-s23-call3.sh)"
 for v in "" "TRACER_ROWS_ONLINE=0"; do
   env $v TRACER_GPU_PROFILE=2 TRACER_GPU_PROFILE_ROWS=0 timeout 120 $T run $G > /tmp/prof.txt 2>&1
   echo "[$v] $(summ /tmp/prof.txt)"

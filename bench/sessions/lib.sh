@@ -46,3 +46,19 @@ e.record(); torch.cuda.synchronize(); ms = s.elapsed_time(e) / 50
 print("copy 256 MiB: %.3f ms, %.0f GB/s (read + write)" % (ms, 2 * x.numel() / ms / 1e6))
 PY
 }
+# summ PROFILE: one line of a GPT-2 small TRACER_GPU_PROFILE=2 listing: its total, the cross
+# entropy's kernels, the 24 norm-gradient column groups, the 12 GELU backwards, the attention
+# backwards (session 23's calls 3-4 defined it in their own text).
+summ() {
+  python3 - "$1" <<'PY'
+import re, sys
+t = open(sys.argv[1]).read()
+tot = re.search(r"total ([0-9.]+) ms", t)
+rows = re.findall(r"^#\s+([0-9.]+) ms\s+([0-9.]+) MB\s+\d+ GB/s\s+(.*)$", t, re.M)
+ce = sum(float(a) for a, mb, n in rows if "8192, 50304]" in n or ("f32[8192, 1]" in n and float(mb) > 800))
+ln = [float(a) for a, mb, n in rows if n.startswith("kernel fusion") and n.endswith("bf16[768]") and abs(float(mb) - 37.8) < 0.2]
+g = [float(a) for a, mb, n in rows if n.startswith("kernel fusion") and "bf16[8, 1024, 3072]" in n]
+at = [float(a) for a, mb, n in rows if "attention_backward" in n]
+print("total %s ms | CE %.3f | ln-cols %d x %.4f = %.3f | gelu-bwd %d x %.4f | attn-bwd %.3f" % (tot.group(1) if tot else "?", ce, len(ln), sum(ln) / max(1, len(ln)), sum(ln), len(g), sum(g) / max(1, len(g)), sum(at)))
+PY
+}
