@@ -517,9 +517,19 @@ Kernel generate_multi(const std::vector<const Stmt*>& stmts, const std::string& 
                       const std::vector<std::unordered_set<const ir::Proxy*>>& may_alias, int sm_count) {
   Kernel k;
   k.name = name;
-  std::ostringstream src, wrapper, calls;
+  std::ostringstream src, wrapper;
+  std::vector<std::string> calls;  // member j's call
+  std::vector<long long> starts;   // member j's first block
   src << cuda_prelude() << "\n";
-  wrapper << "extern \"C\" __global__ void __launch_bounds__(256) " << name << "(";
+  static const int min_blocks = [] {  // experiment: TRACER_HZ_MIN_BLOCKS=N, a launch bound (256, N)
+    const char* e = std::getenv("TRACER_HZ_MIN_BLOCKS");
+    return e ? std::atoi(e) : 0;
+  }();
+  static const bool tree = [] {  // experiment: TRACER_HZ_TREE=1, members found by bisection
+    const char* e = std::getenv("TRACER_HZ_TREE");
+    return e && std::string(e) == "1";
+  }();
+  wrapper << "extern \"C\" __global__ void __launch_bounds__(256" << (min_blocks > 0 ? ", " + std::to_string(min_blocks) : std::string()) << ") " << name << "(";
   long long start = 0;
   size_t param = 0;
   for (size_t j = 0; j < stmts.size(); ++j) {
@@ -527,14 +537,17 @@ Kernel generate_multi(const std::vector<const Stmt*>& stmts, const std::string& 
     src << m.source << "\n";
     long long units = m.elements / m.vector_width + m.elements % m.vector_width;
     long long blocks = std::max<long long>(1, std::min<long long>((units + 255) / 256, 16LL * sm_count));
-    calls << "  " << (j ? "else " : "") << "if (b < " << start + blocks << "u) " << name << "_s" << j << "(";
+    std::ostringstream call;
+    call << name << "_s" << j << "(";
     for (size_t q = 0; q < m.params.size(); ++q) {
       const KernelParam& kp = m.params[q];
       wrapper << (param ? ", " : "") << (kp.output ? "" : "const ") << storage_name(kp.type.dtype) << "* a" << param;
-      calls << "a" << param << ", ";
+      call << "a" << param << ", ";
       ++param;
     }
-    calls << m.elements << "LL, (int)((vec_mask >> " << j << ") & 1ULL), b - " << start << "u, " << blocks << "u);\n";
+    call << m.elements << "LL, (int)((vec_mask >> " << j << ") & 1ULL), b - " << start << "u, " << blocks << "u);";
+    calls.push_back(call.str());
+    starts.push_back(start);
     start += blocks;
     k.params.insert(k.params.end(), m.params.begin(), m.params.end());
     k.segment_params.push_back(static_cast<int>(m.params.size()));
@@ -543,7 +556,28 @@ Kernel generate_multi(const std::vector<const Stmt*>& stmts, const std::string& 
     k.elements += m.elements;
     if (!canonical) k.origin += (j ? "\n" : "") + m.origin;
   }
-  wrapper << ", unsigned long long vec_mask) {\n  const unsigned b = blockIdx.x;\n" << calls.str() << "}\n";
+  std::ostringstream dispatch;
+  if (tree) {
+    // Members [lo, hi) by bisection on their first blocks: log2(members) comparisons a block.
+    std::function<void(size_t, size_t, int)> emit = [&](size_t lo, size_t hi, int depth) {
+      const std::string pad(static_cast<size_t>(depth) * 2, ' ');
+      if (hi - lo == 1) {
+        dispatch << pad << calls[lo] << "\n";
+        return;
+      }
+      const size_t mid = (lo + hi) / 2;
+      dispatch << pad << "if (b < " << starts[mid] << "u) {\n";
+      emit(lo, mid, depth + 1);
+      dispatch << pad << "} else {\n";
+      emit(mid, hi, depth + 1);
+      dispatch << pad << "}\n";
+    };
+    emit(0, calls.size(), 1);
+  } else {
+    for (size_t j = 0; j < calls.size(); ++j)
+      dispatch << "  " << (j ? "else " : "") << "if (b < " << (j + 1 < starts.size() ? starts[j + 1] : start) << "u) " << calls[j] << "\n";
+  }
+  wrapper << ", unsigned long long vec_mask) {\n  const unsigned b = blockIdx.x;\n" << dispatch.str() << "}\n";
   k.source = src.str() + wrapper.str();
   k.blocks = start;
   return k;

@@ -109,6 +109,27 @@ template <class C> __device__ __forceinline__ C tr_ffloordiv(C a, C b) {
 }
 template <class C> __device__ __forceinline__ C tr_fmax(C a, C b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }
 template <class C> __device__ __forceinline__ C tr_fmin(C a, C b) { return (a != a || b != b) ? a + b : (a < b ? a : b); }
+// The online sums' running maximum (codegen/cuda_rows.cpp): NaN if either is, as amax, in one
+// instruction (max.NaN, sm_80 and later) where fmaxf and a NaN flag took three an element.
+__device__ __forceinline__ float tr_max_nan(float a, float b) {
+#if __CUDA_ARCH__ >= 800
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+#else
+  return (a != a || b != b) ? a + b : fmaxf(a, b);
+#endif
+}
+// e^d for an online sum's d = a - m <= 0, as 2^(d log2 e) from the special-function unit
+// (ex2.approx.ftz: relative error below 2^-22; the product's rounding adds |d| 2^-24, largest
+// for the terms that matter least, and results below 2^-126 are 0, where the sum holds at least
+// e^0 = 1). Three instructions where expf takes about nine: the cross entropy's pass over
+// 50304-wide rows was bound by its instructions, not by memory.
+__device__ __forceinline__ float tr_exp_le0(float d) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(d * 1.4426950408889634f));
+  return r;
+}
 template <class C> __device__ __forceinline__ C tr_sign(C a) { return a != a ? a : C((a > 0) - (a < 0)); }
 
 // Philox4x32-10 (runtime/kernels_random.cpp): element e of a draw is word e % 4 of the block

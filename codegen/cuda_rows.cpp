@@ -416,13 +416,25 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
     std::vector<ir::ProxyPtr> targets;
     std::vector<std::string> tail;
     VecTail vtail;
+    // An amax whose online sum is in this pass: its result is that sum's running maximum.
+    std::unordered_map<size_t, size_t> merged_amax;  // the amax's index -> the online sum's
+    for (size_t j : pass) {
+      auto on = online.find(j);
+      if (on != online.end() && std::count(pass.begin(), pass.end(), on->second.amax) && !merged_amax.count(on->second.amax))
+        merged_amax[on->second.amax] = j;
+    }
     for (size_t j : pass) {
       const Stmt* red = reductions[j];
       const ir::ProxyPtr& y = red->outputs[0];
       const std::string J = std::to_string(j);
       auto on = online.find(j);
       body << "    // " << (canonical ? name_of(y) : y->name) << " = prims." << red->op->name << " over the row"
-           << (on != online.end() ? " (online: with its own running maximum)" : "") << "\n";
+           << (on != online.end() ? " (online: with its own running maximum)" : "")
+           << (merged_amax.count(j) ? " (the running maximum of reduction " + std::to_string(merged_amax.at(j)) + "'s online sum)" : "") << "\n";
+      if (merged_amax.count(j)) {
+        body << "    double tr_red" << j << ";\n";
+        continue;
+      }
       body << "    double tr_red" << j << ", tr_acc" << j << " = " << red_init(red->op->name) << ";\n";
       if (on == online.end()) {
         targets.push_back(red->args[0].proxy);
@@ -448,23 +460,37 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
       // then one rescale of the sum and V exponentials (no branch per element); one element at a
       // time otherwise. -inf elements add nothing; a NaN (tr_fn) or an infinite maximum makes
       // the result NaN at the end, as exp(a - m) does in the two-pass form.
-      const std::string a = name_of(on->second.a), fm = "tr_fm" + J, fs = "tr_fs" + J, fn = "tr_fn" + J, ov = "tr_ov" + J;
+      // A NaN makes the running maximum NaN for good (tr_max_nan; one element at a time, the
+      // NaN itself), so the sum turns NaN too; the maximum is then the row's amax exactly, and an
+      // amax of a in the same pass is not accumulated apart (merged_amax). The exponentials take
+      // tr_exp_le0 (their argument is at most 0).
+      const std::string a = name_of(on->second.a), fm = "tr_fm" + J, fs = "tr_fs" + J, ov = "tr_ov" + J;
       const std::string ninf = "(-__int_as_float(0x7f800000))";
-      body << "    float " << fm << " = " << ninf << ", " << fs << " = 0.f; int " << fn << " = 0;\n";
+      body << "    float " << fm << " = " << ninf << ", " << fs << " = 0.f;\n";
       targets.push_back(on->second.a);
-      tail.push_back("{ const float v = (float)" + a + "; if (v != v) " + fn + " = 1; else if (v > " + fm + ") { " + fs + " = (" + fm +
-                     " == " + ninf + " ? 0.f : " + fs + " * expf(" + fm + " - v)) + 1.f; " + fm + " = v; } else if (" + fm + " != " + ninf +
-                     ") " + fs + " += expf(v - " + fm + "); }");
+      tail.push_back("{ const float v = (float)" + a + "; if (v != v) " + fm + " = v; else if (v > " + fm + ") { " + fs + " = (" + fm +
+                     " == " + ninf + " ? 0.f : " + fs + " * tr_exp_le0(" + fm + " - v)) + 1.f; " + fm + " = v; } else if (" + fm + " != " + ninf +
+                     ") " + fs + " += tr_exp_le0(v - " + fm + "); }");
       vtail.elem.push_back(ov + "[k] = (float)" + a + ";");
-      vtail.post.push_back("{ float mx = " + fm + "; for (int k = 0; k < " + std::to_string(V) + "; ++k) { const float v = " + ov + "[k]; if (v != v) " +
-                             fn + " = 1; mx = fmaxf(mx, v); }");
-      vtail.post.push_back("  if (mx != " + ninf + ") { float t = 0.f; for (int k = 0; k < " + std::to_string(V) + "; ++k) t += expf(" + ov +
-                             "[k] - mx); " + fs + " = (" + fm + " == " + ninf + " ? 0.f : " + fs + " * expf(" + fm + " - mx)) + t; " + fm +
+      vtail.post.push_back("{ float mx = " + fm + "; for (int k = 0; k < " + std::to_string(V) + "; ++k) mx = tr_max_nan(mx, " + ov + "[k]);");
+      vtail.post.push_back("  if (mx != " + ninf + ") { float t = 0.f; for (int k = 0; k < " + std::to_string(V) + "; ++k) t += tr_exp_le0(" + ov +
+                             "[k] - mx); " + fs + " = (" + fm + " == " + ninf + " ? 0.f : " + fs + " * tr_exp_le0(" + fm + " - mx)) + t; " + fm +
                              " = mx; } }");
       vtail.decl.push_back("float " + ov + "[" + std::to_string(V) + "];");
     }
     body << "    {\n" << column_loop(targets, {}, tail, "      ", vtail) << "    }\n";
+    // The result, stored as the CPU stores it (its dtype), as every thread's register.
+    auto result = [&](size_t j) {
+      const ir::ProxyPtr& y = reductions[j]->outputs[0];
+      DType od = y->type.dtype;
+      std::string r = "tr_red" + std::to_string(j);
+      std::string val = od == DType::f64 ? r : od == DType::bf16 ? "tr_round_bf16((float)" + r + ")"
+                        : od == DType::f16 ? "tr_round_f16((float)" + r + ")" : "(float)" + r;
+      body << "    const " << reg_name(reg_of(od)) << " " << name_of(y) << " = " << val << ";\n";
+      if (outs.count(y.get())) body << "    if (tr_lane == 0) p_" << name_of(y) << "[tr_r] = " << store_expr(od, name_of(y), true) << ";\n";
+    };
     for (size_t j : pass) {
+      if (merged_amax.count(j)) continue;  // after its online sum
       const Stmt* red = reductions[j];
       const std::string acc = "tr_acc" + std::to_string(j);
       const std::string step = red_step(red->op->name, acc);
@@ -474,7 +500,7 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
         const std::string om = "tr_om" + std::to_string(j), ninf = "-__longlong_as_double(0x7ff0000000000000LL)";
         const std::string J = std::to_string(j);
         // The thread's f32 state as the doubles the merge takes (a NaN seen: a NaN maximum).
-        body << "    double " << om << " = tr_fn" << J << " ? __longlong_as_double(0x7ff8000000000000LL) : (double)tr_fm" << J << ";\n";
+        body << "    double " << om << " = (double)tr_fm" << J << ";\n";
         body << "    " << acc << " = (double)tr_fs" << J << ";\n";
         auto merge = [&](const std::string& m2, const std::string& s2) {
           return "{ const double m1 = " + om + ", s1 = " + acc + ", m2 = " + m2 + ", s2 = " + s2 +
@@ -495,6 +521,11 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
           body << "    " << acc << " = __shfl_sync(0xffffffffu, " << acc << ", 0); " << om << " = __shfl_sync(0xffffffffu, " << om << ", 0);\n";
         }
         body << "    tr_red" << j << " = isfinite(" << om << ") ? " << acc << " : __longlong_as_double(0x7ff8000000000000LL);\n";
+        for (const auto& [q, sum] : merged_amax)
+          if (sum == j) {
+            body << "    tr_red" << q << " = " << om << ";\n";
+            result(q);
+          }
       } else if (lanes == 256) {
         body << "    tr_part[threadIdx.x] = " << acc << ";\n    __syncthreads();\n";
         body << "    for (int tr_w = blockDim.x / 2; tr_w > 0; tr_w >>= 1) {\n";
@@ -507,14 +538,7 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
         body << "    for (int tr_w = 16; tr_w > 0; tr_w >>= 1) { const double v = __shfl_down_sync(0xffffffffu, " << acc << ", tr_w); if (tr_lane < tr_w) " << acc << " = " << step << "; }\n";
         body << "    tr_red" << j << " = __shfl_sync(0xffffffffu, " << acc << ", 0);\n";
       }
-      // The result, stored as the CPU stores it (its dtype), as every thread's register.
-      const ir::ProxyPtr& y = red->outputs[0];
-      DType od = y->type.dtype;
-      std::string r = "tr_red" + std::to_string(j);
-      std::string val = od == DType::f64 ? r : od == DType::bf16 ? "tr_round_bf16((float)" + r + ")"
-                        : od == DType::f16 ? "tr_round_f16((float)" + r + ")" : "(float)" + r;
-      body << "    const " << reg_name(reg_of(od)) << " " << name_of(y) << " = " << val << ";\n";
-      if (outs.count(y.get())) body << "    if (tr_lane == 0) p_" << name_of(y) << "[tr_r] = " << store_expr(od, name_of(y), true) << ";\n";
+      result(j);
     }
   }
   std::vector<ir::ProxyPtr> full, per_row;

@@ -213,16 +213,28 @@ TEST_CASE("column and row kernels reduce f32 in f32 batches, f64 in double, and 
     INFO(r.log);
     CHECK(r.ok);
 
-    auto rows = fused_trace("def f(x: " + dt + "[16, 5000]):\n    return ltorch.logsumexp(x, 1, keepdim=True)\n");
-    const ir::Stmt* row = nullptr;
-    for (const auto& s : rows->stmts)
-      if (codegen::is_row_group(s)) row = &s;
-    REQUIRE(row);
-    codegen::Kernel rk = codegen::generate_row(*row, "r", {}, 48 * 1024);
-    CHECK((rk.source.find("float tr_vp0 = ") != std::string::npos) == narrow);
-    auto rr = nvrtc->compile(rk.source, rk.name, "sm_90", codegen::Emit::cubin);
-    INFO(rr.log);
-    CHECK(rr.ok);
+    auto row_kernel = [&](const std::string& body) {
+      auto rows = fused_trace("def f(x: " + dt + "[16, 5000]):\n    return " + body + "\n");
+      const ir::Stmt* row = nullptr;
+      for (const auto& s : rows->stmts)
+        if (codegen::is_row_group(s)) row = &s;
+      REQUIRE(row);
+      codegen::Kernel rk = codegen::generate_row(*row, "r", {}, 48 * 1024);
+      auto rr = nvrtc->compile(rk.source, rk.name, "sm_90", codegen::Emit::cubin);
+      INFO(rr.log);
+      CHECK(rr.ok);
+      return rk.source;
+    };
+    // A row's sum and maximum: f32 batches of a vector's elements.
+    std::string plain_rows = row_kernel("ltorch.sum(x * 2.0, 1, keepdim=True), ltorch.amax(x * 2.0, 1, keepdim=True)");
+    CHECK((plain_rows.find("float tr_vp0 = ") != std::string::npos) == narrow);
+    CHECK((plain_rows.find("float tr_vp1 = ") != std::string::npos) == narrow);
+    // A logsumexp over rows of 5000 (online, f32 values): its amax is the online sum's running
+    // maximum, not accumulated apart; f64 values take two passes in double.
+    std::string lse = row_kernel("ltorch.logsumexp(x, 1, keepdim=True)");
+    CHECK((lse.find("running maximum of reduction 1's online sum") != std::string::npos) == narrow);
+    CHECK((lse.find("mx = tr_max_nan(mx, ") != std::string::npos) == narrow);
+    CHECK(lse.find("float tr_vp0 = ") == std::string::npos);
   }
   // An output written over its input: the loads of the batch in a loop of their own.
   auto t = fused_trace("def f(x: bf16[300, 64], y: bf16[300, 64]):\n    g = x * y\n    return g, prims.sum(g, (0,))\n");
