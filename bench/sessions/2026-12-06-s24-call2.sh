@@ -19,9 +19,12 @@ TRACER_ROWS_ONLINE=0 check "ops ops_rows fuse two-pass" tests/gpu/ops.trace --en
 for size in small wide; do timeout 150 python3 bench/gpt_check.py $T --size $size 2>&1 | tail -2; done
 timeout 60 python3 bench/torch_twins.py gpt eager --write /tmp/gpt.safetensors > /dev/null 2>&1
 G="examples/gpt.trace --input /tmp/gpt.safetensors --passes grad,remat,fuse_reorder,del_last_used --bench 1 --device cuda"
+n=0
 for b in /tmp/tb $T /tmp/tb $T; do
+  n=$((n + 1))
   TRACER_GPU_PROFILE=2 TRACER_GPU_PROFILE_ROWS=0 timeout 120 $b run $G > /tmp/prof.txt 2>&1
   echo "[$b] $(summ /tmp/prof.txt)"
+  [ -n "${OUT:-}" ] && cp /tmp/prof.txt "$OUT/prof$n.txt"
 done
 grep -E "50304" /tmp/prof.txt | head -6 | cut -c1-200
 for v in "" "TRACER_HZ_TREE=1" "TRACER_HZ_MIN_BLOCKS=5" "TRACER_HZ_MIN_BLOCKS=6" "TRACER_HZ_MIN_BLOCKS=8" "TRACER_HZ_TREE=1 TRACER_HZ_MIN_BLOCKS=6" ""; do
