@@ -248,7 +248,7 @@ void tensor_data(Interpreter& in, const Value& v, size_t dim, rt::Shape* shape, 
 }
 
 Value b_tensor(Interpreter& in, CallArgs& a, SourceLoc loc) {
-  if (a.pos.size() != 1) in.fail(loc, "tensor(data, dtype=None) takes the data");
+  if (a.pos.size() != 1) in.fail(loc, "tensor(data, dtype=None, device=None) takes the data");
   if (in.tracing()) in.fail(loc, "tensor(data) makes a concrete tensor, which a traced function cannot hold; pass it as an argument");
   rt::Shape shape;
   std::vector<Value> flat;
@@ -259,14 +259,20 @@ Value b_tensor(Interpreter& in, CallArgs& a, SourceLoc loc) {
     if (!d->is(VT::DType)) in.fail(loc, "tensor(dtype=...) is a dtype like f32, got " + repr(*d));
     dt = d->as_dtype();
   }
-  for (const auto& [k, v] : a.kw)
-    if (k != "dtype") in.fail(loc, "tensor() got an unexpected keyword argument '" + k + "'");
+  std::string device = "cpu";
+  for (const auto& [k, v] : a.kw) {
+    if (k == "device" && v.is(VT::Str)) device = v.as<StrObj>()->s;
+    else if (k == "device" && !v.is_none()) in.fail(loc, "tensor(device=...) is 'cpu', 'cuda' or 'cuda:N', got " + repr(v));
+    else if (k != "dtype" && k != "device") in.fail(loc, "tensor() got an unexpected keyword argument '" + k + "'");
+  }
   rt::Tensor t = rt::Tensor::empty(dt, shape, &in.allocator());
   for (size_t i = 0; i < flat.size(); ++i) {
     if (dt == rt::DType::i64 && flat[i].is(VT::Int)) t.data_as<int64_t>()[i] = flat[i].as_int();
     else t.set(static_cast<int64_t>(i), flat[i].to_double());
   }
-  return make<TensorObj>(std::move(t));
+  if (device == "cpu") return make<TensorObj>(std::move(t));
+  DeviceBackend* b = in.device_backend(device, loc);  // a missing GPU or a bad name is an error here
+  return make<TensorObj>(b->upload(t), b);
 }
 
 // memory_stats(reset_peak=False, device=None): the bytes of a device's tensors now and at the peak
@@ -615,7 +621,7 @@ const BuiltinDef kBuiltins[] = {
     {"load_module", builtin_load_module,
      "load_module(path, **settings): the .trace file at path (beside the calling file) run as a module with its "
      "top-level settings replaced (as --set does); returns its names as a namespace."},
-    {"tensor", b_tensor, "tensor(data, dtype=None): a tensor from a number or nested lists (f32 if any is a float, else i64, else b8)."},
+    {"tensor", b_tensor, "tensor(data, dtype=None, device=None): a tensor from a number or nested lists (f32 if any is a float, else i64, else b8), on the host or the device named ('cuda', 'cuda:N')."},
     {"jit", builtin_jit,
      "jit(f, passes=None, device=None, donate_argnums=(), cuda_graph=False): f compiled: a call traces f on its arguments' types "
      "(tensors, numbers, lists/tuples/dicts of them), runs the passes and runs the result; one program per signature. "

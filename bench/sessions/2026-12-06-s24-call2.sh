@@ -13,6 +13,7 @@ tmp=$(mktemp -d)
 source bench/sessions/lib.sh
 gunzip -c .dev/tracer_base.gz > /tmp/tb && chmod +x /tmp/tb
 nvidia-smi --query-gpu=name --format=csv,noheader
+echo "jit_cuda: $(timeout 120 $T run tests/gpu/jit_cuda.trace 2>&1 | tail -1 | cut -c1-200)"
 for p in "" fuse; do check "ops ops_rows ${p:-no passes}" tests/gpu/ops.trace --entry ops_rows ${p:+--passes $p}; done
 TRACER_ROWS_ONLINE=1 check "ops ops_rows fuse all online" tests/gpu/ops.trace --entry ops_rows --passes fuse
 TRACER_ROWS_ONLINE=0 check "ops ops_rows fuse two-pass" tests/gpu/ops.trace --entry ops_rows --passes fuse
