@@ -545,7 +545,9 @@ Kernel generate_multi(const std::vector<const Stmt*>& stmts, const std::string& 
       call << "a" << param << ", ";
       ++param;
     }
-    call << m.elements << "LL, (int)((vec_mask >> " << j << ") & 1ULL), b - " << start << "u, " << blocks << "u);";
+    // (a bit per member: vec_mask, or vec_mask0, vec_mask1, ... past 64 members)
+    const std::string mask = stmts.size() <= 64 ? std::string("vec_mask") : "vec_mask" + std::to_string(j / 64);
+    call << m.elements << "LL, (int)((" << mask << " >> " << j % 64 << ") & 1ULL), b - " << start << "u, " << blocks << "u);";
     calls.push_back(call.str());
     starts.push_back(start);
     start += blocks;
@@ -577,7 +579,12 @@ Kernel generate_multi(const std::vector<const Stmt*>& stmts, const std::string& 
     for (size_t j = 0; j < calls.size(); ++j)
       dispatch << "  " << (j ? "else " : "") << "if (b < " << (j + 1 < starts.size() ? starts[j + 1] : start) << "u) " << calls[j] << "\n";
   }
-  wrapper << ", unsigned long long vec_mask) {\n  const unsigned b = blockIdx.x;\n" << dispatch.str() << "}\n";
+  if (stmts.size() <= 64) {
+    wrapper << ", unsigned long long vec_mask";
+  } else {
+    for (size_t w = 0; w < (stmts.size() + 63) / 64; ++w) wrapper << ", unsigned long long vec_mask" << w;
+  }
+  wrapper << ") {\n  const unsigned b = blockIdx.x;\n" << dispatch.str() << "}\n";
   k.source = src.str() + wrapper.str();
   k.blocks = start;
   return k;
@@ -586,8 +593,8 @@ Kernel generate_multi(const std::vector<const Stmt*>& stmts, const std::string& 
 
 Kernel generate_elementwise_multi(const std::vector<const Stmt*>& stmts, const std::string& name,
                                   const std::vector<std::unordered_set<const ir::Proxy*>>& may_alias, int sm_count) {
-  if (stmts.empty() || stmts.size() > 64 || may_alias.size() != stmts.size())
-    throw std::invalid_argument("codegen: a horizontal kernel takes 1 to 64 groups, with their may_alias sets");
+  if (stmts.empty() || stmts.size() > 512 || may_alias.size() != stmts.size())
+    throw std::invalid_argument("codegen: a horizontal kernel takes 1 to 512 groups, with their may_alias sets");
   Kernel k = generate_multi(stmts, name, false, may_alias, sm_count);
   Kernel c = generate_multi(stmts, "tr_kernel", true, may_alias, sm_count);
   k.symbol = name_by_hash(c.source);

@@ -15,6 +15,7 @@
 //     by a later member: where a later member would allocate after such a free, the run is not
 //     grouped (the peak, and `tracer mem`'s estimate of it, stay as they were).
 #include <algorithm>
+#include <cstdlib>
 
 #include "codegen/cuda_exec.h"
 #include "ir/fusion.h"
@@ -25,6 +26,16 @@ using rt::cuda::DeviceTensor;
 
 namespace {
 constexpr size_t kMaxMembers = 64;  // (the kernel's vec_mask has a bit per member)
+// Elementwise runs: experiment switch TRACER_HZ_MAX_MEMBERS=N (up to 512; a 64-bit mask word
+// each 64 members), 64 by default.
+size_t max_elementwise_members() {
+  static const size_t n = [] {
+    const char* e = std::getenv("TRACER_HZ_MAX_MEMBERS");
+    const long v = e ? std::atol(e) : 0;
+    return v >= 2 && v <= 512 ? static_cast<size_t>(v) : kMaxMembers;
+  }();
+  return n;
+}
 
 void reads_of(const ir::Stmt& s, std::unordered_set<const ir::Proxy*>& out) {
   for (const ir::Arg& a : s.args) ir::for_each_proxy(a, [&](const ir::ProxyPtr& p) { out.insert(p.get()); });
@@ -66,8 +77,9 @@ std::shared_ptr<GpuExecutor::Horizontal> GpuExecutor::plan_horizontal(const std:
   auto h = std::make_shared<Horizontal>();
   h->columns = kind == 3;
   std::unordered_set<const ir::Proxy*> written;
-  size_t param_bytes = 8;  // vec_mask
-  for (size_t j = i; j < stmts.size() && h->members.size() < kMaxMembers; ++j) {
+  const size_t max_members = kind == 3 ? kMaxMembers : max_elementwise_members();
+  size_t param_bytes = 8 * ((max_members + 63) / 64);  // the vec_mask words
+  for (size_t j = i; j < stmts.size() && h->members.size() < max_members; ++j) {
     const ir::Stmt& s = stmts[j];
     if (s.kind == ir::StmtKind::Del) continue;
     if (!is_member(s)) break;
@@ -215,7 +227,9 @@ bool GpuExecutor::run_horizontal(const std::vector<ir::Stmt>& stmts, size_t i, V
       env[p.proxy.get()] = std::move(t);
     }
   }
-  unsigned long long vec_mask = 0;
+  // A bit per member (a word each 64; one word up to 64 members, the column kernels' limit).
+  unsigned long long* vec_mask = scratch_masks_;
+  std::fill(vec_mask, vec_mask + 8, 0ULL);
   q = 0;
   for (size_t m = 0; m < h.members.size(); ++m) {
     const size_t n = static_cast<size_t>(k.segment_params[m]);
@@ -223,7 +237,7 @@ bool GpuExecutor::run_horizontal(const std::vector<ir::Stmt>& stmts, size_t i, V
     bool aligned = true;
     for (size_t a = q; a < q + n; ++a)
       if (h.vector_access[a]) aligned = aligned && ptrs[a] % 16 == 0;
-    if (aligned) vec_mask |= 1ULL << m;
+    if (aligned) vec_mask[m / 64] |= 1ULL << (m % 64);
     q += n;
   }
   std::vector<void*>& args = scratch_args_;
@@ -234,12 +248,12 @@ bool GpuExecutor::run_horizontal(const std::vector<ir::Stmt>& stmts, size_t i, V
     rt::cuda::Buffer partial(&dev_, static_cast<size_t>(std::max<int64_t>(k.partials, 1)) * sizeof(double));
     rt::cuda::DevPtr pp = partial.ptr;
     args.push_back(&pp);
-    args.push_back(&vec_mask);
+    args.push_back(&vec_mask[0]);
     dev_.launch(h.fn, static_cast<unsigned>(k.blocks), 256, args.data());
     dev_.launch(h.fn2, static_cast<unsigned>(k.blocks2), 256, args.data());
     stats_.launches += 2;
   } else {
-    args.push_back(&vec_mask);
+    for (size_t w = 0; w < (h.members.size() + 63) / 64; ++w) args.push_back(&vec_mask[w]);
     dev_.launch(h.fn, static_cast<unsigned>(k.blocks), 256, args.data());
     stats_.launches++;
   }

@@ -6,6 +6,7 @@
 # HEAD acee20e plus the experiment switches). (2) The optimizer's horizontal kernels: call 1's ncu
 # put them at 0.70 ms of the step's 0.734 (2480 GB/s) against adamw_probe.cu's 0.59 ms; variants:
 # members found by bisection (TRACER_HZ_TREE=1), launch bounds (256, N) (TRACER_HZ_MIN_BLOCKS=N).
+# (2b) TRACER_HZ_MAX_MEMBERS=256: the update as one kernel, not three (64 members each).
 # (3) GPT-2 small's step, this build and the previous against PyTorch's, two rounds. Carry [".dev"].
 set -uo pipefail
 export T=.dev/tracer TRACER_CACHE_DIR=/tmp/trk PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
@@ -32,13 +33,14 @@ S="--set B=8 --set T=1024 --set V=50304 --set D=768 --set NH=12 --set L=12"
 for round in 1 2; do
   if [ $round = 2 ]; then
     echo "== the optimizer's variants"
-    for v in "" "TRACER_HZ_TREE=1" "TRACER_HZ_MIN_BLOCKS=5" "TRACER_HZ_MIN_BLOCKS=6" "TRACER_HZ_MIN_BLOCKS=8" "TRACER_HZ_TREE=1 TRACER_HZ_MIN_BLOCKS=6" ""; do
+    for v in "" "TRACER_HZ_TREE=1" "TRACER_HZ_MIN_BLOCKS=5" "TRACER_HZ_MIN_BLOCKS=6" "TRACER_HZ_MIN_BLOCKS=8" "TRACER_HZ_TREE=1 TRACER_HZ_MIN_BLOCKS=6" "TRACER_HZ_MAX_MEMBERS=256 TRACER_HZ_TREE=1" ""; do
       echo "[$v] $(env $v timeout 100 $T run bench/optim_step.trace --allow-read examples -- --steps 40 2>&1 | tail -1)"
     done
   fi
   for clip in 0 1.0; do
     timeout 100 python3 bench/train_step_torch.py --runs 20 --clip $clip 2>&1 | tail -1 | cut -c1-330
-    for b in $T /tmp/tb; do
+    for b in $T /tmp/tb "env TRACER_HZ_MAX_MEMBERS=256 TRACER_HZ_TREE=1 $T"; do
+      [ $round = 1 ] && [ "${b:0:3}" = env ] && continue
       echo "-- [$b] clip $clip: $(timeout 100 $b run bench/train_phases.trace --allow-read examples $S -- --steps 20 --clip $clip --cuda-graph 1 2>&1 | grep -E "pipelined|error" | cut -c1-120)"
     done
   done
