@@ -639,9 +639,18 @@ def f(a: bf16[13, 19], ga: bf16[13, 19], b: f32[7], gb: f32[7], c: bf16[3], gc: 
   CHECK(r.ok);
   auto c = nvrtc->compile(k.structure, k.symbol, "sm_90", codegen::Emit::cubin);
   CHECK(c.ok);
-  // More than 64 members, or a count of may_alias sets that differs, is refused.
+  // Past 64 members the members' bits take a mask word each 64 (vec_mask0, vec_mask1, ...).
   std::vector<const ir::Stmt*> many(65, members[0]);
-  CHECK_THROWS_AS(codegen::generate_elementwise_multi(many, "h", std::vector<std::unordered_set<const ir::Proxy*>>(65), 132),
+  codegen::Kernel k65 = codegen::generate_elementwise_multi(many, "h", std::vector<std::unordered_set<const ir::Proxy*>>(65), 132);
+  CHECK(k65.source.find("unsigned long long vec_mask0, unsigned long long vec_mask1)") != std::string::npos);
+  CHECK(k65.source.find("(int)((vec_mask1 >> 0) & 1ULL)") != std::string::npos);
+  CHECK(k65.source.find("(int)((vec_mask0 >> 63) & 1ULL)") != std::string::npos);
+  auto r65 = nvrtc->compile(k65.source, k65.name, "sm_90", codegen::Emit::cubin);
+  INFO(r65.log);
+  CHECK(r65.ok);
+  // More than 512 members, or a count of may_alias sets that differs, is refused.
+  std::vector<const ir::Stmt*> too_many(513, members[0]);
+  CHECK_THROWS_AS(codegen::generate_elementwise_multi(too_many, "h", std::vector<std::unordered_set<const ir::Proxy*>>(513), 132),
                   std::invalid_argument);
   CHECK_THROWS_AS(codegen::generate_elementwise_multi(members, "h", {}, 132), std::invalid_argument);
 }
