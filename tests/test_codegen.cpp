@@ -645,6 +645,10 @@ def f(a: bf16[13, 19], ga: bf16[13, 19], b: f32[7], gb: f32[7], c: bf16[3], gc: 
   CHECK(k65.source.find("unsigned long long vec_mask0, unsigned long long vec_mask1)") != std::string::npos);
   CHECK(k65.source.find("(int)((vec_mask1 >> 0) & 1ULL)") != std::string::npos);
   CHECK(k65.source.find("(int)((vec_mask0 >> 63) & 1ULL)") != std::string::npos);
+  // ... and a block finds its member by bisection (up to 64, by comparisons in order).
+  CHECK(k65.source.find("  } else {\n") != std::string::npos);
+  CHECK(k65.source.find("else if (b < ") == std::string::npos);
+  CHECK(k.source.find("else if (b < ") != std::string::npos);
   auto r65 = nvrtc->compile(k65.source, k65.name, "sm_90", codegen::Emit::cubin);
   INFO(r65.log);
   CHECK(r65.ok);
