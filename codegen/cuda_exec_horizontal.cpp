@@ -16,6 +16,7 @@
 //     grouped (the peak, and `tracer mem`'s estimate of it, stay as they were).
 #include <algorithm>
 #include <cstdlib>
+#include <iterator>
 
 #include "codegen/cuda_exec.h"
 #include "ir/fusion.h"
@@ -231,7 +232,7 @@ bool GpuExecutor::run_horizontal(const std::vector<ir::Stmt>& stmts, size_t i, V
   }
   // A bit per member (a word each 64; one word up to 64 members, the column kernels' limit).
   unsigned long long* vec_mask = scratch_masks_;
-  std::fill(vec_mask, vec_mask + 8, 0ULL);
+  std::fill(std::begin(scratch_masks_), std::end(scratch_masks_), 0ULL);
   q = 0;
   for (size_t m = 0; m < h.members.size(); ++m) {
     const size_t n = static_cast<size_t>(k.segment_params[m]);

@@ -117,7 +117,7 @@ __device__ __forceinline__ float tr_max_nan(float a, float b) {
   asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
   return r;
 #else
-  return (a != a || b != b) ? a + b : fmaxf(a, b);
+  return tr_fmax(a, b);
 #endif
 }
 // e^d for an online sum's d = a - m <= 0, as 2^(d log2 e) from the special-function unit

@@ -458,12 +458,12 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
       // The thread's running maximum tr_fm of a and its sum tr_fs of exp(a - tr_fm), in f32 as
       // the two-pass form computes exp(a - m): in the vector loop the V elements' maximum first,
       // then one rescale of the sum and V exponentials (no branch per element); one element at a
-      // time otherwise. -inf elements add nothing; a NaN (tr_fn) or an infinite maximum makes
-      // the result NaN at the end, as exp(a - m) does in the two-pass form.
-      // A NaN makes the running maximum NaN for good (tr_max_nan; one element at a time, the
-      // NaN itself), so the sum turns NaN too; the maximum is then the row's amax exactly, and an
-      // amax of a in the same pass is not accumulated apart (merged_amax). The exponentials take
-      // tr_exp_le0 (their argument is at most 0).
+      // time otherwise. -inf elements add nothing; a NaN or an infinite maximum makes the result
+      // NaN at the end, as exp(a - m) does in the two-pass form. A NaN makes the running maximum
+      // NaN for good (tr_max_nan; one element at a time, the NaN itself), so the sum turns NaN
+      // too; the maximum is then the row's amax exactly, and an amax of a in the same pass is not
+      // accumulated apart (merged_amax). The exponentials take tr_exp_le0 (their argument is at
+      // most 0).
       const std::string a = name_of(on->second.a), fm = "tr_fm" + J, fs = "tr_fs" + J, ov = "tr_ov" + J;
       const std::string ninf = "(-__int_as_float(0x7f800000))";
       body << "    float " << fm << " = " << ninf << ", " << fs << " = 0.f;\n";
