@@ -4,7 +4,9 @@
 #include "codegen/cuda_codegen.h"
 #include "codegen/cuda_codegen_detail.h"
 
+#include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <optional>
@@ -269,6 +271,20 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical, const st
     (is_row ? row_in : other_in).push_back(p);
   }
   bcast_in = other_in;
+  // One-element inputs (an optimizer's coefficients, a loss scale) are read once, before the
+  // loops, and passed to the element function by value: read inside it they were loaded again
+  // every iteration, since the outputs may be written over inputs (no __restrict__) and the
+  // compiler cannot move a load above a store that may alias it (9 loads and conversions per 8
+  // elements of an AdamW update). No output aliases them: an output written over an input has
+  // that input's element count, and a group of one element reads before it writes.
+  std::vector<ir::ProxyPtr> scalar_in;
+  {
+    std::vector<ir::ProxyPtr> rest;
+    const char* hoist = std::getenv("TRACER_HOIST_SCALARS");  // (experiment switch, session 25)
+    const bool on = !hoist || std::string(hoist) != "0";
+    for (const auto& p : bcast_in) (on && rt::numel(p->type.shape) == 1 && rt::numel(shape) > 1 ? scalar_in : rest).push_back(p);
+    bcast_in = rest;
+  }
   // The launcher takes the vector path only where every pointer read or written 16 bytes at a
   // time is 16-byte aligned: the full-size tensors and these (rows, the buffers of vectorized
   // views and cats). One-element and broadcast inputs are read an element at a time, and may sit
@@ -310,10 +326,14 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical, const st
   const long long C = shape.empty() ? 1 : shape.back();
   const bool split = shape.size() >= 2 && C > 1 && C < rt::numel(shape);
   const Index ix = split ? Index(suffix, C, rt::numel(shape) / C) : Index(suffix);
+  const std::string before_element = body.str();
+  body.str("");
   body << "__device__ __forceinline__ void " << name << "_element(" << idx << " i";
   if (split) body << ", " << idx << " tr_r, " << idx << " tr_c";
   for (const auto& p : full_in) body << ", const " << reg_name(reg_of(p->type.dtype)) << " " << name_of(p);
   for (const auto& p : row_in) body << ", const " << reg_name(reg_of(p->type.dtype)) << " " << name_of(p);
+  auto scalar_slot = [&](const ir::ProxyPtr& p) { return "@scalar_reg_" + name_of(p) + "@"; };
+  for (const auto& p : scalar_in) body << ", const " << scalar_slot(p) << " " << name_of(p);
   for (const auto& p : bcast_in)
     body << ", const " << storage_name(p->type.dtype) << "* __restrict__ p_" << name_of(p);
   for (const auto& p : strided_bases)
@@ -387,6 +407,28 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical, const st
   }
   for (size_t j = 0; j < s.outputs.size(); ++j) body << "  " << out_regs[j] << " = " << name_of(s.outputs[j]) << ";\n";
   body << "}\n\n";
+  // A one-element input that the element function only ever converts to float (an f64
+  // coefficient of f32 math) is converted once, where it is read: a double held across the
+  // loops takes two registers (an AdamW update's nine coefficients: 58 -> 74 registers a thread).
+  std::unordered_map<const ir::Proxy*, std::string> scalar_reg;
+  {
+    std::string fn = body.str();
+    const size_t open = fn.find(") {\n");
+    for (const auto& p : scalar_in) {
+      const std::string x = name_of(p), cast = "(float)(" + x + ")";
+      auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+      bool only_float = reg_of(p->type.dtype) != Reg::b8;
+      for (size_t at = fn.find(x, open); at != std::string::npos && only_float; at = fn.find(x, at + x.size())) {
+        if ((at > 0 && ident(fn[at - 1])) || (at + x.size() < fn.size() && ident(fn[at + x.size()]))) continue;
+        only_float = at >= 8 && fn.compare(at - 8, cast.size(), cast) == 0;
+      }
+      scalar_reg[p.get()] = only_float ? "float" : reg_name(reg_of(p->type.dtype));
+      const std::string slot = scalar_slot(p);
+      for (size_t at = fn.find(slot); at != std::string::npos; at = fn.find(slot, at)) fn.replace(at, slot.size(), scalar_reg[p.get()]);
+    }
+    body.str(before_element + fn);
+    body.seekp(0, std::ios_base::end);
+  }
 
   // The kernel: a grid-stride loop over vectors of vector_width elements, then the tail.
   const int V = k.vector_width;
@@ -412,6 +454,10 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical, const st
   }
   body << "  constexpr int V = " << V << ";\n";
   body << "  const " << idx << " nvec = vec_ok ? (" << idx << ")(n / V) : 0;\n";
+  for (const auto& p : scalar_in)
+    body << "  const " << scalar_reg.at(p.get()) << " " << name_of(p) << " = "
+         << (scalar_reg.at(p.get()) == "float" && reg_of(p->type.dtype) != Reg::f32 ? "(float)(" : "(")
+         << load_expr(p->type.dtype, "p_" + name_of(p) + "[0]") << ");\n";
   // A draw's seed and offset: scalar tensors of the group (read once) or constants.
   auto rng_word = [&](const Arg& a) {
     return a.kind == K::Proxy ? "(unsigned long long)p_" + name_of(a.proxy) + "[0]"
@@ -427,6 +473,7 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical, const st
     if (split) c << ", " << row_col;
     for (const auto& p : full_in) c << ", " << full_value(p);
     for (const auto& p : row_in) c << ", " << row_value(p);
+    for (const auto& p : scalar_in) c << ", " << name_of(p);
     for (const auto& p : bcast_in) c << ", p_" << name_of(p);
     for (const auto& p : strided_bases) c << ", p_" << name_of(p);
     for (size_t d = 0; d < draws.size(); ++d) c << ", " << word(d);

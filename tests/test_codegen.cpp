@@ -325,6 +325,49 @@ def f(x: bf16[64, 32], b: bf16[32], r: f32[64, 1]):
   CHECK(k.params[3].output);
 }
 
+TEST_CASE("one-element inputs are read once before the loops, as float where only f32 math reads them", "[codegen][nvrtc]") {
+  // An optimizer's coefficients: f64 scalars of f32 math over a bf16 parameter and its state, the
+  // outputs written over the inputs. Loaded inside the element function they were loaded again
+  // every iteration (a store may alias them), and held as doubles they took two registers each.
+  auto ks = kernels_of(R"(
+def f(p: bf16[70, 33], g: bf16[70, 33], lr: f64[()], wd: f64[()], s: f64[()], d: f64[70, 33], k: i64[()]):
+    q = p.float()
+    u = q - lr * (g.float() + wd * q)
+    e = d * s + k
+    return u.to(bf16), e
+)",
+                       "f");
+  REQUIRE(ks.size() == 2);
+  std::string why;
+  auto nvrtc = codegen::Nvrtc::load(&why);
+  INFO(why);
+  REQUIRE(nvrtc);
+  for (const auto& k : ks) {
+    INFO(k.source);
+    // Every one-element input is read before the grid-stride loops, none inside the element function.
+    CHECK(k.source.find("[0];") == std::string::npos);
+    const std::string element = k.source.substr(k.source.find("_element("), k.source.find(") {", k.source.find("_element(")) - k.source.find("_element("));
+    CHECK(element.find("p_") == std::string::npos);
+    auto r = nvrtc->compile(k.source, k.name, "sm_90", codegen::Emit::cubin);
+    INFO(r.log);
+    CHECK(r.ok);
+  }
+  const std::string& a = ks[0].source.find("p_lr") != std::string::npos ? ks[0].source : ks[1].source;
+  const std::string& b = ks[0].source.find("p_lr") != std::string::npos ? ks[1].source : ks[0].source;
+  INFO(a);
+  // f32 math only: converted once, where read, and passed by value.
+  CHECK_THAT(a, Catch::Contains("  const float lr = (float)(p_lr[0]);\n"));
+  CHECK_THAT(a, Catch::Contains("  const float wd = (float)(p_wd[0]);\n"));
+  CHECK_THAT(a, Catch::Contains(", const float wd, const float lr, float& out_"));
+  CHECK(a.find("const float lr = (float)(p_lr[0]);") < a.find("for (int v = first; v < nvec; v += stride)"));
+  INFO(b);
+  // f64 math keeps the double, and the integer stays an integer.
+  CHECK_THAT(b, Catch::Contains("  const double s = (p_s[0]);\n"));
+  CHECK_THAT(b, Catch::Contains(", const double s"));
+  CHECK_THAT(b, Catch::Contains("  const long long v_k = ((long long)p_v_k[0]);\n"));
+  CHECK_THAT(b, Catch::Contains(", const double s, const long long v_k, double& out_e)"));
+}
+
 TEST_CASE("integer, bool and mixed-dtype groups generate and compile", "[codegen][nvrtc]") {
   auto ks = kernels_of(R"(
 def f(a: i32[128], b: i64[128], m: b8[128], h: f16[128]):
