@@ -8,6 +8,7 @@
 # warp states, speed of light and memory of the update's three kernels against
 # bench/probes/adamw_probe.cu's base kernel (2900 GB/s in session 24), the gap not explained yet.
 # (4) The GPT's forward and backward profiled statement by statement, kept whole ($OUT/prof.txt).
+# (5) Row reductions without keepdim (Thunder's prims) fused as row groups, on cuda against the CPU.
 # Carry [".dev"].
 set -uo pipefail
 export T=.dev/tracer TRACER_CACHE_DIR=/tmp/trk PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
@@ -17,6 +18,8 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 copy_ceiling
 echo "adamw_torch: $(timeout 120 python3 tests/gpu/adamw_torch.py $T cuda 2>&1 | tail -2 | tr '\n' ' ' | cut -c1-300)"
 echo "jit_cuda: $(timeout 120 $T run tests/gpu/jit_cuda.trace 2>&1 | tail -1 | cut -c1-200)"
+# Reductions that drop the rows' dimension (Thunder's prims), fused as row groups: GPU against CPU.
+for f in fuse_rows_dropped fuse_rows_dropped_nvfusion; do check "$f fuse" tests/pass_checks/$f.trace --passes fuse; done
 echo "== the optimizer step (ms a step, 40 steps)"
 for v in "" "TRACER_HOIST_SCALARS=0" "" "TRACER_HOIST_SCALARS=0" "TRACER_HZ_MAX_MEMBERS=256"; do
   echo "[$v] $(env $v timeout 100 $T run bench/optim_step.trace --allow-read examples -- --steps 40 2>&1 | tail -1)"
