@@ -324,7 +324,11 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical, const st
   // indexed over them: a vector of V elements within one row computes the row once, and a
   // column coordinate is tr_c, not i % C (a cross entropy's targets were 4 divisions a logit).
   const long long C = shape.empty() ? 1 : shape.back();
-  const bool split = shape.size() >= 2 && C > 1 && C < rt::numel(shape);
+  // (only where something is indexed by them: broadcast inputs, views, cats, fills and iotas;
+  // without, members of a horizontal kernel of different shapes share their code)
+  bool indexed = !bcast_in.empty() || !strided.empty() || !plan.cats.empty();
+  for (const Stmt* p : prims) indexed = indexed || p->op->name == "full" || p->op->name == "iota";
+  const bool split = indexed && shape.size() >= 2 && C > 1 && C < rt::numel(shape);
   const Index ix = split ? Index(suffix, C, rt::numel(shape) / C) : Index(suffix);
   const std::string before_element = body.str();
   body.str("");
@@ -564,32 +568,41 @@ Kernel generate_multi(const std::vector<const Stmt*>& stmts, const std::string& 
                       const std::vector<std::unordered_set<const ir::Proxy*>>& may_alias, int sm_count) {
   Kernel k;
   k.name = name;
-  std::ostringstream src, wrapper;
-  std::vector<std::string> calls;  // member j's call
-  std::vector<long long> starts;   // member j's first block
+  std::ostringstream src;
   src << cuda_prelude() << "\n";
-  wrapper << "extern \"C\" __global__ void __launch_bounds__(256) " << name << "(";
+  // Members whose segment is the same code up to names and the element count (an optimizer's
+  // update of each parameter of one kind) share one segment function, called from one place:
+  // a block finds its member by bisection over a table of first blocks, and reads the member's
+  // pointers from the kernel's argument block by index (__grid_constant__: the arguments stay
+  // in the constant bank, indexed in place). With a call site per member NVRTC compiled an
+  // inlined copy of the update for each: GPT-2 small's AdamW (148 members) as one kernel took
+  // 35.7 s to compile, as three of 64 members 23.2 s (nvcc -cubin, session 24).
+  std::vector<std::string> kinds;  // canonical segment text of each kind
+  std::vector<int> kind_of;        // member j's kind
+  std::vector<std::vector<std::string>> kind_params;  // a kind's pointer types, in order
+  std::vector<long long> starts;   // member j's first block; then the total
+  std::vector<size_t> bases;       // member j's first pointer in the argument block
   long long start = 0;
   size_t param = 0;
   for (size_t j = 0; j < stmts.size(); ++j) {
-    Kernel m = generate(*stmts[j], name + "_s" + std::to_string(j), canonical, may_alias[j], true);
-    src << m.source << "\n";
+    const Kernel shape = generate(*stmts[j], "tr_segment", true, may_alias[j], true);
+    int kind = static_cast<int>(std::find(kinds.begin(), kinds.end(), shape.source) - kinds.begin());
+    Kernel m = canonical ? shape : generate(*stmts[j], name + "_k" + std::to_string(kind), false, may_alias[j], true);
+    if (kind == static_cast<int>(kinds.size())) {
+      kinds.push_back(shape.source);
+      std::vector<std::string> types;
+      for (const KernelParam& kp : m.params) types.push_back(std::string(kp.output ? "" : "const ") + storage_name(kp.type.dtype) + "*");
+      kind_params.push_back(types);
+      if (canonical) m = generate(*stmts[j], name + "_k" + std::to_string(kind), true, may_alias[j], true);
+      src << m.source << "\n";
+    }
+    kind_of.push_back(kind);
     long long units = m.elements / m.vector_width + m.elements % m.vector_width;
     long long blocks = std::max<long long>(1, std::min<long long>((units + 255) / 256, 16LL * sm_count));
-    std::ostringstream call;
-    call << name << "_s" << j << "(";
-    for (size_t q = 0; q < m.params.size(); ++q) {
-      const KernelParam& kp = m.params[q];
-      wrapper << (param ? ", " : "") << (kp.output ? "" : "const ") << storage_name(kp.type.dtype) << "* a" << param;
-      call << "a" << param << ", ";
-      ++param;
-    }
-    // (a bit per member: vec_mask, or vec_mask0, vec_mask1, ... past 64 members)
-    const std::string mask = stmts.size() <= 64 ? std::string("vec_mask") : "vec_mask" + std::to_string(j / 64);
-    call << m.elements << "LL, (int)((" << mask << " >> " << j % 64 << ") & 1ULL), b - " << start << "u, " << blocks << "u);";
-    calls.push_back(call.str());
     starts.push_back(start);
+    bases.push_back(param);
     start += blocks;
+    param += m.params.size();
     k.params.insert(k.params.end(), m.params.begin(), m.params.end());
     k.segment_params.push_back(static_cast<int>(m.params.size()));
     k.segment_blocks.push_back(blocks);
@@ -597,39 +610,38 @@ Kernel generate_multi(const std::vector<const Stmt*>& stmts, const std::string& 
     k.elements += m.elements;
     if (!canonical) k.origin += (j ? "\n" : "") + m.origin;
   }
-  // Up to 64 members a block finds its own by comparisons in order; past 64, by bisection on the
-  // members' first blocks (log2(members) comparisons). Measured on an H100 (session 24) over
-  // GPT-2 small's AdamW update, bisection made no difference at 64 members (0.732 ms a step
-  // against 0.731); launch bounds (256, N) that cap the registers for more blocks a multiprocessor
-  // gave 0.716 ms at N = 5, 0.756 at 6 and 0.974 at 8, and were not taken.
-  std::ostringstream dispatch;
-  if (calls.size() > 64) {
-    std::function<void(size_t, size_t, int)> emit = [&](size_t lo, size_t hi, int depth) {
-      const std::string pad(static_cast<size_t>(depth) * 2, ' ');
-      if (hi - lo == 1) {
-        dispatch << pad << calls[lo] << "\n";
-        return;
-      }
-      const size_t mid = (lo + hi) / 2;
-      dispatch << pad << "if (b < " << starts[mid] << "u) {\n";
-      emit(lo, mid, depth + 1);
-      dispatch << pad << "} else {\n";
-      emit(mid, hi, depth + 1);
-      dispatch << pad << "}\n";
-    };
-    emit(0, calls.size(), 1);
-  } else {
-    for (size_t j = 0; j < calls.size(); ++j)
-      dispatch << "  " << (j ? "else " : "") << "if (b < " << (j + 1 < starts.size() ? starts[j + 1] : start) << "u) " << calls[j] << "\n";
+  starts.push_back(start);
+  const size_t M = stmts.size(), words = (M + 63) / 64;
+  auto table = [&](const char* type, const std::string& what, size_t n, const std::function<std::string(size_t)>& at) {
+    src << "__constant__ " << type << " " << name << "_" << what << "[" << n << "] = {";
+    for (size_t j = 0; j < n; ++j) src << (j ? ", " : "") << at(j);
+    src << "};\n";
+  };
+  table("unsigned", "start", M + 1, [&](size_t j) { return std::to_string(starts[j]) + "u"; });
+  table("unsigned", "base", M, [&](size_t j) { return std::to_string(bases[j]) + "u"; });
+  table("long long", "n", M, [&](size_t j) { return std::to_string(k.segment_elements[j]) + "LL"; });
+  table("unsigned char", "kind", M, [&](size_t j) { return std::to_string(kind_of[j]); });
+  // The argument block: every member's pointers in order, then a bit per member (vec_mask: its
+  // pointers are 16-byte aligned), a word each 64 members.
+  src << "struct " << name << "_args {\n  unsigned long long p[" << std::max<size_t>(param, 1) << "];\n  unsigned long long vec_mask[" << words
+      << "];\n};\n";
+  src << "#if __CUDA_ARCH__ >= 700\n#define TR_GRID_CONSTANT __grid_constant__\n#else\n#define TR_GRID_CONSTANT\n#endif\n";
+  src << "extern \"C\" __global__ void __launch_bounds__(256) " << name << "(const TR_GRID_CONSTANT " << name << "_args a) {\n";
+  src << "  const unsigned b = blockIdx.x;\n";
+  src << "  int lo = 0, hi = " << M << ";  // the member: " << name << "_start[lo] <= b < " << name << "_start[lo + 1]\n";
+  src << "  while (hi - lo > 1) {\n    const int mid = (lo + hi) >> 1;\n    if (b < " << name << "_start[mid]) hi = mid;\n    else lo = mid;\n  }\n";
+  src << "  const unsigned base = " << name << "_base[lo], first = " << name << "_start[lo];\n";
+  src << "  const int vec_ok = (int)((a.vec_mask[lo >> 6] >> (lo & 63)) & 1ULL);\n";
+  src << "  switch (" << name << "_kind[lo]) {\n";
+  for (size_t q = 0; q < kinds.size(); ++q) {
+    src << "    case " << q << ":\n      " << name << "_k" << q << "(";
+    for (size_t a = 0; a < kind_params[q].size(); ++a) src << "(" << kind_params[q][a] << ")a.p[base + " << a << "], ";
+    src << name << "_n[lo], vec_ok, b - first, " << name << "_start[lo + 1] - first);\n      break;\n";
   }
-  if (stmts.size() <= 64) {
-    wrapper << ", unsigned long long vec_mask";
-  } else {
-    for (size_t w = 0; w < (stmts.size() + 63) / 64; ++w) wrapper << ", unsigned long long vec_mask" << w;
-  }
-  wrapper << ") {\n  const unsigned b = blockIdx.x;\n" << dispatch.str() << "}\n";
-  k.source = src.str() + wrapper.str();
+  src << "  }\n}\n";
+  k.source = src.str();
   k.blocks = start;
+  k.segment_kinds = static_cast<int>(kinds.size());
   return k;
 }
 }  // namespace

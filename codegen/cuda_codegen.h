@@ -57,13 +57,15 @@ struct Kernel {
   // the first kernel's blocks each write one partial per reduction, and the second is one block.
   bool columns = false, column_fold = false;
   int64_t column_block = 0, column_chunks = 0, partials = 0;
-  // A horizontal kernel (generate_elementwise_multi): its members' parameters one after the
-  // other (segment_params of each), then `unsigned long long vec_mask` (bit j: member j's
-  // pointers are 16-byte aligned); launched on `blocks` blocks of 256, member j taking
-  // segment_blocks[j] of them in order.
+  // A horizontal kernel (generate_elementwise_multi): one argument, a block of 64-bit words:
+  // its members' pointers one after the other (segment_params of each), then a bit per member
+  // (a word each 64: its pointers are 16-byte aligned); launched on `blocks` blocks of 256,
+  // member j taking segment_blocks[j] of them in order. Members of the same code share one
+  // segment function: segment_kinds of them.
   std::vector<int> segment_params;
   std::vector<int64_t> segment_blocks, segment_elements;
   int64_t blocks = 0;
+  int segment_kinds = 0;
   // A horizontal column kernel (generate_columns_multi; columns is set): two entries, `symbol`
   // on `blocks` blocks and `symbol2` on `blocks2`; member j reads and writes segment_partials[j]
   // doubles of the partials buffer (`partials` in all), from the sum of the earlier members'

@@ -441,6 +441,7 @@ class GpuExecutor {
   std::vector<char> scratch_taken_;  // by param index: an input whose buffer an output took
   std::vector<void*> scratch_args_;
   unsigned long long scratch_masks_[8] = {};  // a horizontal launch's vec_mask words (up to 512 members)
+  std::vector<unsigned long long> scratch_arg_block_;  // a horizontal elementwise launch's one argument
   // The generator's device state for rng_state (see run_rng_state).
   void* rng_fn_ = nullptr;
   std::shared_ptr<rt::cuda::Buffer> rng_base_;

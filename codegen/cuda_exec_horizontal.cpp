@@ -26,16 +26,16 @@ namespace tracer::codegen {
 using rt::cuda::DeviceTensor;
 
 namespace {
-constexpr size_t kMaxMembers = 64;  // (the kernel's vec_mask has a bit per member)
-// Elementwise runs: TRACER_HZ_MAX_MEMBERS=N (up to 512; a 64-bit mask word each 64 members), 64
-// by default. GPT-2 small's AdamW update as one kernel of 148 members took 0.706 ms a step on an
-// H100 against 0.731 as three (session 24), but NVRTC compiles the one kernel's 148 inlined
-// copies of the update more slowly than the three (docs/codegen.md, "Horizontal kernels").
+constexpr size_t kMaxMembers = 64;  // column runs (the kernels' vec_mask has a bit per member)
+// Elementwise runs: up to 512 members (a 64-bit mask word each 64), within the argument block's
+// limit; TRACER_HZ_MAX_MEMBERS=N sets fewer. Members of the same code share one segment
+// function, so the count no longer multiplies NVRTC's work. GPT-2 small's AdamW update as one
+// kernel of 148 members took 0.706 ms a step on an H100 against 0.731 as three of 64 (session 24).
 size_t max_elementwise_members() {
   static const size_t n = [] {
     const char* e = std::getenv("TRACER_HZ_MAX_MEMBERS");
     const long v = e ? std::atol(e) : 0;
-    return v >= 2 && v <= 512 ? static_cast<size_t>(v) : kMaxMembers;
+    return v >= 2 && v <= 512 ? static_cast<size_t>(v) : size_t{512};
   }();
   return n;
 }
@@ -256,8 +256,13 @@ bool GpuExecutor::run_horizontal(const std::vector<ir::Stmt>& stmts, size_t i, V
     dev_.launch(h.fn2, static_cast<unsigned>(k.blocks2), 256, args.data());
     stats_.launches += 2;
   } else {
-    for (size_t w = 0; w < (h.members.size() + 63) / 64; ++w) args.push_back(&vec_mask[w]);
-    dev_.launch(h.fn, static_cast<unsigned>(k.blocks), 256, args.data());
+    // One argument: the pointers, then the mask words, as 64-bit words in a row.
+    std::vector<unsigned long long>& block = scratch_arg_block_;
+    block.assign(ptrs.begin(), ptrs.end());
+    if (block.empty()) block.push_back(0);
+    block.insert(block.end(), vec_mask, vec_mask + (h.members.size() + 63) / 64);
+    void* one[] = {block.data()};
+    dev_.launch(h.fn, static_cast<unsigned>(k.blocks), 256, one);
     stats_.launches++;
   }
   stats_.horizontal_members += h.members.size();

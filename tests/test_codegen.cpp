@@ -674,7 +674,15 @@ def f(a: bf16[13, 19], ga: bf16[13, 19], b: f32[7], gb: f32[7], c: bf16[3], gc: 
   size_t kernels = 0;
   for (size_t at = k.source.find("__global__"); at != std::string::npos; at = k.source.find("__global__", at + 1)) ++kernels;
   CHECK(kernels == 1);
-  CHECK_THAT(k.source, Catch::Contains("unsigned long long vec_mask"));
+  // One argument: the pointers, then a mask word each 64 members, read in place by index.
+  CHECK_THAT(k.source, Catch::Contains("struct h_args {\n  unsigned long long p[" + std::to_string(params) + "];\n  unsigned long long vec_mask[1];\n};"));
+  CHECK_THAT(k.source, Catch::Contains("extern \"C\" __global__ void __launch_bounds__(256) h(const TR_GRID_CONSTANT h_args a) {"));
+  // Members of the same code share a segment function: a and c (bf16, nothing indexed by rows
+  // and columns, so their shapes do not matter), b and d each their own.
+  CHECK(k.segment_kinds == 3);
+  CHECK_THAT(k.source, Catch::Contains("__constant__ unsigned h_start[5] = {0u, "));
+  CHECK_THAT(k.source, Catch::Contains("__constant__ unsigned char h_kind[4] = {"));
+  CHECK(k.source.find("case 3:") == std::string::npos);
   CHECK(k.symbol.rfind("tr_", 0) == 0);
   INFO(k.source);
   auto r = nvrtc->compile(k.source, k.name, "sm_90", codegen::Emit::cubin);
@@ -682,16 +690,22 @@ def f(a: bf16[13, 19], ga: bf16[13, 19], b: f32[7], gb: f32[7], c: bf16[3], gc: 
   CHECK(r.ok);
   auto c = nvrtc->compile(k.structure, k.symbol, "sm_90", codegen::Emit::cubin);
   CHECK(c.ok);
-  // Past 64 members the members' bits take a mask word each 64 (vec_mask0, vec_mask1, ...).
+  // (and for the oldest GPUs NVRTC 13 targets)
+  CHECK(nvrtc->compile(k.source, k.name, "sm_75", codegen::Emit::cubin).ok);
+  // 65 members of one code: one segment function, called from one place; two mask words.
   std::vector<const ir::Stmt*> many(65, members[0]);
   codegen::Kernel k65 = codegen::generate_elementwise_multi(many, "h", std::vector<std::unordered_set<const ir::Proxy*>>(65), 132);
-  CHECK(k65.source.find("unsigned long long vec_mask0, unsigned long long vec_mask1)") != std::string::npos);
-  CHECK(k65.source.find("(int)((vec_mask1 >> 0) & 1ULL)") != std::string::npos);
-  CHECK(k65.source.find("(int)((vec_mask0 >> 63) & 1ULL)") != std::string::npos);
-  // ... and a block finds its member by bisection (up to 64, by comparisons in order).
-  CHECK(k65.source.find("  } else {\n") != std::string::npos);
-  CHECK(k65.source.find("else if (b < ") == std::string::npos);
-  CHECK(k.source.find("else if (b < ") != std::string::npos);
+  CHECK(k65.segment_kinds == 1);
+  CHECK_THAT(k65.source, Catch::Contains("unsigned long long vec_mask[2];"));
+  CHECK_THAT(k65.source, Catch::Contains("const int vec_ok = (int)((a.vec_mask[lo >> 6] >> (lo & 63)) & 1ULL);"));
+  size_t calls = 0;
+  for (size_t at = k65.source.find("      h_k0("); at != std::string::npos; at = k65.source.find("      h_k0(", at + 1)) ++calls;
+  CHECK(calls == 1);
+  CHECK(k65.source.find("h_k1") == std::string::npos);
+  // The member's pointers are read by index from its first one (k65's member j at j * n).
+  const int n0 = k65.segment_params[0];
+  CHECK_THAT(k65.source, Catch::Contains("__constant__ unsigned h_base[65] = {0u, " + std::to_string(n0) + "u, " + std::to_string(2 * n0) + "u, "));
+  CHECK_THAT(k65.source, Catch::Contains("a.p[base + " + std::to_string(n0 - 1) + "]"));
   auto r65 = nvrtc->compile(k65.source, k65.name, "sm_90", codegen::Emit::cubin);
   INFO(r65.log);
   CHECK(r65.ok);
