@@ -1,17 +1,16 @@
 #!/usr/bin/env bash
-# Session 25 call 2: GPT-2 small's step, two rounds, PyTorch (torch.compile, AdamW fused)
-# interleaved with this build (one-element inputs hoisted, the update as one kernel) and with
-# TRACER_HZ_MAX_MEMBERS=64 TRACER_HOIST_SCALARS=0 (three kernels, loads in the loop: session 24's
-# kernels but for the shared segment code), without clipping and with clip 1.0. Carry [".dev"].
+# Session 25 call 2 (warm, if device time is left): ncu's speed of light, warp states and memory
+# of the optimizer's one horizontal kernel against bench/probes/adamw_probe.cu's base kernel.
+# Carry [".dev"].
 set -uo pipefail
-export T=.dev/tracer TRACER_CACHE_DIR=/tmp/trk PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
-S="--set B=8 --set T=1024 --set V=50304 --set D=768 --set NH=12 --set L=12"
-nvidia-smi --query-gpu=name --format=csv,noheader
-for round in 1 2; do
-  for clip in 0 1.0; do
-    timeout 100 python3 bench/train_step_torch.py --runs 20 --clip $clip 2>&1 | tail -1 | cut -c1-330
-    for v in "" "TRACER_HZ_MAX_MEMBERS=64 TRACER_HOIST_SCALARS=0"; do
-      echo "-- [$v] clip $clip: $(env $v timeout 100 $T run bench/train_phases.trace --allow-read examples $S -- --steps 20 --clip $clip --cuda-graph 1 2>&1 | grep -E "pipelined|error" | cut -c1-120)"
-    done
-  done
+export T=.dev/tracer TRACER_CACHE_DIR=/tmp/trk PYTHONUNBUFFERED=1
+tmp=$(mktemp -d)
+S="--section SpeedOfLight --section WarpStateStats --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats"
+timeout 150 ncu --clock-control none -k regex:tr_ --launch-skip 12 --launch-count 2 $S $T run bench/optim_step.trace --allow-read examples -- --steps 14 > $tmp/ncu1.txt 2>&1
+(nvcc -O3 -arch=sm_90 -std=c++17 -o /tmp/adamw_probe bench/probes/adamw_probe.cu && timeout 60 /tmp/adamw_probe) 2>&1 | tail -12
+timeout 100 ncu --clock-control none -k regex:step --launch-skip 3 --launch-count 1 $S /tmp/adamw_probe > $tmp/ncu2.txt 2>&1
+for f in ncu1 ncu2; do
+  grep -E "^  [a-z_]+.*\(|Duration|DRAM Throughput|Memory Throughput|Registers Per|Achieved Occupancy|Warp Cycles Per Issued|Issued Warp|Executed Ipc A|L2 Hit|L1/TEX Hit|Block Limit Reg" $tmp/$f.txt | sed 's/  */ /g' | cut -c1-150
+  [ -n "${OUT:-}" ] && cp $tmp/$f.txt "$OUT/$f.txt"
 done
+true
