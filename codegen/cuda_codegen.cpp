@@ -280,9 +280,7 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical, const st
   std::vector<ir::ProxyPtr> scalar_in;
   {
     std::vector<ir::ProxyPtr> rest;
-    const char* hoist = std::getenv("TRACER_HOIST_SCALARS");  // (experiment switch, session 25)
-    const bool on = !hoist || std::string(hoist) != "0";
-    for (const auto& p : bcast_in) (on && rt::numel(p->type.shape) == 1 && rt::numel(shape) > 1 ? scalar_in : rest).push_back(p);
+    for (const auto& p : bcast_in) (rt::numel(p->type.shape) == 1 && rt::numel(shape) > 1 ? scalar_in : rest).push_back(p);
     bcast_in = rest;
   }
   // The launcher takes the vector path only where every pointer read or written 16 bytes at a
