@@ -415,7 +415,7 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical, const st
   std::unordered_map<const ir::Proxy*, std::string> scalar_reg;
   {
     std::string fn = body.str();
-    const size_t open = fn.find(") {\n");
+    const size_t open = fn.find(") {\n");  // (every scan first: the replacements move the text)
     for (const auto& p : scalar_in) {
       const std::string x = name_of(p), cast = "(float)(" + x + ")";
       auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
@@ -425,6 +425,8 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical, const st
         only_float = at >= 8 && fn.compare(at - 8, cast.size(), cast) == 0;
       }
       scalar_reg[p.get()] = only_float ? "float" : reg_name(reg_of(p->type.dtype));
+    }
+    for (const auto& p : scalar_in) {
       const std::string slot = scalar_slot(p);
       for (size_t at = fn.find(slot); at != std::string::npos; at = fn.find(slot, at)) fn.replace(at, slot.size(), scalar_reg[p.get()]);
     }
@@ -456,8 +458,9 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical, const st
   }
   body << "  constexpr int V = " << V << ";\n";
   body << "  const " << idx << " nvec = vec_ok ? (" << idx << ")(n / V) : 0;\n";
+  // (kernel-scope names of their own: the kernel's locals are V, NAME_v, NAME_o)
   for (const auto& p : scalar_in)
-    body << "  const " << scalar_reg.at(p.get()) << " " << name_of(p) << " = "
+    body << "  const " << scalar_reg.at(p.get()) << " tr_s_" << name_of(p) << " = "
          << (scalar_reg.at(p.get()) == "float" && reg_of(p->type.dtype) != Reg::f32 ? "(float)(" : "(")
          << load_expr(p->type.dtype, "p_" + name_of(p) + "[0]") << ");\n";
   // A draw's seed and offset: scalar tensors of the group (read once) or constants.
@@ -475,7 +478,7 @@ Kernel generate(const Stmt& s, const std::string& name, bool canonical, const st
     if (split) c << ", " << row_col;
     for (const auto& p : full_in) c << ", " << full_value(p);
     for (const auto& p : row_in) c << ", " << row_value(p);
-    for (const auto& p : scalar_in) c << ", " << name_of(p);
+    for (const auto& p : scalar_in) c << ", tr_s_" << name_of(p);
     for (const auto& p : bcast_in) c << ", p_" << name_of(p);
     for (const auto& p : strided_bases) c << ", p_" << name_of(p);
     for (size_t d = 0; d < draws.size(); ++d) c << ", " << word(d);
@@ -618,7 +621,7 @@ Kernel generate_multi(const std::vector<const Stmt*>& stmts, const std::string& 
   table("unsigned", "start", M + 1, [&](size_t j) { return std::to_string(starts[j]) + "u"; });
   table("unsigned", "base", M, [&](size_t j) { return std::to_string(bases[j]) + "u"; });
   table("long long", "n", M, [&](size_t j) { return std::to_string(k.segment_elements[j]) + "LL"; });
-  table("unsigned char", "kind", M, [&](size_t j) { return std::to_string(kind_of[j]); });
+  table("unsigned short", "kind", M, [&](size_t j) { return std::to_string(kind_of[j]); });
   // The argument block: every member's pointers in order, then a bit per member (vec_mask: its
   // pointers are 16-byte aligned), a word each 64 members.
   src << "struct " << name << "_args {\n  unsigned long long p[" << std::max<size_t>(param, 1) << "];\n  unsigned long long vec_mask[" << words
@@ -640,6 +643,7 @@ Kernel generate_multi(const std::vector<const Stmt*>& stmts, const std::string& 
   k.source = src.str();
   k.blocks = start;
   k.segment_kinds = static_cast<int>(kinds.size());
+  k.segment_kind = kind_of;
   return k;
 }
 }  // namespace

@@ -66,6 +66,7 @@ struct Kernel {
   std::vector<int64_t> segment_blocks, segment_elements;
   int64_t blocks = 0;
   int segment_kinds = 0;
+  std::vector<int> segment_kind;  // member j's (kinds numbered in order of first appearance)
   // A horizontal column kernel (generate_columns_multi; columns is set): two entries, `symbol`
   // on `blocks` blocks and `symbol2` on `blocks2`; member j reads and writes segment_partials[j]
   // doubles of the partials buffer (`partials` in all), from the sum of the earlier members'

@@ -6,7 +6,8 @@
 //
 // A run starts at an elementwise fusion and takes the fusions after it, dels between them
 // allowed, until a statement of another kind, a fusion that reads an earlier member's output,
-// 64 members or the kernel parameters' limit (max_param_bytes: 32000 bytes from CUDA 12.1 on
+// 512 members (64 for column runs), 64 codes of members (each code's segment function is
+// compiled once) or the kernel parameters' limit (max_param_bytes: 32000 bytes from CUDA 12.1 on
 // sm_70+, else about 3.5 KiB). Buffers are taken as the members would take
 // them one by one (an output over a dying input of its own member), with two differences that
 // the rules below make harmless:
@@ -27,6 +28,7 @@ using rt::cuda::DeviceTensor;
 
 namespace {
 constexpr size_t kMaxMembers = 64;  // column runs (the kernels' vec_mask has a bit per member)
+constexpr size_t kMaxKinds = 64;    // codes of members in one elementwise run
 // Elementwise runs: up to 512 members (a 64-bit mask word each 64), within the argument block's
 // limit; TRACER_HZ_MAX_MEMBERS=N sets fewer. Members of the same code share one segment
 // function, so the count no longer multiplies NVRTC's work. GPT-2 small's AdamW update as one
@@ -126,6 +128,18 @@ std::shared_ptr<GpuExecutor::Horizontal> GpuExecutor::plan_horizontal(const std:
   std::vector<std::unordered_set<const ir::Proxy*>> may_alias;
   for (size_t m = 0; m < ms.size(); ++m) may_alias.push_back(alias_candidates(*ms[m], h->dying[m]));
   h->kernel = generate_elementwise_multi(ms, "horizontal", may_alias, dev_.sm_count());
+  // At most kMaxKinds codes: members of many different codes would each be compiled (inlined)
+  // again, as before members shared code; the run ends before the member of code kMaxKinds + 1.
+  if (h->kernel.segment_kinds > static_cast<int>(kMaxKinds)) {
+    size_t keep = 0;
+    while (keep < h->kernel.segment_kind.size() && h->kernel.segment_kind[keep] < static_cast<int>(kMaxKinds)) ++keep;
+    if (keep < 2) return nullptr;
+    h->members.resize(keep);
+    h->dying.resize(keep);
+    ms.resize(keep);
+    may_alias.resize(keep);
+    h->kernel = generate_elementwise_multi(ms, "horizontal", may_alias, dev_.sm_count());
+  }
   h->fn = kernel_function(h->kernel);
   h->donors.resize(h->kernel.params.size());
   fill_vector_access(*h);

@@ -330,9 +330,9 @@ TEST_CASE("one-element inputs are read once before the loops, as float where onl
   // outputs written over the inputs. Loaded inside the element function they were loaded again
   // every iteration (a store may alias them), and held as doubles they took two registers each.
   auto ks = kernels_of(R"(
-def f(p: bf16[70, 33], g: bf16[70, 33], lr: f64[()], wd: f64[()], s: f64[()], d: f64[70, 33], k: i64[()]):
+def f(p: bf16[70, 33], g: bf16[70, 33], lr: f64[()], wd: f64[()], s: f64[()], d: f64[70, 33], k: i64[()], V: f64[()]):
     q = p.float()
-    u = q - lr * (g.float() + wd * q)
+    u = q - lr * (g.float() + wd * q) * V
     e = d * s + k
     return u.to(bf16), e
 )",
@@ -356,15 +356,18 @@ def f(p: bf16[70, 33], g: bf16[70, 33], lr: f64[()], wd: f64[()], s: f64[()], d:
   const std::string& b = ks[0].source.find("p_lr") != std::string::npos ? ks[1].source : ks[0].source;
   INFO(a);
   // f32 math only: converted once, where read, and passed by value.
-  CHECK_THAT(a, Catch::Contains("  const float lr = (float)(p_lr[0]);\n"));
-  CHECK_THAT(a, Catch::Contains("  const float wd = (float)(p_wd[0]);\n"));
-  CHECK_THAT(a, Catch::Contains(", const float wd, const float lr, float& out_"));
-  CHECK(a.find("const float lr = (float)(p_lr[0]);") < a.find("for (int v = first; v < nvec; v += stride)"));
+  // (under names of their own in the kernel: an input named V is not the vector width)
+  CHECK_THAT(a, Catch::Contains("  const float tr_s_lr = (float)(p_lr[0]);\n"));
+  CHECK_THAT(a, Catch::Contains("  const float tr_s_wd = (float)(p_wd[0]);\n"));
+  CHECK_THAT(a, Catch::Contains("  const float tr_s_V = (float)(p_V[0]);\n"));
+  CHECK_THAT(a, Catch::Contains(", const float wd, const float lr, const float V, float& out_"));
+  CHECK_THAT(a, Catch::Contains(", tr_s_wd, tr_s_lr, tr_s_V, out_"));
+  CHECK(a.find("const float tr_s_lr = (float)(p_lr[0]);") < a.find("for (int v = first; v < nvec; v += stride)"));
   INFO(b);
   // f64 math keeps the double, and the integer stays an integer.
-  CHECK_THAT(b, Catch::Contains("  const double s = (p_s[0]);\n"));
+  CHECK_THAT(b, Catch::Contains("  const double tr_s_s = (p_s[0]);\n"));
   CHECK_THAT(b, Catch::Contains(", const double s"));
-  CHECK_THAT(b, Catch::Contains("  const long long v_k = ((long long)p_v_k[0]);\n"));
+  CHECK_THAT(b, Catch::Contains("  const long long tr_s_v_k = ((long long)p_v_k[0]);\n"));
   CHECK_THAT(b, Catch::Contains(", const double s, const long long v_k, double& out_e)"));
 }
 
@@ -681,7 +684,9 @@ def f(a: bf16[13, 19], ga: bf16[13, 19], b: f32[7], gb: f32[7], c: bf16[3], gc: 
   // and columns, so their shapes do not matter), b and d each their own.
   CHECK(k.segment_kinds == 3);
   CHECK_THAT(k.source, Catch::Contains("__constant__ unsigned h_start[5] = {0u, "));
-  CHECK_THAT(k.source, Catch::Contains("__constant__ unsigned char h_kind[4] = {"));
+  CHECK_THAT(k.source, Catch::Contains("__constant__ unsigned short h_kind[4] = {"));
+  REQUIRE(k.segment_kind.size() == 4);
+  CHECK(std::set<int>(k.segment_kind.begin(), k.segment_kind.end()).size() == 3);
   CHECK(k.source.find("case 3:") == std::string::npos);
   CHECK(k.symbol.rfind("tr_", 0) == 0);
   INFO(k.source);
