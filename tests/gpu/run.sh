@@ -104,6 +104,9 @@ else
   echo "FAIL dtensor_tp_prims.txt"; cat "$tmp/cpu.log" "$tmp/gpu.log"; fail=1
 fi
 check "grouped_mm.trace" tests/gpu/grouped_mm.trace --passes grad,fuse,del_last_used --
+# Row reductions without keepdim (Thunder's prims) fused as row groups, under grad too.
+check "rows_dropped_grad.trace" tests/gpu/rows_dropped_grad.trace --passes grad,fuse,del_last_used --
+for f in fuse_rows_dropped fuse_rows_dropped_nvfusion; do check "$f.trace fuse" tests/pass_checks/$f.trace --passes fuse --; done
 # Compiled functions in the language on the GPU (jit, value_and_grad, AdamW) against the CPU.
 if "$TRACER" run tests/gpu/jit_cuda.trace > "$tmp/jit.log" 2>&1 && tail -1 "$tmp/jit.log" | grep -q "^ok$"; then
   echo "ok   jit_cuda.trace: compiled functions on cuda equal the CPU's"
