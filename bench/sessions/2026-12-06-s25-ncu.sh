@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 25 call 2 (warm, if device time is left): ncu's speed of light, warp states and memory
+# Session 25, not run (no device time was left): ncu's speed of light, warp states and memory
 # of the optimizer's one horizontal kernel against bench/probes/adamw_probe.cu's base kernel.
 # Carry [".dev"].
 set -uo pipefail
