@@ -6,7 +6,6 @@
 
 #include <cctype>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <optional>
