@@ -50,6 +50,13 @@ struct Kernel {
   bool row_cached = false;  // a warp's row inputs are read once into registers (short rows)
   int row_passes = 1;  // passes over each row (a reduction needing another's result starts one; so does a row-shaped output)
   int64_t shared_bytes = 0;  // dynamic shared memory per block (long rows copied there once)
+  // A row group with reductions over the columns too (ir::GroupKind::RowsColumns): the row
+  // kernel runs on column_chunks blocks, block b taking rows [b * row_chunk, (b + 1) * row_chunk),
+  // and writes `partials` doubles (one per block, column reduction and column) into the buffer
+  // it takes after vec_ok; then symbol2, with the same arguments, on (row_length + 31) / 32
+  // blocks, combines them and writes the per-column outputs.
+  bool row_columns = false;
+  int64_t row_chunk = 0;
   // A column group's two kernels (columns): rows x row_length, blocks of column_block columns
   // by column_chunks chunks of rows; parameters: the pointers, then the double partials buffer
   // of `partials` elements (generate_columns).

@@ -164,6 +164,7 @@ void GpuExecutor::run_row_kernel(const ir::Stmt& s, Values& env, const std::unor
     Prepared prep;
     prep.kernel = generate_row(s, "k", alias_candidates(s, dying), dev_.max_shared_per_block());
     prep.fn = kernel_function(prep.kernel);
+    if (prep.kernel.row_columns) prep.fn2 = compiled(prep.kernel.structure, prep.kernel.symbol2, prep.kernel.name);
     kit = kernels_.emplace(&s, std::move(prep)).first;
   }
   const Kernel& k = kit->second.kernel;
@@ -180,6 +181,19 @@ void GpuExecutor::run_row_kernel(const ir::Stmt& s, Values& env, const std::unor
   for (auto& q : ptrs) args.push_back(&q);
   args.push_back(&rows);
   args.push_back(&vec_ok);
+  if (k.row_columns) {
+    // With reductions over the columns: the blocks take fixed chunks of rows and write partials
+    // (stream ordered: freed to the allocator's cache after the launches are queued), which the
+    // second kernel combines, 32 columns a block.
+    rt::cuda::Buffer partial(&dev_, static_cast<size_t>(std::max<int64_t>(k.partials, 1)) * sizeof(double));
+    rt::cuda::DevPtr pp = partial.ptr;
+    args.push_back(&pp);
+    dev_.launch(kit->second.fn, static_cast<unsigned>(k.column_chunks), 256, args.data());
+    dev_.launch(kit->second.fn2, static_cast<unsigned>(std::max<int64_t>(1, (k.row_length + 31) / 32)), 256, args.data());
+    stats_.launches += 2;
+    bind_outputs(k, env);
+    return;
+  }
   if (rows > 0) {
     long long blocks = k.row_lanes == 32 ? (rows + 7) / 8 : rows;
     unsigned grid = static_cast<unsigned>(std::min<long long>(blocks, 1LL << 30));

@@ -29,7 +29,7 @@ bool is_row_group(const Stmt& s, std::string* why) {
   };
   if (s.kind != StmtKind::Fusion && s.kind != StmtKind::Composite) return no("not a fusion");
   ir::GroupPlan g = ir::plan_group(s);
-  if (g.kind == ir::GroupKind::Rows) return true;
+  if (g.kind == ir::GroupKind::Rows || g.kind == ir::GroupKind::RowsColumns) return true;
   return no(g.kind == ir::GroupKind::None ? g.why : "no reduction over rows");
 }
 
@@ -83,6 +83,27 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
   std::vector<const Stmt*> reductions;
   for (const Stmt* p : prims)
     if (ir::row_reduction(*p)) reductions.push_back(p);
+  // A RowsColumns group (ir/group.h): reductions over every leading dimension too. Each lane
+  // accumulates its columns over the rows its warp takes (in f32; f64 values in double), the
+  // block's warps combine in a fixed tree, and the block writes one double per column and
+  // reduction; a second kernel adds the blocks' partials in order and computes the values of
+  // the reduced shape (`post`) from them.
+  const bool rowcols = plan.kind == ir::GroupKind::RowsColumns;
+  std::vector<const Stmt*> colreds;
+  std::unordered_set<const ir::Proxy*> post;
+  if (rowcols) {
+    if (C > 4096) throw std::logic_error("codegen: a row group with column reductions over rows of more than 4096 elements");
+    for (const Stmt* p : prims) {
+      bool reads_post = false;
+      for (const Arg& a : p->args) ir::for_each_proxy(a, [&](const ir::ProxyPtr& q) { reads_post = reads_post || post.count(q.get()); });
+      if (ir::column_reduction(*p)) {
+        colreds.push_back(p);
+        post.insert(p->outputs[0].get());
+      } else if (reads_post) {
+        for (const auto& o : p->outputs) post.insert(o.get());
+      }
+    }
+  }
   // Online sums of exponentials: sum(exp(a - m)) where m is the row's amax of a (a softmax's or
   // a logsumexp's denominator) is computed in the same pass as the maximum, each thread keeping
   // its running maximum and rescaling its sum when the maximum grows, as flash attention does;
@@ -203,14 +224,13 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
   k.row_cached = !cached.empty();
   // Passes over the row: one per reduction pass, one more for outputs of the rows' shape.
   size_t row_passes = passes.size();
+  bool last_pass = !colreds.empty();
   for (const auto& o : s.outputs) {
     bool is_red = false;
     for (const Stmt* r : reductions) is_red = is_red || r->outputs[0] == o;
-    if (!is_red && o->type.shape == shape) {
-      ++row_passes;
-      break;
-    }
+    if (!is_red && o->type.shape == shape) last_pass = true;
   }
+  if (last_pass) ++row_passes;
   k.row_passes = static_cast<int>(std::max<size_t>(1, row_passes));
   // Long rows (a block each), with TRACER_ROWS_SHARED=1: inputs of the rows' shape are copied
   // once per row into shared memory (two blocks a multiprocessor) and every pass reads them
@@ -302,13 +322,25 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
   struct VecTail {
     std::vector<std::string> decl, elem, post;
   };
+  // acc_lines (a RowsColumns group's last pass): lines per element adding to the lane's column
+  // accumulators at index @A@; the loops are then unrolled (tr_it a constant, so the
+  // accumulators stay in registers): a vector's element k at tr_it * V + k, a scalar step's at
+  // tr_it.
+  const int64_t NV = V > 1 ? (C + 32 * V - 1) / (32 * V) : 0, NS = (C + 31) / 32;
   auto column_loop = [&](const std::vector<ir::ProxyPtr>& targets, const std::vector<ir::ProxyPtr>& full_outs,
-                         const std::vector<std::string>& tail_lines, const std::string& indent, const VecTail& vec_tail = {}) {
-    auto tail = [&](const std::string& ind) {
+                         const std::vector<std::string>& tail_lines, const std::string& indent, const VecTail& vec_tail = {},
+                         const std::vector<std::string>& acc_lines = {}) {
+    const bool colacc = !acc_lines.empty();
+    auto tail = [&](const std::string& ind, const std::string& at) {
       std::string t;
       for (const auto& l : tail_lines) t += ind + l + "\n";
+      for (std::string l : acc_lines) {
+        for (size_t q = l.find("@A@"); q != std::string::npos; q = l.find("@A@", q + at.size())) l.replace(q, 3, at);
+        t += ind + l + "\n";
+      }
       return t;
     };
+    const std::string vat = "tr_it * " + std::to_string(V) + " + k";
     std::ostringstream o;
     std::string in2 = indent + "  ", in3 = indent + "    ", in4 = indent + "      ";
     // The V elements from column tr_c0 on: `lines` computes each (at `inner`), full_outs gather in
@@ -323,7 +355,7 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
       v << inner << "const long long tr_c = tr_c0 + k, i = tr_base + tr_c;\n" << lines;
       for (const auto& p : full_outs) v << inner << name_of(p) << "_o[k] = " << store_expr(p->type.dtype, name_of(p), true) << ";\n";
       if (vec_tail.post.empty()) {
-        v << tail(inner) << outer << "}\n";
+        v << tail(inner, vat) << outer << "}\n";
       } else {
         for (const auto& l : vec_tail.elem) v << inner << l << "\n";
         v << outer << "}\n";
@@ -344,24 +376,44 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
     }
     if (V > 1 && mode == 0) {
       std::vector<ir::ProxyPtr> row_in;
-      std::string lines = element_lines(targets, in4, true, &row_in);
+      std::string lines = element_lines(targets, colacc ? in4 + "  " : in4, true, &row_in);
       o << indent << "if (vec_ok) {\n";
-      // A block's long rows from memory: two vectors in flight a thread.
-      if (lanes == 256 && shared.empty()) o << in2 << "#pragma unroll 2\n";
-      o << in2 << "for (long long tr_c0 = (long long)tr_lane * " << V << "; tr_c0 < tr_C; tr_c0 += " << lanes * V << "LL) {\n";
+      std::string at = in3;
+      if (colacc) {
+        o << in2 << "#pragma unroll\n" << in2 << "for (int tr_it = 0; tr_it < " << NV << "; ++tr_it) {\n";
+        o << in3 << "const long long tr_c0 = (long long)tr_lane * " << V << " + tr_it * " << 32 * V << "LL;\n";
+        o << in3 << "if (tr_c0 < tr_C) {\n";
+        at = in4;
+      } else {
+        // A block's long rows from memory: two vectors in flight a thread.
+        if (lanes == 256 && shared.empty()) o << in2 << "#pragma unroll 2\n";
+        o << in2 << "for (long long tr_c0 = (long long)tr_lane * " << V << "; tr_c0 < tr_C; tr_c0 += " << lanes * V << "LL) {\n";
+      }
       for (const auto& p : row_in)
-        o << in3 << "__align__(16) " << storage_name(p->type.dtype) << " " << name_of(p) << "_v[" << V << "];\n"
-          << in3 << "tr_copy<" << V << " * sizeof(" << storage_name(p->type.dtype) << ")>(" << name_of(p) << "_v, "
+        o << at << "__align__(16) " << storage_name(p->type.dtype) << " " << name_of(p) << "_v[" << V << "];\n"
+          << at << "tr_copy<" << V << " * sizeof(" << storage_name(p->type.dtype) << ")>(" << name_of(p) << "_v, "
           << (in_shared(p) ? name_of(p) + "_s + tr_c0" : "p_" + name_of(p) + " + tr_base + tr_c0") << ");\n";
-      o << vector_step(lines, in3, in4) << in2 << "}\n" << indent << "} else {\n";
+      o << vector_step(lines, at, at + "  ");
+      if (colacc) o << in3 << "}\n";
+      o << in2 << "}\n" << indent << "} else {\n";
     }
     std::vector<ir::ProxyPtr> unused;
     const bool both = V > 1 && mode == 0;
     std::string ind = both ? in2 : indent;
-    o << ind << "for (long long tr_c = tr_lane; tr_c < tr_C; tr_c += " << lanes << ") {\n" << ind << "  const long long i = tr_base + tr_c;\n";
-    o << element_lines(targets, ind + "  ", false, &unused);
-    for (const auto& p : full_outs) o << ind << "  p_" << name_of(p) << "[i] = " << store_expr(p->type.dtype, name_of(p), true) << ";\n";
-    o << tail(ind + "  ") << ind << "}\n";
+    if (colacc) {
+      o << ind << "#pragma unroll\n" << ind << "for (int tr_it = 0; tr_it < " << NS << "; ++tr_it) {\n";
+      o << ind << "  const long long tr_c = (long long)tr_lane + tr_it * 32LL;\n" << ind << "  if (tr_c < tr_C) {\n";
+      const std::string ind2 = ind + "    ";
+      o << ind2 << "const long long i = tr_base + tr_c;\n";
+      o << element_lines(targets, ind2, false, &unused);
+      for (const auto& p : full_outs) o << ind2 << "p_" << name_of(p) << "[i] = " << store_expr(p->type.dtype, name_of(p), true) << ";\n";
+      o << tail(ind2, "tr_it") << ind << "  }\n" << ind << "}\n";
+    } else {
+      o << ind << "for (long long tr_c = tr_lane; tr_c < tr_C; tr_c += " << lanes << ") {\n" << ind << "  const long long i = tr_base + tr_c;\n";
+      o << element_lines(targets, ind + "  ", false, &unused);
+      for (const auto& p : full_outs) o << ind << "  p_" << name_of(p) << "[i] = " << store_expr(p->type.dtype, name_of(p), true) << ";\n";
+      o << tail(ind + "  ", "") << ind << "}\n";
+    }
     if (both) o << indent << "}\n";
     return o.str();
   };
@@ -374,7 +426,39 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
   body << "extern \"C\" __global__ void __launch_bounds__(256) " << name << "(";
   for (const auto& p : k.params)
     body << (p.output ? "" : "const ") << storage_name(p.type.dtype) << (p.may_alias ? "* p_" : "* __restrict__ p_") << name_of(p.proxy) << ", ";
-  body << "long long tr_rows, int vec_ok) {\n";
+  body << "long long tr_rows, int vec_ok" << (rowcols ? ", double* __restrict__ tr_partial" : "") << ") {\n";
+  // A RowsColumns group's column accumulators: A a lane for each column reduction, in f32 (in
+  // double for f64 values); its blocks take fixed chunks of rows (row_chunk, from the shape
+  // alone), so the partials, and the results, do not depend on the device.
+  const int64_t A = std::max<int64_t>(NV * V, NS);
+  auto acc_type = [&](const Stmt* r) { return reg_of(r->args[0].proxy->type.dtype) == Reg::f64 ? std::string("double") : std::string("float"); };
+  auto acc_init = [&](const Stmt* r) {
+    const std::string& op = r->op->name;
+    if (acc_type(r) == "double")
+      return op == "sum" ? std::string("0.0") : op == "amax" ? std::string("-__longlong_as_double(0x7ff0000000000000LL)")
+                                                            : std::string("__longlong_as_double(0x7ff0000000000000LL)");
+    return op == "sum" ? std::string("0.f") : op == "amax" ? std::string("(-__int_as_float(0x7f800000))") : std::string("__int_as_float(0x7f800000)");
+  };
+  auto acc_step = [](const std::string& op, const std::string& acc, const std::string& v) {
+    return op == "sum" ? acc + " + " + v : op == "amax" ? "(" + acc + " != " + acc + " || " + acc + " >= " + v + ") ? " + acc + " : " + v
+                                                        : "(" + acc + " != " + acc + " || " + acc + " <= " + v + ") ? " + acc + " : " + v;
+  };
+  int64_t RB = 0, chunks = 0;
+  if (rowcols) {
+    // 264 blocks (one wave of two a multiprocessor on an H100 or H200), each warp taking at
+    // most 32 rows, so its f32 sums add few terms; TRACER_ROWCOL_BLOCKS sets the target.
+    static const int64_t target = [] {
+      const char* e = std::getenv("TRACER_ROWCOL_BLOCKS");
+      return e && std::atoll(e) > 0 ? static_cast<int64_t>(std::atoll(e)) : int64_t{264};
+    }();
+    RB = std::min<int64_t>(256, std::max<int64_t>(8, (k.rows + target - 1) / target));
+    RB = (RB + 7) / 8 * 8;
+    chunks = (k.rows + RB - 1) / RB;
+    k.row_columns = true;
+    k.row_chunk = RB;
+    k.column_chunks = chunks;
+    k.partials = chunks * static_cast<int64_t>(colreds.size()) * C;
+  }
   if (lanes == 256) {  // one block per row
     body << "  __shared__ double tr_part[256];\n";
     if (!online.empty()) body << "  __shared__ double tr_part2[256];\n";
@@ -400,7 +484,15 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
   } else {  // one warp per row, 8 rows a block: reductions by shuffles, no block barrier
     body << "  const int tr_lane = threadIdx.x & 31;\n";
     body << "  const long long tr_C = " << C << "LL;\n";
-    body << "  for (long long tr_r = (long long)blockIdx.x * 8 + (threadIdx.x >> 5); tr_r < tr_rows; tr_r += (long long)gridDim.x * 8) {\n";
+    if (rowcols) {
+      for (size_t j = 0; j < colreds.size(); ++j)
+        body << "  " << acc_type(colreds[j]) << " tr_ca" << j << "[" << A << "];\n  #pragma unroll\n  for (int a = 0; a < " << A << "; ++a) tr_ca" << j
+             << "[a] = " << acc_init(colreds[j]) << ";\n";
+      body << "  const long long tr_r1 = tr_rows < ((long long)blockIdx.x + 1) * " << RB << "LL ? tr_rows : ((long long)blockIdx.x + 1) * " << RB << "LL;\n";
+      body << "  for (long long tr_r = (long long)blockIdx.x * " << RB << "LL + (threadIdx.x >> 5); tr_r < tr_r1; tr_r += 8) {\n";
+    } else {
+      body << "  for (long long tr_r = (long long)blockIdx.x * 8 + (threadIdx.x >> 5); tr_r < tr_rows; tr_r += (long long)gridDim.x * 8) {\n";
+    }
   }
   body << "    const long long tr_base = tr_r * tr_C;\n";
   auto emit_row = [&](std::ostringstream& body) {
@@ -545,10 +637,23 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
   for (const auto& o : s.outputs) {
     bool is_red = false;
     for (const Stmt* red : reductions) is_red = is_red || red->outputs[0] == o;
-    if (is_red) continue;
+    if (is_red || post.count(o.get())) continue;
     (o->type.shape == shape ? full : per_row).push_back(o);
   }
-  if (!full.empty()) body << column_loop(full, full, {}, "    ");
+  if (!colreds.empty()) {  // the outputs of the rows' shape, and the columns' sums beside them
+    std::vector<ir::ProxyPtr> targets = full;
+    std::vector<std::string> acc;
+    for (size_t j = 0; j < colreds.size(); ++j) {
+      const Stmt* r = colreds[j];
+      targets.push_back(r->args[0].proxy);
+      const std::string a = "tr_ca" + std::to_string(j) + "[@A@]";
+      acc.push_back("{ const " + acc_type(r) + " v = (" + acc_type(r) + ")" + name_of(r->args[0].proxy) + "; " + a + " = " +
+                    acc_step(r->op->name, a, "v") + "; }");
+    }
+    body << column_loop(targets, full, {}, "    ", {}, acc);
+  } else if (!full.empty()) {
+    body << column_loop(full, full, {}, "    ");
+  }
   if (!per_row.empty()) {
     // A value of the row's shape [.., 1] is the same at every column: computed once, at column 0,
     // by lane 0 (a cross entropy's loss; before, every column computed it and column 0 stored it).
@@ -589,7 +694,91 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
     emit_row(body);
     body << "    }\n";
   }
-  body << "  }\n}\n";
+  body << "  }\n";
+  if (rowcols) {
+    // The block's warps combine in a fixed tree (warps 4-7 into 0-3, 2-3 into 0-1, 1 into 0)
+    // through shared memory, a slice of at most 48 KiB at a time; then warp 0 writes one double
+    // per column, where its lanes' accumulators map to columns as the loops dealt them (vectors
+    // of V when vec_ok, else one column a step).
+    body << "  const int tr_w = threadIdx.x >> 5;\n";
+    int64_t cp_bytes = 0;
+    for (const Stmt* r : colreds) {
+      const int64_t b = acc_type(r) == "double" ? 8 : 4;
+      cp_bytes = std::max(cp_bytes, 4 * 32 * b * std::min<int64_t>(A, 49152 / (4 * 32 * b)));
+    }
+    body << "  __shared__ __align__(8) unsigned char tr_cpb[" << cp_bytes << "];\n";
+    for (size_t j = 0; j < colreds.size(); ++j) {
+      const std::string t = acc_type(colreds[j]), J = std::to_string(j), ca = "tr_ca" + J;
+      const int64_t slice = 49152 / (4 * 32 * static_cast<int64_t>(t == "double" ? 8 : 4));
+      body << "  {\n    " << t << "* tr_cp = (" << t << "*)tr_cpb;\n";
+      for (int64_t a0 = 0; a0 < A; a0 += slice) {
+        const int64_t a1 = std::min<int64_t>(A, a0 + slice), n = a1 - a0;
+        for (int h : {4, 2, 1}) {
+          body << "    if (tr_w >= " << h << " && tr_w < " << 2 * h << ") {\n      #pragma unroll\n      for (int a = 0; a < " << n
+               << "; ++a) tr_cp[((tr_w - " << h << ") * " << n << " + a) * 32 + tr_lane] = " << ca << "[" << a0 << " + a];\n    }\n";
+          body << "    __syncthreads();\n";
+          body << "    if (tr_w < " << h << ") {\n      #pragma unroll\n      for (int a = 0; a < " << n << "; ++a) { const " << t
+               << " v = tr_cp[(tr_w * " << n << " + a) * 32 + tr_lane]; " << ca << "[" << a0 << " + a] = "
+               << acc_step(colreds[j]->op->name, ca + "[" + std::to_string(a0) + " + a]", "v") << "; }\n    }\n";
+          body << "    __syncthreads();\n";
+        }
+      }
+      const std::string dst = "tr_partial[((long long)blockIdx.x * " + std::to_string(colreds.size()) + " + " + J + ") * tr_C + tr_c]";
+      body << "    if (tr_w == 0) {\n";
+      if (V > 1) {
+        body << "      if (vec_ok) {\n        #pragma unroll\n        for (int a = 0; a < " << NV * V << "; ++a) {\n";
+        body << "          const long long tr_c = (long long)tr_lane * " << V << " + (a / " << V << ") * " << 32 * V << "LL + a % " << V << ";\n";
+        body << "          if (tr_c < tr_C) " << dst << " = (double)" << ca << "[a];\n        }\n      } else {\n";
+      }
+      body << "        #pragma unroll\n        for (int a = 0; a < " << NS << "; ++a) {\n";
+      body << "          const long long tr_c = (long long)tr_lane + a * 32LL;\n";
+      body << "          if (tr_c < tr_C) " << dst << " = (double)" << ca << "[a];\n        }\n";
+      if (V > 1) body << "      }\n";
+      body << "    }\n  }\n";
+    }
+  }
+  body << "}\n";
+  if (rowcols) {
+    // The second kernel: 32 columns a block and 8 lanes of chunks (lane l adds chunks l, l + 8,
+    // ... in order, lane 0 then the 8 lanes' sums in order), each result rounded to its dtype as
+    // the CPU rounds it, then the values computed from them, per column.
+    body << "\nextern \"C\" __global__ void __launch_bounds__(256) " << name << "_2(";
+    for (const auto& p : k.params)
+      body << (p.output ? "" : "const ") << storage_name(p.type.dtype) << (p.may_alias ? "* p_" : "* __restrict__ p_") << name_of(p.proxy) << ", ";
+    body << "long long tr_rows, int vec_ok, double* __restrict__ tr_partial) {\n";
+    body << "  (void)tr_rows; (void)vec_ok;\n";
+    body << "  const long long tr_C = " << C << "LL;\n";
+    body << "  const int tr_tx = threadIdx.x % 32, tr_ty = threadIdx.x / 32;\n";
+    body << "  const long long tr_c = (long long)blockIdx.x * 32 + tr_tx;\n";
+    body << "  __shared__ double tr_lanes[256];\n";
+    for (size_t j = 0; j < colreds.size(); ++j) {
+      const std::string& op = colreds[j]->op->name;
+      const std::string a = "tr_a" + std::to_string(j);
+      const std::string init = op == "sum" ? "0.0" : op == "amax" ? "-__longlong_as_double(0x7ff0000000000000LL)" : "__longlong_as_double(0x7ff0000000000000LL)";
+      body << "  double " << a << " = " << init << ";\n";
+      body << "  if (tr_c < tr_C)\n    for (long long q = tr_ty; q < " << chunks << "LL; q += 8) { const double v = tr_partial[(q * " << colreds.size()
+           << " + " << j << ") * tr_C + tr_c]; " << a << " = " << acc_step(op, a, "v") << "; }\n";
+      body << "  tr_lanes[threadIdx.x] = " << a << ";\n  __syncthreads();\n";
+      body << "  if (tr_ty == 0) for (int l = 1; l < 8; ++l) { const double v = tr_lanes[l * 32 + tr_tx]; " << a << " = " << acc_step(op, a, "v")
+           << "; }\n  __syncthreads();\n";
+    }
+    std::vector<ir::ProxyPtr> post_outs;
+    for (const auto& o : s.outputs)
+      if (post.count(o.get())) post_outs.push_back(o);
+    body << "  if (tr_ty == 0 && tr_c < tr_C) {\n    const long long tr_r = 0, tr_base = 0, i = tr_c;\n    (void)tr_r; (void)tr_base; (void)i;\n";
+    for (size_t j = 0; j < colreds.size(); ++j) {
+      const ir::ProxyPtr& y = colreds[j]->outputs[0];
+      const std::string a = "tr_a" + std::to_string(j);
+      DType od = y->type.dtype;
+      std::string val = od == DType::f64 ? a : od == DType::bf16 ? "tr_round_bf16((float)" + a + ")" : od == DType::f16 ? "tr_round_f16((float)" + a + ")" : "(float)" + a;
+      body << "    const " << reg_name(reg_of(od)) << " " << name_of(y) << " = " << val << ";\n";
+    }
+    mode = 0;
+    std::vector<ir::ProxyPtr> unused;
+    body << element_lines(post_outs, "    ", false, &unused);
+    for (const auto& q : post_outs) body << "    p_" << name_of(q) << "[tr_c] = " << store_expr(q->type.dtype, name_of(q), true) << ";\n";
+    body << "  }\n}\n";
+  }
   k.source = std::string(cuda_prelude()) + "\n" + body.str();
   return k;
 }
@@ -600,6 +789,7 @@ Kernel generate_row(const Stmt& s, const std::string& name, const std::unordered
   Kernel k = generate_row_kernel(s, name, false, may_alias, max_shared);
   Kernel c = generate_row_kernel(s, "tr_kernel", true, may_alias, max_shared);
   k.symbol = name_by_hash(c.source);
+  if (k.row_columns) k.symbol2 = k.symbol + "_2";
   k.structure = std::move(c.source);
   return k;
 }

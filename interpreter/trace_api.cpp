@@ -504,18 +504,19 @@ Value b_runs_fused(Interpreter& in, CallArgs& a, SourceLoc loc) {
   return Value::boolean(ir::runs_fused(fusion_arg(in, a, loc, "runs_fused")));
 }
 
-// A group kind as the language names it: "elementwise", "rows", "columns", or None.
+// A group kind as the language names it: "elementwise", "rows", "columns", "rows_columns", or None.
 Value group_kind_value(ir::GroupKind k) {
   switch (k) {
     case ir::GroupKind::Elementwise: return str_value("elementwise");
     case ir::GroupKind::Rows: return str_value("rows");
     case ir::GroupKind::Columns: return str_value("columns");
+    case ir::GroupKind::RowsColumns: return str_value("rows_columns");
     default: return Value();
   }
 }
 
 // group_kind(stmts, outputs): how their fusion runs as one kernel (ir::plan_group): "elementwise",
-// "rows", "columns", or None.
+// "rows", "columns", "rows_columns", or None.
 Value b_group_kind(Interpreter& in, CallArgs& a, SourceLoc loc) {
   ir::Stmt f = fusion_arg(in, a, loc, "group_kind");
   return group_kind_value(ir::plan_group(f).kind);
@@ -716,7 +717,7 @@ const BuiltinDef kTraceBuiltins[] = {
      "runs_fused(stmts, outputs): whether their fusion would run block by block on the CPU (only inputs and "
      "outputs at full size)."},
     {"group_kind", b_group_kind,
-     "group_kind(stmts, outputs): how their fusion runs as one kernel: 'elementwise', 'rows', 'columns' or None "
+     "group_kind(stmts, outputs): how their fusion runs as one kernel: 'elementwise', 'rows', 'columns', 'rows_columns' or None "
      "(docs/codegen.md, Groups)."},
     {"block_kind", b_block_kind,
      "block_kind(stmts, outputs): group_kind(stmts, outputs) where runs_fused(stmts, outputs) too, else None (the "

@@ -156,7 +156,7 @@ void run_fused(const Stmt& s, Env& env, ExecContext& ctx, const Dying& dying) {
     std::vector<double> acc;
   };
   std::unordered_map<const Stmt*, Columns> cols;
-  if (g.kind == GroupKind::Columns) {
+  if (g.kind == GroupKind::Columns || g.kind == GroupKind::RowsColumns) {
     int64_t per = rt::numel(Shape(shape.begin() + static_cast<std::ptrdiff_t>(g.lead), shape.end()));
     for (const Stmt* p : prims) {
       bool reads_post = false;

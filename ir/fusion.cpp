@@ -153,9 +153,9 @@ bool runs_fused(const Stmt& s) {
   const Shape& S = g.shape;
   const size_t R = S.size(), k = block_dim(S);
   if (k >= R || S[k] < 2) return false;
-  if (g.kind == GroupKind::Rows && k + 1 >= R) return false;
+  if ((g.kind == GroupKind::Rows || g.kind == GroupKind::RowsColumns) && k + 1 >= R) return false;
   // Columns: the blocks accumulate the reduced leading dimensions, so they must split one of them.
-  if (g.kind == GroupKind::Columns && k >= g.lead) return false;
+  if ((g.kind == GroupKind::Columns || g.kind == GroupKind::RowsColumns) && k >= g.lead) return false;
   const int64_t rows = S[k];
   for (const auto& [v, c] : g.cats)
     if (c.dim <= k) return false;  // pieces along the rows: not by blocks

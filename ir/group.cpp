@@ -2,6 +2,8 @@
 #include "ir/group.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 #include "ir/fusion.h"
 #include "ir/op.h"
@@ -225,8 +227,28 @@ GroupPlan plan_group(const std::vector<const Stmt*>& prims, const std::vector<Pr
       cols = true;
     }
   }
-  if (rows && cols) return no("reductions over rows and over columns");
-  if (rows) {
+  if (rows && cols) {
+    // One kernel when the column reductions sum the rows' own shape over every leading
+    // dimension, and their accumulators fit a warp's lanes (kRowsColumnsAccumulators).
+    // TRACER_FUSE_ROWS_COLUMNS=0 keeps them two groups (for measuring).
+    static const bool on = [] {
+      const char* e = std::getenv("TRACER_FUSE_ROWS_COLUMNS");
+      return !(e && std::string(e) == "0");
+    }();
+    if (!on) return no("reductions over rows and over columns");
+    if (cols_shape != rows_shape || rows_shape.size() < 2 || lead + 1 != rows_shape.size())
+      return no("reductions over rows and over columns of other dimensions");
+    const int64_t per_lane = (rows_shape.back() + 31) / 32;
+    int64_t acc = 0;
+    for (const Stmt* p : prims)
+      if (column_reduction(*p)) acc += per_lane * (p->args[0].proxy->type.dtype == DType::f64 ? 2 : 1);
+    if (acc > kRowsColumnsAccumulators)
+      return no("reductions over rows and over columns needing " + std::to_string(acc) + " accumulators a lane (at most " +
+                std::to_string(kRowsColumnsAccumulators) + ")");
+    g.kind = GroupKind::RowsColumns;
+    g.shape = rows_shape;
+    g.lead = lead;
+  } else if (rows) {
     g.kind = GroupKind::Rows;
     g.shape = rows_shape;
   } else if (cols) {
@@ -245,7 +267,7 @@ GroupPlan plan_group(const std::vector<const Stmt*>& prims, const std::vector<Pr
   if (!row.empty()) row.back() = 1;
   Shape col(S.begin() + static_cast<std::ptrdiff_t>(g.lead), S.end());  // a column group's reduced shape
 
-  std::unordered_set<const Proxy*> defined, after_columns;
+  std::unordered_set<const Proxy*> defined, after_columns, after_rows;
   std::unordered_set<const Proxy*> seen_input;
   auto input = [&](const ProxyPtr& q) {
     if (defined.count(q.get()) || g.views.count(q.get())) return;
@@ -273,8 +295,15 @@ GroupPlan plan_group(const std::vector<const Stmt*>& prims, const std::vector<Pr
     bool creation = is_op(*p, "full") || is_op(*p, "iota");
     if ((!layout_prim(*p) || creation) && !broadcasts(out->type.shape, S))
       return no("a value of shape " + rt::shape_str(out->type.shape) + " does not broadcast to " + rt::shape_str(S));
-    bool reads_post = false;
-    for (const Arg& a : p->args) for_each_proxy(a, [&](const ProxyPtr& q) { reads_post = reads_post || after_columns.count(q.get()); });
+    bool reads_post = false, reads_rows = false;
+    for (const Arg& a : p->args)
+      for_each_proxy(a, [&](const ProxyPtr& q) {
+        reads_post = reads_post || after_columns.count(q.get());
+        reads_rows = reads_rows || after_rows.count(q.get());
+      });
+    // (A column reduction's result is per column whatever it read: the second kernel has it.)
+    if ((reads_rows || row_reduction(*p)) && !column_reduction(*p))
+      for (const auto& o : p->outputs) after_rows.insert(o.get());
     if (layout_prim(*p) && !creation && p->args.size() > 0 && p->args[0].kind == K::Proxy) {
       const ProxyPtr& a = p->args[0].proxy;
       View v;
@@ -348,7 +377,7 @@ GroupPlan plan_group(const std::vector<const Stmt*>& prims, const std::vector<Pr
       continue;
     }
     if (op == "cat") {  // a cat of views of inputs, read piece by piece
-      if (g.kind == GroupKind::Rows) return no("a cat in a row group");
+      if (g.kind == GroupKind::Rows || g.kind == GroupKind::RowsColumns) return no("a cat in a row group");
       const Shape& os = out->type.shape;
       if (strip_leading_ones(os) != strip_leading_ones(S)) return no("a cat of another shape than the group's");
       CatPlan c;
@@ -394,11 +423,14 @@ GroupPlan plan_group(const std::vector<const Stmt*>& prims, const std::vector<Pr
     bool is_row = row_reduction(*p), is_col = column_reduction(*p);
     if ((is_row || is_col) && p->args[0].proxy->type.shape != S && !g.views.count(p->args[0].proxy.get()))
       return no("a reduction of a value of another shape");
-    if (g.kind == GroupKind::Columns) {
+    if (g.kind == GroupKind::Columns || g.kind == GroupKind::RowsColumns) {
       // Values computed from a column reduction are computed per column after the pass over
       // the rows: nothing of the whole shape and no other reduction may read them.
-      if (reads_post && (is_col || strip_leading_ones(out->type.shape).size() > col.size() || !broadcasts(out->type.shape, col)))
+      if (reads_post && (is_col || is_row || strip_leading_ones(out->type.shape).size() > col.size() || !broadcasts(out->type.shape, col)))
         return no("a value of the rows' shape computed from a reduction over the columns");
+      // (A RowsColumns group's per-column values are computed in its second kernel, where no
+      // row's statistics exist.)
+      if (reads_post && reads_rows) return no("a value computed from reductions over both the rows and the columns");
       if (is_col || reads_post) after_columns.insert(out.get());
     }
     for (const auto& o : p->outputs) defined.insert(o.get());
@@ -416,6 +448,11 @@ GroupPlan plan_group(const std::vector<const Stmt*>& prims, const std::vector<Pr
       bool per_column = after_columns.count(o.get()) > 0;
       if (per_column ? strip_leading_ones(os) != strip_leading_ones(col) : os != S)
         return no("an output neither of the reduced shape nor of the rows' shape");
+    }
+    if (g.kind == GroupKind::RowsColumns) {
+      bool per_column = after_columns.count(o.get()) > 0;
+      if (per_column ? strip_leading_ones(os) != strip_leading_ones(col) : os != S && os != row)
+        return no("an output neither of the rows' shape, nor one per row, nor one per column");
     }
   }
   return g;

@@ -23,7 +23,10 @@
 
 namespace tracer::ir {
 
-enum class GroupKind { None, Elementwise, Rows, Columns };
+// RowsColumns: a row group whose row-shaped values are also summed over every leading dimension
+// (a layer norm's backward: the input gradient per row, the weight and bias gradients per
+// column), as one kernel: the rows' pass, with per-column partials.
+enum class GroupKind { None, Elementwise, Rows, Columns, RowsColumns };
 
 // A view of a group input: logical dimension k of `shape` is made of sub-dimensions dims[k]
 // (outer to inner; their sizes multiply to shape[k]; none for a dimension of size 1), each with
@@ -60,7 +63,8 @@ struct GroupPlan {
   GroupKind kind = GroupKind::None;
   std::string why;          // why not a group (kind None)
   Shape shape;              // S, the iteration shape
-  // Columns: the leading dimensions reduced (S = [R..., C...] with R the first `lead` dims).
+  // Columns: the leading dimensions reduced (S = [R..., C...] with R the first `lead` dims);
+  // RowsColumns: every dimension but the last (rank - 1).
   size_t lead = 0;
   // The group's inputs read as they are (aligned) or through views, in first-use order: the
   // buffers a kernel takes.
@@ -95,6 +99,13 @@ bool layout_prim(const Stmt& p);
 // reduction of every dimension to one value too; with or without keepdim): the reduction of a
 // column group. *in_shape gets the reduced tensor's shape, *lead the number k.
 bool column_reduction(const Stmt& s, Shape* in_shape = nullptr, size_t* lead = nullptr);
+
+// The most per-thread column accumulators a RowsColumns group may need: each of its column
+// reductions keeps ceil(C / 32) of them a lane (two for an f64 value), the C columns of a row
+// being dealt out to a warp's 32 lanes. Past this the row and the column reductions are two
+// groups (codegen/cuda_rows.cpp: registers, and 48 KiB of shared memory to combine a block's
+// warps).
+constexpr int64_t kRowsColumnsAccumulators = 96;
 
 // How prims (a group's primitives in order) with these outputs run as one kernel, or why not.
 GroupPlan plan_group(const std::vector<const Stmt*>& prims, const std::vector<ProxyPtr>& outputs);
