@@ -80,7 +80,7 @@ std::shared_ptr<Module> Interpreter::load_stdlib_file(const stdlib::File& file) 
 // The ops load with the interpreter; the standard passes when a pass is first looked up, so
 // that interpreters that run no pass do not pay for parsing them.
 // Thunder's names (stdlib/thunder.trace): bare, as thunder.NAME, its prologues' guards as
-// prims.check_*, its cache info as thunder._get_cache_info, Python's operator.X; thunder.core and
+// prims.check_*, its primitives the table lacks (prims_X) as prims.X, its cache info as thunder._get_cache_info, Python's operator.X; thunder.core and
 // thunder.torch as its printouts spell them.
 void Interpreter::define_op_name(const std::string& name, Value fn) { nsref(executors_).members[name] = std::move(fn); }
 
@@ -93,6 +93,10 @@ void Interpreter::install_thunder_names(const Module& m) {
     if (k.empty() || k[0] == '_' || !v.is(VT::Function)) continue;
     if (k.rfind("operator_", 0) == 0) {
       op.members[k.substr(9)] = v;
+      continue;
+    }
+    if (k.rfind("prims_", 0) == 0) {  // Thunder's primitives the table lacks, as prims.X
+      prims.members[k.substr(6)] = v;
       continue;
     }
     bare.members[k] = v;
