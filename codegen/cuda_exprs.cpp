@@ -217,10 +217,14 @@ std::string op_expr(const std::string& op, const std::vector<std::string>& x, Re
   if (op == "bitwise_not") return "(~" + x[0] + ")";
   if (op == "logical_not") return "(" + x[0] + " == 0)";
   if (op == "isfinite") return fl ? "isfinite(" + x[0] + ")" : "true";
+  if (op == "signbit") return fl ? "(signbit(" + x[0] + ") != 0)" : "(" + x[0] + " < 0)";
   static const std::unordered_map<std::string, const char*> unary_fn = {
       {"exp", "exp"},   {"exp2", "exp2"}, {"expm1", "expm1"}, {"log", "log"},     {"log1p", "log1p"},
       {"log2", "log2"}, {"sqrt", "sqrt"}, {"sin", "sin"},     {"cos", "cos"},     {"tanh", "tanh"},
-      {"erf", "erf"},   {"floor", "floor"}, {"ceil", "ceil"}, {"round", "nearbyint"}};
+      {"erf", "erf"},   {"floor", "floor"}, {"ceil", "ceil"}, {"round", "nearbyint"}, {"trunc", "trunc"},
+      {"asin", "asin"}, {"acos", "acos"},   {"atan", "atan"}, {"asinh", "asinh"},     {"acosh", "acosh"},
+      {"atanh", "atanh"}, {"sinh", "sinh"}, {"cosh", "cosh"}, {"tan", "tan"},         {"log10", "log10"},
+      {"erfc", "erfc"}, {"lgamma", "lgamma"}};
   auto u = unary_fn.find(op);
   if (u != unary_fn.end()) return fl ? fn(u->second) : via_double(u->second);
   if (op == "rsqrt") return fl ? (f32 ? "(1.0f / sqrtf(" + x[0] + "))" : "(1.0 / sqrt(" + x[0] + "))") : "tr_f2i(1.0 / sqrt((double)" + x[0] + "))";
@@ -236,6 +240,8 @@ std::string op_expr(const std::string& op, const std::vector<std::string>& x, Re
   if (op == "remainder") return fl ? "tr_fmod_py(" + x[0] + ", " + x[1] + ")" : "tr_imod(" + x[0] + ", " + x[1] + ")";
   if (op == "floor_divide") return fl ? "tr_ffloordiv(" + x[0] + ", " + x[1] + ")" : "tr_ifloordiv(" + x[0] + ", " + x[1] + ")";
   if (op == "atan2") return fl ? fn2("atan2") : "tr_f2i(atan2((double)" + x[0] + ", (double)" + x[1] + "))";
+  if (op == "fmod") return fl ? fn2("fmod") : "((" + x[1] + " == 0 || " + x[1] + " == -1) ? 0LL : " + x[0] + " % " + x[1] + ")";
+  if (op == "copysign") return fl ? fn2("copysign") : "(((" + x[1] + " < 0) != (" + x[0] + " < 0)) ? tr_wsub(0, " + x[0] + ") : " + x[0] + ")";
   static const std::unordered_map<std::string, const char*> cmp = {
       {"eq", "=="}, {"ne", "!="}, {"lt", "<"}, {"le", "<="}, {"gt", ">"}, {"ge", ">="},
       {"bitwise_and", "&"}, {"bitwise_or", "|"}, {"bitwise_xor", "^"}};
@@ -320,8 +326,8 @@ std::string prim_expr(const Stmt& ps, const std::function<std::string(const ir::
     Reg m = rt::is_float(in) ? math_of(in) : rt::is_float(od) ? math_of(od) : Reg::i64;
     // On bool, bitwise not is logical not (as on the CPU: ~1 would be nonzero).
     const std::string& uop = (op == "bitwise_not" && in == DType::b8) ? std::string("logical_not") : op;
-    if (uop == "logical_not" || uop == "isfinite") m = rt::is_float(in) ? math_of(in) : Reg::i64;
-    expr = convert(op_expr(uop, {operand(a, m)}, m), is_compare(uop) || uop == "logical_not" || uop == "isfinite" ? Reg::b8 : m, od);
+    if (uop == "logical_not" || uop == "isfinite" || uop == "signbit") m = rt::is_float(in) ? math_of(in) : Reg::i64;
+    expr = convert(op_expr(uop, {operand(a, m)}, m), is_compare(uop) || uop == "logical_not" || uop == "isfinite" || uop == "signbit" ? Reg::b8 : m, od);
   } else {
     const Arg &a = p->args[0], &b = p->args[1];
     DType compute = ir::promote_args({&a, &b});

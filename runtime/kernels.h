@@ -13,9 +13,10 @@ namespace tracer::rt {
 enum class UnaryOp {
   neg, abs, exp, log, log1p, sqrt, rsqrt, sin, cos, tanh, erf, reciprocal, sigmoid,
   logical_not, bitwise_not, sign, floor, ceil, round, expm1, exp2, log2, isfinite,
+  asin, acos, atan, asinh, acosh, atanh, sinh, cosh, tan, log10, trunc, erfc, lgamma, signbit,
 };
 enum class BinaryOp {
-  add, sub, mul, div, pow, maximum, minimum, remainder, floor_div, atan2,
+  add, sub, mul, div, pow, maximum, minimum, remainder, floor_div, atan2, fmod, copysign,
   eq, ne, lt, le, gt, ge,              // result b8
   logical_and, logical_or, logical_xor, // result b8
   bitwise_and, bitwise_or, bitwise_xor,

@@ -122,6 +122,8 @@ int64_t ipow(int64_t base, int64_t e) {
 
 // Integer division by zero yields 0 rather than trapping; INT64_MIN / -1 wraps.
 int64_t idiv_trunc(int64_t a, int64_t b) { return b == 0 ? 0 : b == -1 ? wsub(0, a) : a / b; }
+// C's fmod on integers: the remainder of truncated division (the sign of a); by zero, 0.
+int64_t imod_trunc(int64_t a, int64_t b) { return b == 0 || b == -1 ? 0 : a % b; }
 int64_t imod_py(int64_t a, int64_t b) {
   if (b == 0 || b == -1) return 0;
   int64_t r = a % b;
@@ -186,6 +188,8 @@ bool binary_block(BinaryOp op, const C* x, const C* y, C* o, uint8_t* ob, int64_
       case BinaryOp::maximum: map2(x, y, o, n, [](C a, C b) { return std::max(a, b); }); break;
       case BinaryOp::minimum: map2(x, y, o, n, [](C a, C b) { return std::min(a, b); }); break;
       case BinaryOp::remainder: map2(x, y, o, n, imod_py); break;
+      case BinaryOp::fmod: map2(x, y, o, n, imod_trunc); break;
+      case BinaryOp::copysign: map2(x, y, o, n, [](C a, C b) { return (b < 0) != (a < 0) ? wsub(0, a) : a; }); break;
       case BinaryOp::floor_div: map2(x, y, o, n, ifloordiv); break;
       case BinaryOp::atan2: map2(x, y, o, n, [](C a, C b) { return float_to_int<C>(std::atan2(double(a), double(b))); }); break;
       case BinaryOp::bitwise_and: map2(x, y, o, n, [](C a, C b) { return a & b; }); break;
@@ -203,6 +207,8 @@ bool binary_block(BinaryOp op, const C* x, const C* y, C* o, uint8_t* ob, int64_
       case BinaryOp::maximum: map2(x, y, o, n, fmaximum<C>); break;
       case BinaryOp::minimum: map2(x, y, o, n, fminimum<C>); break;
       case BinaryOp::remainder: map2(x, y, o, n, fmod_py<C>); break;
+      case BinaryOp::fmod: map2(x, y, o, n, [](C a, C b) { return std::fmod(a, b); }); break;
+      case BinaryOp::copysign: map2(x, y, o, n, [](C a, C b) { return std::copysign(a, b); }); break;
       case BinaryOp::floor_div: map2(x, y, o, n, ffloordiv<C>); break;
       case BinaryOp::atan2: map2(x, y, o, n, [](C a, C b) { return std::atan2(a, b); }); break;
       default: break;  // bitwise ops on floats are rejected before any work starts
@@ -235,6 +241,9 @@ bool unary_block(UnaryOp op, const C* x, C* o, uint8_t* ob, int64_t n) {
       return true;
     case UnaryOp::isfinite:
       for (int64_t k = 0; k < n; ++k) ob[k] = I ? 1 : std::isfinite(static_cast<double>(x[k]));
+      return true;
+    case UnaryOp::signbit:
+      for (int64_t k = 0; k < n; ++k) ob[k] = std::signbit(static_cast<double>(x[k]));
       return true;
     case UnaryOp::neg:
       if constexpr (I) map1(x, o, n, [](C a) { return wsub(0, a); });
@@ -270,6 +279,19 @@ bool unary_block(UnaryOp op, const C* x, C* o, uint8_t* ob, int64_t n) {
     case UnaryOp::floor: map1f(x, o, n, [](auto a) { return std::floor(a); }); break;
     case UnaryOp::ceil: map1f(x, o, n, [](auto a) { return std::ceil(a); }); break;
     case UnaryOp::round: map1f(x, o, n, [](auto a) { return std::nearbyint(a); }); break;
+    case UnaryOp::trunc: map1f(x, o, n, [](auto a) { return std::trunc(a); }); break;
+    case UnaryOp::asin: map1f(x, o, n, [](auto a) { return std::asin(a); }); break;
+    case UnaryOp::acos: map1f(x, o, n, [](auto a) { return std::acos(a); }); break;
+    case UnaryOp::atan: map1f(x, o, n, [](auto a) { return std::atan(a); }); break;
+    case UnaryOp::asinh: map1f(x, o, n, [](auto a) { return std::asinh(a); }); break;
+    case UnaryOp::acosh: map1f(x, o, n, [](auto a) { return std::acosh(a); }); break;
+    case UnaryOp::atanh: map1f(x, o, n, [](auto a) { return std::atanh(a); }); break;
+    case UnaryOp::sinh: map1f(x, o, n, [](auto a) { return std::sinh(a); }); break;
+    case UnaryOp::cosh: map1f(x, o, n, [](auto a) { return std::cosh(a); }); break;
+    case UnaryOp::tan: map1f(x, o, n, [](auto a) { return std::tan(a); }); break;
+    case UnaryOp::log10: map1f(x, o, n, [](auto a) { return std::log10(a); }); break;
+    case UnaryOp::erfc: map1f(x, o, n, [](auto a) { return std::erfc(a); }); break;
+    case UnaryOp::lgamma: map1f(x, o, n, [](auto a) { return std::lgamma(a); }); break;
   }
   return false;
 }

@@ -16,12 +16,12 @@ namespace {
 using rt::DType;
 using Gen = std::function<std::vector<Arg>(DType dt, uint64_t seed)>;
 
-enum class Domain { Any, Positive, Unit };
+enum class Domain { Any, Positive, Unit, AboveOne };
 
 // Values drawn in f64, then rounded to dt: the reference run sees exactly the same numbers.
 rt::Tensor input(DType dt, rt::Shape shape, uint64_t seed, Domain dom = Domain::Any) {
-  double lo = dom == Domain::Positive ? 0.5 : dom == Domain::Unit ? -0.9 : -2.0;
-  double hi = dom == Domain::Positive ? 2.0 : dom == Domain::Unit ? 0.9 : 2.0;
+  double lo = dom == Domain::Positive ? 0.5 : dom == Domain::Unit ? -0.9 : dom == Domain::AboveOne ? 1.1 : -2.0;
+  double hi = dom == Domain::Positive ? 2.0 : dom == Domain::Unit ? 0.9 : dom == Domain::AboveOne ? 3.0 : 2.0;
   if (!rt::is_float(dt)) {
     lo = -8;
     hi = 8;
@@ -65,12 +65,17 @@ const std::map<std::string, Gen>& samples() {
       {"neg", unary()}, {"abs", unary()}, {"sign", unary()}, {"floor", unary()}, {"ceil", unary()},
       {"round", unary()}, {"exp", unary()}, {"exp2", unary()}, {"expm1", unary()},
       {"log", unary(Domain::Positive)}, {"log1p", unary(Domain::Positive)}, {"log2", unary(Domain::Positive)},
+      {"asin", unary(Domain::Unit)}, {"acos", unary(Domain::Unit)}, {"atan", unary()}, {"asinh", unary()},
+      {"acosh", unary(Domain::AboveOne)}, {"atanh", unary(Domain::Unit)}, {"sinh", unary()}, {"cosh", unary()},
+      {"tan", unary(Domain::Unit)}, {"log10", unary(Domain::Positive)}, {"erfc", unary()}, {"lgamma", unary(Domain::Positive)},
+      {"trunc", unary()}, {"signbit", unary()},
       {"sqrt", unary(Domain::Positive)}, {"rsqrt", unary(Domain::Positive)}, {"sin", unary()}, {"cos", unary()},
       {"tanh", unary()}, {"erf", unary()}, {"reciprocal", unary(Domain::Positive)}, {"logical_not", unary()},
       {"bitwise_not", unary()}, {"isfinite", unary()},
       {"add", binary()}, {"sub", binary()}, {"mul", binary()}, {"div", binary(Domain::Positive)},
       {"pow", binary(Domain::Positive)}, {"maximum", binary()}, {"minimum", binary()},
       {"remainder", binary(Domain::Positive)}, {"floor_divide", binary(Domain::Positive)}, {"atan2", binary()},
+      {"fmod", binary(Domain::Positive)}, {"copysign", binary()},
       {"eq", binary()}, {"ne", binary()}, {"lt", binary()}, {"le", binary()}, {"gt", binary()}, {"ge", binary()},
       {"logical_and", binary()}, {"logical_or", binary()}, {"logical_xor", binary()},
       {"bitwise_and", binary()}, {"bitwise_or", binary()}, {"bitwise_xor", binary()},
