@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Session 26 call 2: RowsColumns groups (a layer norm's backward as one kernel: the rows' pass with
 # per-column partials, then a kernel combining them; ir/group.h, codegen/cuda_rows.cpp).
-# 1. Correctness: tests/gpu/ops.trace ops_rows_columns (bf16, f32 odd width, 3-D, f64) on cuda
+# 1. Correctness: tests/gpu/ops.trace ops_rows_columns (bf16, f32 odd width, 3-D, f64) and
+#    ops_unary_more (Thunder's other elementwise prims), a prims.var_mean printout, on cuda
 #    against the CPU; bench/gpt_check.py small against PyTorch.
 # 2. bench/column_probe.trace ln_bwd alone: fused (default), TRACER_FUSE_ROWS_COLUMNS=0 (a row
 #    and a column group, as before), and 132 / 528 blocks (TRACER_ROWCOL_BLOCKS).
@@ -16,6 +17,9 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 copy_ceiling
 check "ops_rows_columns fuse" tests/gpu/ops.trace --entry ops_rows_columns --passes fuse
 check "ops_rows_columns fuse,del_last_used" tests/gpu/ops.trace --entry ops_rows_columns --passes fuse,del_last_used
+check "ops_unary_more" tests/gpu/ops.trace --entry ops_unary_more
+check "ops_unary_more fuse" tests/gpu/ops.trace --entry ops_unary_more --passes fuse
+check "layer_norm_var_mean.txt fuse" tests/thunder/layer_norm_var_mean.txt --passes fuse
 timeout 150 python3 bench/gpt_check.py $T --size small 2>&1 | tail -3 | cut -c1-250
 echo "== ln_bwd alone (bench/column_probe.trace, [8192, 768] bf16)"
 P="bench/column_probe.trace --entry ln_bwd --passes fuse,del_last_used --device cuda --json --bench 50"
