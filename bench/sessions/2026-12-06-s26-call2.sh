@@ -19,6 +19,7 @@ check "ops_rows_columns fuse" tests/gpu/ops.trace --entry ops_rows_columns --pas
 check "ops_rows_columns fuse,del_last_used" tests/gpu/ops.trace --entry ops_rows_columns --passes fuse,del_last_used
 check "ops_unary_more" tests/gpu/ops.trace --entry ops_unary_more
 check "ops_unary_more fuse" tests/gpu/ops.trace --entry ops_unary_more --passes fuse
+check "ops_thunder_shape fuse" tests/gpu/ops.trace --entry ops_thunder_shape --passes fuse
 check "layer_norm_var_mean.txt fuse" tests/thunder/layer_norm_var_mean.txt --passes fuse
 timeout 150 python3 bench/gpt_check.py $T --size small 2>&1 | tail -3 | cut -c1-250
 echo "== ln_bwd alone (bench/column_probe.trace, [8192, 768] bf16)"
