@@ -188,7 +188,7 @@ void GpuExecutor::run_row_kernel(const ir::Stmt& s, Values& env, const std::unor
     rt::cuda::Buffer partial(&dev_, static_cast<size_t>(std::max<int64_t>(k.partials, 1)) * sizeof(double));
     rt::cuda::DevPtr pp = partial.ptr;
     args.push_back(&pp);
-    dev_.launch(kit->second.fn, static_cast<unsigned>(k.column_chunks), 256, args.data());
+    dev_.launch(kit->second.fn, static_cast<unsigned>(k.column_chunks), 1, 256, static_cast<unsigned>(k.shared_bytes), args.data());
     dev_.launch(kit->second.fn2, static_cast<unsigned>(std::max<int64_t>(1, (k.row_length + 31) / 32)), 256, args.data());
     stats_.launches += 2;
     bind_outputs(k, env);

@@ -444,6 +444,14 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
                                                         : "(" + acc + " != " + acc + " || " + acc + " <= " + v + ") ? " + acc + " : " + v;
   };
   int64_t RB = 0, chunks = 0;
+  // The lanes' column accumulators live in shared memory, each warp its own [A][32] per
+  // reduction (at cs_at), so the kernel keeps the registers of a row kernel and two blocks fit a
+  // multiprocessor; TRACER_ROWCOL_SHARED=0 keeps them in registers (for measuring).
+  static const bool acc_shared = [] {
+    const char* e = std::getenv("TRACER_ROWCOL_SHARED");
+    return !(e && std::string(e) == "0");
+  }();
+  std::vector<int64_t> cs_at;
   if (rowcols) {
     // 264 blocks (one wave of two a multiprocessor on an H100 or H200), each warp taking at
     // most 32 rows, so its f32 sums add few terms; TRACER_ROWCOL_BLOCKS sets the target.
@@ -456,6 +464,14 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
     chunks = (k.rows + RB - 1) / RB;
     k.row_columns = true;
     k.row_chunk = RB;
+    if (acc_shared) {
+      int64_t at = 0;
+      for (const Stmt* r : colreds) {
+        cs_at.push_back(at);
+        at += 8 * 32 * A * (acc_type(r) == "double" ? 8 : 4);
+      }
+      k.shared_bytes = at;
+    }
     k.column_chunks = chunks;
     k.partials = chunks * static_cast<int64_t>(colreds.size()) * C;
   }
@@ -484,10 +500,21 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
   } else {  // one warp per row, 8 rows a block: reductions by shuffles, no block barrier
     body << "  const int tr_lane = threadIdx.x & 31;\n";
     body << "  const long long tr_C = " << C << "LL;\n";
+    if (rowcols && acc_shared) {
+      body << "  extern __shared__ __align__(16) unsigned char tr_smem[];\n";
+      body << "  const int tr_cw = (threadIdx.x >> 5) * " << A * 32 << " + tr_lane;  // this lane's accumulators: [warp][a][lane]\n";
+      for (size_t j = 0; j < colreds.size(); ++j) {
+        const std::string t = acc_type(colreds[j]);
+        body << "  " << t << "* tr_cs" << j << " = (" << t << "*)(tr_smem + " << cs_at[j] << ");\n";
+        body << "  for (int e = threadIdx.x; e < " << 8 * 32 * A << "; e += 256) tr_cs" << j << "[e] = " << acc_init(colreds[j]) << ";\n";
+      }
+      body << "  __syncthreads();\n";
+    }
     if (rowcols) {
-      for (size_t j = 0; j < colreds.size(); ++j)
-        body << "  " << acc_type(colreds[j]) << " tr_ca" << j << "[" << A << "];\n  #pragma unroll\n  for (int a = 0; a < " << A << "; ++a) tr_ca" << j
-             << "[a] = " << acc_init(colreds[j]) << ";\n";
+      if (!acc_shared)
+        for (size_t j = 0; j < colreds.size(); ++j)
+          body << "  " << acc_type(colreds[j]) << " tr_ca" << j << "[" << A << "];\n  #pragma unroll\n  for (int a = 0; a < " << A << "; ++a) tr_ca" << j
+               << "[a] = " << acc_init(colreds[j]) << ";\n";
       body << "  const long long tr_r1 = tr_rows < ((long long)blockIdx.x + 1) * " << RB << "LL ? tr_rows : ((long long)blockIdx.x + 1) * " << RB << "LL;\n";
       body << "  for (long long tr_r = (long long)blockIdx.x * " << RB << "LL + (threadIdx.x >> 5); tr_r < tr_r1; tr_r += 8) {\n";
     } else {
@@ -646,7 +673,7 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
     for (size_t j = 0; j < colreds.size(); ++j) {
       const Stmt* r = colreds[j];
       targets.push_back(r->args[0].proxy);
-      const std::string a = "tr_ca" + std::to_string(j) + "[@A@]";
+      const std::string a = acc_shared ? "tr_cs" + std::to_string(j) + "[tr_cw + (@A@) * 32]" : "tr_ca" + std::to_string(j) + "[@A@]";
       acc.push_back("{ const " + acc_type(r) + " v = (" + acc_type(r) + ")" + name_of(r->args[0].proxy) + "; " + a + " = " +
                     acc_step(r->op->name, a, "v") + "; }");
     }
@@ -695,7 +722,27 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
     body << "    }\n";
   }
   body << "  }\n";
-  if (rowcols) {
+  if (rowcols && acc_shared) {
+    // The block's 8 warps' accumulators added in warp order, one thread per (a, lane) entry, and
+    // written as one double per column, where entry (a, lane) maps to the column the loops dealt
+    // it (vectors of V when vec_ok, else one column a step).
+    body << "  __syncthreads();\n";
+    for (size_t j = 0; j < colreds.size(); ++j) {
+      const std::string t = acc_type(colreds[j]), cs = "tr_cs" + std::to_string(j);
+      body << "  for (int e = threadIdx.x; e < " << A * 32 << "; e += 256) {\n";
+      body << "    const int a = e >> 5, l = e & 31;\n";
+      body << "    " << t << " v = " << cs << "[e];\n";
+      body << "    for (int w = 1; w < 8; ++w) { const " << t << " u = " << cs << "[w * " << A * 32 << " + e]; v = "
+           << acc_step(colreds[j]->op->name, "v", "u") << "; }\n";
+      if (V > 1)
+        body << "    const long long tr_c = vec_ok ? (a < " << NV * V << " ? (long long)l * " << V << " + (a / " << V << ") * " << 32 * V
+             << "LL + a % " << V << " : tr_C) : (a < " << NS << " ? (long long)l + a * 32LL : tr_C);\n";
+      else
+        body << "    const long long tr_c = a < " << NS << " ? (long long)l + a * 32LL : tr_C;\n";
+      body << "    if (tr_c < tr_C) tr_partial[((long long)blockIdx.x * " << colreds.size() << " + " << j << ") * tr_C + tr_c] = (double)v;\n  }\n";
+    }
+  }
+  if (rowcols && !acc_shared) {
     // The block's warps combine in a fixed tree (warps 4-7 into 0-3, 2-3 into 0-1, 1 into 0)
     // through shared memory, a slice of at most 48 KiB at a time; then warp 0 writes one double
     // per column, where its lanes' accumulators map to columns as the loops dealt them (vectors

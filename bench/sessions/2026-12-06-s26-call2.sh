@@ -7,7 +7,8 @@
 # 2. bench/column_probe.trace ln_bwd alone: fused (default), TRACER_FUSE_ROWS_COLUMNS=0 (a row
 #    and a column group, as before), and 132 / 528 blocks (TRACER_ROWCOL_BLOCKS).
 # 3. The GPT's forward and backward profiled statement by statement, new and old ($OUT).
-# 4. GPT-2 small's step, two rounds, PyTorch interleaved with the new build and the old grouping.
+# 4. GPT-2 small's step, one round, PyTorch interleaved with the new build and the old grouping;
+#    then bench/gpt_check.py small against PyTorch (last: the call's time is short).
 # Carry [".dev"].
 set -uo pipefail
 export T=.dev/tracer TRACER_CACHE_DIR=/tmp/trk PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
@@ -21,7 +22,6 @@ check "ops_unary_more" tests/gpu/ops.trace --entry ops_unary_more
 check "ops_unary_more fuse" tests/gpu/ops.trace --entry ops_unary_more --passes fuse
 check "ops_thunder_shape fuse" tests/gpu/ops.trace --entry ops_thunder_shape --passes fuse
 check "layer_norm_var_mean.txt fuse" tests/thunder/layer_norm_var_mean.txt --passes fuse
-timeout 150 python3 bench/gpt_check.py $T --size small 2>&1 | tail -3 | cut -c1-250
 echo "== ln_bwd alone (bench/column_probe.trace, [8192, 768] bf16)"
 P="bench/column_probe.trace --entry ln_bwd --passes fuse,del_last_used --device cuda --json --bench 50"
 for v in "" "TRACER_FUSE_ROWS_COLUMNS=0" "TRACER_ROWCOL_BLOCKS=132" "TRACER_ROWCOL_BLOCKS=528" ""; do
@@ -38,7 +38,7 @@ echo "profile old: $(summ /tmp/prof0.txt)"
 grep -E "^#" /tmp/prof.txt | head -14
 [ -n "${OUT:-}" ] && cp /tmp/prof.txt "$OUT/prof.txt" && cp /tmp/prof0.txt "$OUT/prof0.txt"
 S="--set B=8 --set T=1024 --set V=50304 --set D=768 --set NH=12 --set L=12"
-for round in 1 2; do
+for round in 1; do
   for clip in 0 1.0; do
     timeout 100 python3 bench/train_step_torch.py --runs 20 --clip $clip 2>&1 | tail -1 | cut -c1-330
     for v in "" "TRACER_FUSE_ROWS_COLUMNS=0"; do
@@ -46,3 +46,4 @@ for round in 1 2; do
     done
   done
 done
+timeout 120 python3 bench/gpt_check.py $T --size small 2>&1 | tail -3 | cut -c1-250
