@@ -135,11 +135,18 @@ std::string acc_step(const std::string& op, const std::string& acc, const std::s
 // segment: the two kernels as __device__ functions of a horizontal kernel (generate_columns_multi):
 // their block indices and shared arrays come in as parameters (tr_bx, tr_by, tr_shm), the
 // rest of the text is the same, so a member computes what it computes alone, in the same order.
-Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool canonical, const std::unordered_set<const ir::Proxy*>& may_alias,
+Kernel generate_columns_kernel(const Stmt& s, const std::string& name, bool canonical, const std::unordered_set<const ir::Proxy*>& may_alias_in,
                                bool segment = false) {
   ir::GroupPlan plan = ir::plan_group(s);
   if (plan.kind != ir::GroupKind::Columns)
     throw std::invalid_argument("codegen: '" + ir::print_stmt_line(s) + "' is not a column group: " + (plan.why.empty() ? "no reduction over columns" : plan.why));
+  // Reduced dimensions of size 1 only: an output of the whole shape written over an input the
+  // size of the reduced shape would be read again, overwritten, by the second kernel's
+  // per-column values. No output takes an input's buffer there.
+  int64_t lead_rows = 1;
+  for (size_t d = 0; d < plan.lead; ++d) lead_rows *= plan.shape[d];
+  const std::unordered_set<const ir::Proxy*> no_alias;
+  const std::unordered_set<const ir::Proxy*>& may_alias = lead_rows == 1 ? no_alias : may_alias_in;
   std::vector<const Stmt*> prims;
   prims_of(s, prims);
   const ir::Shape& S = plan.shape;

@@ -331,7 +331,7 @@ std::string prim_expr(const Stmt& ps, const std::function<std::string(const ir::
   } else {
     const Arg &a = p->args[0], &b = p->args[1];
     DType compute = ir::promote_args({&a, &b});
-    if ((op == "div" || op == "atan2") && !rt::is_float(compute)) compute = DType::f32;
+    if ((op == "div" || op == "atan2" || op == "copysign") && !rt::is_float(compute)) compute = DType::f32;
     Reg m = math_of(compute);
     std::string e = op_expr(op, {operand(a, m), operand(b, m)}, m);
     expr = convert(e, is_compare(op) ? Reg::b8 : m, od);

@@ -34,7 +34,7 @@ bool is_row_group(const Stmt& s, std::string* why) {
 }
 
 namespace {
-Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonical, const std::unordered_set<const ir::Proxy*>& may_alias,
+Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonical, const std::unordered_set<const ir::Proxy*>& may_alias_in,
                            long long max_shared) {
   std::string why;
   if (!is_row_group(s, &why)) throw std::invalid_argument("codegen: '" + ir::print_stmt_line(s) + "' is not a row group: " + why);
@@ -45,6 +45,12 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
   ir::Shape row = shape;
   row.back() = 1;
   const int64_t C = shape.back();
+  // A RowsColumns group of one row: an output of the rows' shape written over an input of one
+  // row's size would be read again, overwritten, by the second kernel's per-column values (an
+  // input of [C] broadcasts to them). No output takes an input's buffer there.
+  const std::unordered_set<const ir::Proxy*> no_alias;
+  const std::unordered_set<const ir::Proxy*>& may_alias =
+      plan.kind == ir::GroupKind::RowsColumns && rt::numel(shape) == C ? no_alias : may_alias_in;
   Kernel k;
   k.name = name;
   k.origin = ir::print_stmt_line(s);
@@ -447,10 +453,11 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
   // The lanes' column accumulators live in shared memory, each warp its own [A][32] per
   // reduction (at cs_at), so the kernel keeps the registers of a row kernel and two blocks fit a
   // multiprocessor; TRACER_ROWCOL_SHARED=0 keeps them in registers (for measuring).
-  static const bool acc_shared = [] {
+  static const bool acc_shared_env = [] {
     const char* e = std::getenv("TRACER_ROWCOL_SHARED");
     return !(e && std::string(e) == "0");
   }();
+  bool acc_shared = acc_shared_env;
   std::vector<int64_t> cs_at;
   if (rowcols) {
     // 264 blocks (one wave of two a multiprocessor on an H100 or H200), each warp taking at
@@ -470,7 +477,10 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
         cs_at.push_back(at);
         at += 8 * 32 * A * (acc_type(r) == "double" ? 8 : 4);
       }
-      k.shared_bytes = at;
+      // (At most 96 KiB within the accumulator budget; a device with less shared memory a block
+      // keeps them in registers.)
+      if (at <= max_shared) k.shared_bytes = at;
+      else acc_shared = false;
     }
     k.column_chunks = chunks;
     k.partials = chunks * static_cast<int64_t>(colreds.size()) * C;

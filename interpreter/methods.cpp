@@ -534,12 +534,17 @@ Value m_isnan(Interpreter& in, CallArgs& a, SourceLoc loc) {
   if (a.pos.size() != 1 || !a.pos[0].is_number()) in.fail(loc, "isnan() takes one number");
   return Value::boolean(std::isnan(a.pos[0].to_double()));
 }
+Value m_copysign(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  if (a.pos.size() != 2 || !a.pos[0].is_number() || !a.pos[1].is_number()) in.fail(loc, "copysign() takes two numbers");
+  return Value::number(std::copysign(a.pos[0].to_double(), a.pos[1].to_double()));
+}
 const BuiltinDef kMath[] = {
     {"sqrt", m_unary<d_sqrt>, "math.sqrt(x)"}, {"exp", m_unary<d_exp>, "math.exp(x)"},
     {"log", m_unary<d_log>, "math.log(x)"}, {"tanh", m_unary<d_tanh>, "math.tanh(x)"},
     {"erf", m_unary<d_erf>, "math.erf(x)"}, {"sin", m_unary<d_sin>, "math.sin(x)"},
     {"cos", m_unary<d_cos>, "math.cos(x)"}, {"floor", m_floor, "math.floor(x): an int"},
     {"ceil", m_ceil, "math.ceil(x): an int"}, {"isnan", m_isnan, "math.isnan(x)"},
+    {"copysign", m_copysign, "math.copysign(x, y): |x| with the sign of y (a float)"},
 };
 
 Value shape_tuple(const rt::Shape& s) {

@@ -461,10 +461,14 @@ Value b_last_uses(Interpreter& in, CallArgs& a, SourceLoc loc) {
   return out;
 }
 
-// memory_estimate(traces): the memory estimator (tracer mem) over a program, as the executor
-// will run it: (peak bytes, for each trace a list of the live bytes after each statement).
+// memory_estimate(traces, starts=False): the memory estimator (tracer mem) over a program, as the
+// executor will run it: (peak bytes, for each trace a list of the live bytes after each
+// statement), and with starts=True a third element, the live bytes as each trace starts.
 Value b_memory_estimate(Interpreter& in, CallArgs& a, SourceLoc loc) {
-  if (a.pos.size() != 1) in.fail(loc, "memory_estimate(traces) takes a list of traces");
+  if (a.pos.size() != 1) in.fail(loc, "memory_estimate(traces, starts=False) takes a list of traces");
+  const Value* sv = kwarg(a, "starts");
+  if (sv && !sv->is(VT::Bool)) in.fail(loc, "memory_estimate(starts=...) is True or False");
+  const bool want_starts = sv && sv->as_bool();
   std::vector<std::shared_ptr<ir::Trace>> held;
   std::vector<const ir::Trace*> traces;
   for (const Value& v : in.iterate(a.pos[0], loc)) {
@@ -479,7 +483,12 @@ Value b_memory_estimate(Interpreter& in, CallArgs& a, SourceLoc loc) {
       live[p.phase][p.index] = Value::integer(static_cast<int64_t>(p.live_bytes));
   std::vector<Value> lists;
   for (auto& l : live) lists.push_back(make<ListObj>(std::move(l)));
-  return make<TupleObj>(std::vector<Value>{Value::integer(static_cast<int64_t>(r.peak_bytes)), make<ListObj>(std::move(lists))});
+  if (!want_starts)
+    return make<TupleObj>(std::vector<Value>{Value::integer(static_cast<int64_t>(r.peak_bytes)), make<ListObj>(std::move(lists))});
+  std::vector<Value> starts(traces.size(), Value());  // None: a trace the estimator did not run
+  for (size_t t = 0; t < traces.size() && t < r.start_bytes.size(); ++t) starts[t] = Value::integer(static_cast<int64_t>(r.start_bytes[t]));
+  return make<TupleObj>(std::vector<Value>{Value::integer(static_cast<int64_t>(r.peak_bytes)), make<ListObj>(std::move(lists)),
+                                           make<ListObj>(std::move(starts))});
 }
 
 // The fusion of a builtin's (stmts, outputs) arguments, for runs_fused and group_kind.
@@ -723,8 +732,8 @@ const BuiltinDef kTraceBuiltins[] = {
      "block_kind(stmts, outputs): group_kind(stmts, outputs) where runs_fused(stmts, outputs) too, else None (the "
      "fusion runs whole on the CPU and the GPU)."},
     {"memory_estimate", b_memory_estimate,
-     "memory_estimate(traces): (peak bytes, per trace the live bytes after each statement), as tracer mem "
-     "estimates them (dels included)."},
+     "memory_estimate(traces, starts=False): (peak bytes, per trace the live bytes after each statement), as tracer mem "
+     "estimates them (dels included); starts=True adds the live bytes as each trace starts."},
     {"producers", b_producers, "producers(t): dict name -> index of the statement defining it."},
     {"consumers", b_consumers, "consumers(t): dict name -> indices of the statements reading it."},
     {"rename", b_rename, "rename(t, proxy, name): gives proxy a free name (its old one becomes free); returns whether it did."},

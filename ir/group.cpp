@@ -142,6 +142,14 @@ bool column_reduction(const Stmt& s, Shape* in_shape, size_t* lead) {
 
 std::unordered_set<const Proxy*> in_order_inputs(const GroupPlan& g) {
   std::unordered_set<const Proxy*> out, bad;
+  // Column reductions whose reduced dimensions are all of size 1: an input the size of the whole
+  // shape is also the size of the reduced one, and the per-column values computed after the rows
+  // may read it again: none lends its buffer.
+  if (g.kind == GroupKind::Columns || g.kind == GroupKind::RowsColumns) {
+    int64_t lead_rows = 1;
+    for (size_t d = 0; d < g.lead && d < g.shape.size(); ++d) lead_rows *= g.shape[d];
+    if (lead_rows == 1) return out;
+  }
   int64_t n = rt::numel(g.shape);
   for (const auto& q : g.inputs)
     if (!g.view_only.count(q.get()) && rt::numel(q->type.shape) == n) out.insert(q.get());
@@ -238,7 +246,9 @@ GroupPlan plan_group(const std::vector<const Stmt*>& prims, const std::vector<Pr
     if (!on) return no("reductions over rows and over columns");
     if (cols_shape != rows_shape || rows_shape.size() < 2 || lead + 1 != rows_shape.size())
       return no("reductions over rows and over columns of other dimensions");
-    const int64_t per_lane = (rows_shape.back() + 31) / 32;
+    // (ceil(C / 32) a lane, or, where vectors of up to 8 columns are dealt out, up to 8 more.)
+    const int64_t C = rows_shape.back();
+    const int64_t per_lane = std::max<int64_t>((C + 31) / 32, (C + 255) / 256 * 8);
     int64_t acc = 0;
     for (const Stmt* p : prims)
       if (column_reduction(*p)) acc += per_lane * (p->args[0].proxy->type.dtype == DType::f64 ? 2 : 1);

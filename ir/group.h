@@ -82,7 +82,8 @@ struct GroupPlan {
 
 // The inputs a kernel of plan g reads only at the element it writes (directly, or through views
 // that read them in order: a reshape): their buffers may take an output of their dtype and size
-// (buffer reuse). An input read through any other view (a transpose, a broadcast, a cat's piece)
+// (buffer reuse). None for a column or rows-and-columns group whose reduced dimensions are all of
+// size 1 (its per-column values may read such an input after the rows are written). An input read through any other view (a transpose, a broadcast, a cat's piece)
 // is read at other elements than the one written, and lends nothing.
 std::unordered_set<const Proxy*> in_order_inputs(const GroupPlan& g);
 
@@ -101,8 +102,8 @@ bool layout_prim(const Stmt& p);
 bool column_reduction(const Stmt& s, Shape* in_shape = nullptr, size_t* lead = nullptr);
 
 // The most per-thread column accumulators a RowsColumns group may need: each of its column
-// reductions keeps ceil(C / 32) of them a lane (two for an f64 value), the C columns of a row
-// being dealt out to a warp's 32 lanes. Past this the row and the column reductions are two
+// reductions keeps max(ceil(C / 32), ceil(C / 256) * 8) of them a lane (the C columns of a row
+// dealt out to a warp's 32 lanes, one at a time or in vectors of up to 8), two for an f64 value. Past this the row and the column reductions are two
 // groups (codegen/cuda_rows.cpp: registers, and 48 KiB of shared memory to combine a block's
 // warps).
 constexpr int64_t kRowsColumnsAccumulators = 96;

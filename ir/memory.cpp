@@ -238,6 +238,7 @@ class Sim {
   void run_trace(const Trace& t, int phase) {
     std::unordered_set<const Proxy*> lazy = lazy_transposes(t.stmts, &t.output);
     lazy_ = &lazy;
+    rep.start_bytes.push_back(live_);
     std::unordered_set<const Proxy*> dying;
     for (size_t i = 0; i < t.stmts.size(); ++i) {
       dying_after(t.stmts, i, dying);

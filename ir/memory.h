@@ -29,6 +29,7 @@ struct MemReport {
   size_t peak_comm_bytes = 0, comm_peak_bytes = 0;
   std::vector<std::string> phases;  // trace names
   std::vector<MemPoint> timeline;
+  std::vector<size_t> start_bytes;  // live bytes as each trace starts (before its first statement)
   // What is live at the peak, largest first: a name per storage (the first proxy holding it;
   // "(caller)" marks storage only the caller holds) and its bytes.
   std::vector<std::pair<std::string, size_t>> peak_live;
