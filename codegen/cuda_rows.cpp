@@ -34,6 +34,17 @@ bool is_row_group(const Stmt& s, std::string* why) {
 }
 
 namespace {
+// A reduction's initial value in double, and its step acc <- op(acc, v) (NaN first for amax and
+// amin, as the CPU), as C text; shared by the row reductions and the column accumulators.
+std::string init_double(const std::string& op) {
+  return op == "sum" ? std::string("0.0") : op == "amax" ? std::string("-__longlong_as_double(0x7ff0000000000000LL)")
+                                                        : std::string("__longlong_as_double(0x7ff0000000000000LL)");
+}
+std::string reduce_step(const std::string& op, const std::string& acc, const std::string& v) {
+  return op == "sum" ? acc + " + " + v : op == "amax" ? "(" + acc + " != " + acc + " || " + acc + " >= " + v + ") ? " + acc + " : " + v
+                                                      : "(" + acc + " != " + acc + " || " + acc + " <= " + v + ") ? " + acc + " : " + v;
+}
+
 Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonical, const std::unordered_set<const ir::Proxy*>& may_alias_in,
                            long long max_shared) {
   std::string why;
@@ -440,15 +451,10 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
   auto acc_type = [&](const Stmt* r) { return reg_of(r->args[0].proxy->type.dtype) == Reg::f64 ? std::string("double") : std::string("float"); };
   auto acc_init = [&](const Stmt* r) {
     const std::string& op = r->op->name;
-    if (acc_type(r) == "double")
-      return op == "sum" ? std::string("0.0") : op == "amax" ? std::string("-__longlong_as_double(0x7ff0000000000000LL)")
-                                                            : std::string("__longlong_as_double(0x7ff0000000000000LL)");
+    if (acc_type(r) == "double") return init_double(op);
     return op == "sum" ? std::string("0.f") : op == "amax" ? std::string("(-__int_as_float(0x7f800000))") : std::string("__int_as_float(0x7f800000)");
   };
-  auto acc_step = [](const std::string& op, const std::string& acc, const std::string& v) {
-    return op == "sum" ? acc + " + " + v : op == "amax" ? "(" + acc + " != " + acc + " || " + acc + " >= " + v + ") ? " + acc + " : " + v
-                                                        : "(" + acc + " != " + acc + " || " + acc + " <= " + v + ") ? " + acc + " : " + v;
-  };
+  const auto& acc_step = reduce_step;
   int64_t RB = 0, chunks = 0;
   // The lanes' column accumulators live in shared memory, each warp its own [A][32] per
   // reduction (at cs_at), so the kernel keeps the registers of a row kernel and two blocks fit a
@@ -533,14 +539,8 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
   }
   body << "    const long long tr_base = tr_r * tr_C;\n";
   auto emit_row = [&](std::ostringstream& body) {
-  auto red_init = [](const std::string& op) {
-    return op == "sum" ? std::string("0.0") : op == "amax" ? std::string("-__longlong_as_double(0x7ff0000000000000LL)")
-                                                          : std::string("__longlong_as_double(0x7ff0000000000000LL)");
-  };
-  auto red_step = [](const std::string& op, const std::string& acc) {
-    return op == "sum" ? acc + " + v" : op == "amax" ? "(" + acc + " != " + acc + " || " + acc + " >= v) ? " + acc + " : v"
-                                                     : "(" + acc + " != " + acc + " || " + acc + " <= v) ? " + acc + " : v";
-  };
+  const auto& red_init = init_double;
+  auto red_step = [](const std::string& op, const std::string& acc) { return reduce_step(op, acc, "v"); };
   for (const auto& pass : passes) {
     std::vector<ir::ProxyPtr> targets;
     std::vector<std::string> tail;
@@ -811,8 +811,7 @@ Kernel generate_row_kernel(const Stmt& s, const std::string& name, bool canonica
     for (size_t j = 0; j < colreds.size(); ++j) {
       const std::string& op = colreds[j]->op->name;
       const std::string a = "tr_a" + std::to_string(j);
-      const std::string init = op == "sum" ? "0.0" : op == "amax" ? "-__longlong_as_double(0x7ff0000000000000LL)" : "__longlong_as_double(0x7ff0000000000000LL)";
-      body << "  double " << a << " = " << init << ";\n";
+      body << "  double " << a << " = " << init_double(op) << ";\n";
       body << "  if (tr_c < tr_C)\n    for (long long q = tr_ty; q < " << chunks << "LL; q += 8) { const double v = tr_partial[(q * " << colreds.size()
            << " + " << j << ") * tr_C + tr_c]; " << a << " = " << acc_step(op, a, "v") << "; }\n";
       body << "  tr_lanes[threadIdx.x] = " << a << ";\n  __syncthreads();\n";
