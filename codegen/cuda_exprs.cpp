@@ -224,9 +224,17 @@ std::string op_expr(const std::string& op, const std::vector<std::string>& x, Re
       {"erf", "erf"},   {"floor", "floor"}, {"ceil", "ceil"}, {"round", "nearbyint"}, {"trunc", "trunc"},
       {"asin", "asin"}, {"acos", "acos"},   {"atan", "atan"}, {"asinh", "asinh"},     {"acosh", "acosh"},
       {"atanh", "atanh"}, {"sinh", "sinh"}, {"cosh", "cosh"}, {"tan", "tan"},         {"log10", "log10"},
-      {"erfc", "erfc"}, {"lgamma", "lgamma"}};
+      {"erfc", "erfc"}, {"lgamma", "lgamma"}, {"erfinv", "erfinv"}, {"erfcinv", "erfcinv"}, {"ndtri", "normcdfinv"}};
   auto u = unary_fn.find(op);
   if (u != unary_fn.end()) return fl ? fn(u->second) : via_double(u->second);
+  // The prelude's double-precision digamma and zeta (runtime/special_math.inc), as on the CPU.
+  if (op == "digamma")
+    return !fl ? "tr_f2i(tr_sf_digamma((double)" + x[0] + "))" : f32 ? "(float)tr_sf_digamma((double)" + x[0] + ")" : "tr_sf_digamma(" + x[0] + ")";
+  if (op == "zeta")
+    return f32 ? "(float)tr_sf_zeta((double)" + x[0] + ", (double)" + x[1] + ")" : "tr_sf_zeta(" + x[0] + ", " + x[1] + ")";
+  if (op == "nextafter") return fn2("nextafter");
+  if (op == "bitwise_left_shift") return "tr_shl(" + x[0] + ", " + x[1] + ")";
+  if (op == "bitwise_right_shift") return "tr_shr(" + x[0] + ", " + x[1] + ")";
   if (op == "rsqrt") return fl ? (f32 ? "(1.0f / sqrtf(" + x[0] + "))" : "(1.0 / sqrt(" + x[0] + "))") : "tr_f2i(1.0 / sqrt((double)" + x[0] + "))";
   if (op == "reciprocal") return fl ? (f32 ? "(1.0f / " + x[0] + ")" : "(1.0 / " + x[0] + ")") : "tr_f2i(1.0 / (double)" + x[0] + ")";
   // binary
@@ -331,7 +339,7 @@ std::string prim_expr(const Stmt& ps, const std::function<std::string(const ir::
   } else {
     const Arg &a = p->args[0], &b = p->args[1];
     DType compute = ir::promote_args({&a, &b});
-    if ((op == "div" || op == "atan2" || op == "copysign") && !rt::is_float(compute)) compute = DType::f32;
+    if ((op == "div" || op == "atan2" || op == "copysign" || op == "zeta") && !rt::is_float(compute)) compute = DType::f32;
     Reg m = math_of(compute);
     std::string e = op_expr(op, {operand(a, m), operand(b, m)}, m);
     expr = convert(e, is_compare(op) ? Reg::b8 : m, od);

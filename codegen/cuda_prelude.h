@@ -6,10 +6,14 @@
 // and saturates (NaN gives 0). No headers: NVRTC compiles it alone.
 #pragma once
 
+#include <string>
+
+#include "cuda_special_source.h"  // generated: kTracerSpecialMathSource (runtime/special_math.inc)
+
 namespace tracer::codegen {
 
 inline const char* cuda_prelude() {
-  return R"CUDA(// ---- tracer prelude ----
+  static const std::string prelude = std::string(R"CUDA(// ---- tracer prelude ----
 typedef unsigned short tr_bf16;
 typedef unsigned short tr_f16;
 typedef unsigned char tr_b8;
@@ -130,6 +134,12 @@ __device__ __forceinline__ float tr_exp_le0(float d) {
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(d * 1.4426950408889634f));
   return r;
 }
+// Shifts as PyTorch's: a left shift by a negative count or by 64 or more gives 0, a right shift
+// the sign (0 or -1); the storage's narrower width wraps when stored, as on the CPU.
+__device__ __forceinline__ long long tr_shl(long long a, long long b) {
+  return (b < 0 || b >= 64) ? 0LL : (long long)((unsigned long long)a << b);
+}
+__device__ __forceinline__ long long tr_shr(long long a, long long b) { return (b < 0 || b >= 64) ? (a < 0 ? -1LL : 0LL) : a >> b; }
 template <class C> __device__ __forceinline__ C tr_sign(C a) { return a != a ? a : C((a > 0) - (a < 0)); }
 
 // Philox4x32-10 (runtime/kernels_random.cpp): element e of a draw is word e % 4 of the block
@@ -190,8 +200,17 @@ template <int B> __device__ __forceinline__ void tr_copy(void* dst, const void* 
     for (int j = 0; j < B; ++j) reinterpret_cast<unsigned char*>(dst)[j] = reinterpret_cast<const unsigned char*>(src)[j];
   }
 }
+// Digamma and the Hurwitz zeta function (runtime/special_math.inc, the CPU's own source).
+#define TR_SF static __device__ __noinline__
+#define TR_SF_INF __longlong_as_double(0x7ff0000000000000LL)
+#define TR_SF_NAN __longlong_as_double(0x7ff8000000000000LL)
+)CUDA") + kTracerSpecialMathSource + R"CUDA(
+#undef TR_SF
+#undef TR_SF_INF
+#undef TR_SF_NAN
 // ---- end of prelude ----
 )CUDA";
+  return prelude.c_str();
 }
 
 }  // namespace tracer::codegen

@@ -44,6 +44,31 @@ std::vector<rt::Tensor> cpu_binary(const std::vector<Arg>& a, ExecContext& c) {
   return one(rt::binary(B, to_operand(a[0]), to_operand(a[1]), t.compute, t.out.dtype, alloc(c), c.reuse));
 }
 
+// nextafter steps in the storage dtype: f32 or f64 (a 16-bit float computed in f32 would round
+// back to where it started).
+std::vector<TensorType> meta_nextafter(const std::vector<Arg>& a) {
+  BinaryTypes t = binary_type(a[0], a[1], BinaryRule::Arith);
+  if (t.out.dtype != rt::DType::f32 && t.out.dtype != rt::DType::f64)
+    throw OpError(std::string("expected f32 or f64 operands, got ") + rt::dtype_name(t.out.dtype));
+  return {t.out};
+}
+
+// Shifts take integers, not bools (as PyTorch).
+std::vector<TensorType> meta_shift(const std::vector<Arg>& a) {
+  BinaryTypes t = binary_type(a[0], a[1], BinaryRule::Bitwise);
+  if (t.out.dtype == rt::DType::b8) throw OpError("expected integer tensors, got b8");
+  return {t.out};
+}
+std::vector<rt::Tensor> cpu_nextafter(const std::vector<Arg>& a, ExecContext& c) {
+  TensorType t = meta_nextafter(a)[0];
+  return one(rt::binary(BinaryOp::nextafter, to_operand(a[0]), to_operand(a[1]), t.dtype, t.dtype, alloc(c), c.reuse));
+}
+template <BinaryOp B>
+std::vector<rt::Tensor> cpu_shift(const std::vector<Arg>& a, ExecContext& c) {
+  TensorType t = meta_shift(a)[0];
+  return one(rt::binary(B, to_operand(a[0]), to_operand(a[1]), t.dtype, t.dtype, alloc(c), c.reuse));
+}
+
 std::vector<TensorType> meta_where(const std::vector<Arg>& a) { return {where_type(a[0], a[1], a[2])}; }
 std::vector<rt::Tensor> cpu_where(const std::vector<Arg>& a, ExecContext& c) {
   TensorType t = where_type(a[0], a[1], a[2]);
@@ -338,6 +363,10 @@ std::vector<OpDecl> make_table() {
       UN("log10", log10, Float, "Elementwise base-10 logarithm."),
       UN("erfc", erfc, Float, "Elementwise complementary error function, 1 - erf(a)."),
       UN("lgamma", lgamma, Float, "Elementwise natural logarithm of the absolute value of the gamma function."),
+      UN("digamma", digamma, Float, "Elementwise digamma function, the derivative of lgamma (-inf at +0, NaN at the negative integers)."),
+      UN("erfinv", erfinv, Float, "Elementwise inverse of erf on [-1, 1] (+-inf at +-1, NaN outside)."),
+      UN("erfcinv", erfcinv, Float, "Elementwise inverse of erfc on [0, 2] (+inf at 0, -inf at 2, NaN outside)."),
+      UN("ndtri", ndtri, Float, "Elementwise quantile function of the standard normal distribution, on [0, 1]."),
       BIN("add", add, Arith, "Elementwise a + b with broadcasting and type promotion."),
       BIN("sub", sub, Arith, "Elementwise a - b."),
       BIN("mul", mul, Arith, "Elementwise a * b."),
@@ -350,6 +379,14 @@ std::vector<OpDecl> make_table() {
       BIN("atan2", atan2, TrueDiv, "Elementwise atan2(a, b)."),
       BIN("fmod", fmod, Arith, "Elementwise C-style remainder of truncated division (the sign of a; integers by zero give 0)."),
       BIN("copysign", copysign, TrueDiv, "Elementwise |a| with the sign of b (integers give f32)."),
+      BIN("zeta", zeta, TrueDiv, "Elementwise Hurwitz zeta function, the sum over k >= 0 of (b + k)^-a (a > 1; integers give f32)."),
+      {"nextafter", OpKind::Elementwise, {req("a"), req("b")}, &meta_nextafter, &cpu_nextafter,
+       "Elementwise the next representable value after a toward b (f32 or f64).", {}},
+      {"bitwise_left_shift", OpKind::Elementwise, {req("a"), req("b")}, &meta_shift, &cpu_shift<BinaryOp::shift_left>,
+       "Elementwise a << b of integer tensors (a count below 0 or from the width on gives 0).", {}},
+      {"bitwise_right_shift", OpKind::Elementwise, {req("a"), req("b")}, &meta_shift, &cpu_shift<BinaryOp::shift_right>,
+       "Elementwise arithmetic a >> b of integer tensors (a count below 0 or from the width on gives a's sign, 0 or -1).",
+       {}},
       BIN("eq", eq, Compare, "Elementwise a == b (result b8)."),
       BIN("ne", ne, Compare, "Elementwise a != b (result b8)."),
       BIN("lt", lt, Compare, "Elementwise a < b (result b8)."),

@@ -14,12 +14,15 @@ enum class UnaryOp {
   neg, abs, exp, log, log1p, sqrt, rsqrt, sin, cos, tanh, erf, reciprocal, sigmoid,
   logical_not, bitwise_not, sign, floor, ceil, round, expm1, exp2, log2, isfinite,
   asin, acos, atan, asinh, acosh, atanh, sinh, cosh, tan, log10, trunc, erfc, lgamma, signbit,
+  digamma, erfinv, erfcinv, ndtri,
 };
 enum class BinaryOp {
   add, sub, mul, div, pow, maximum, minimum, remainder, floor_div, atan2, fmod, copysign,
   eq, ne, lt, le, gt, ge,              // result b8
   logical_and, logical_or, logical_xor, // result b8
   bitwise_and, bitwise_or, bitwise_xor,
+  shift_left, shift_right,  // integers: PyTorch's bitwise_left_shift, bitwise_right_shift
+  zeta, nextafter,          // floats
 };
 
 // An elementwise operand: a tensor or a scalar (kept as double, or int64 for exact integers).

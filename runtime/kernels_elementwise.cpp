@@ -7,6 +7,7 @@
 
 #include "runtime/kernel_util.h"
 #include "runtime/kernels.h"
+#include "runtime/special_math.h"
 
 namespace tracer::rt {
 using namespace detail;
@@ -195,6 +196,14 @@ bool binary_block(BinaryOp op, const C* x, const C* y, C* o, uint8_t* ob, int64_
       case BinaryOp::bitwise_and: map2(x, y, o, n, [](C a, C b) { return a & b; }); break;
       case BinaryOp::bitwise_or: map2(x, y, o, n, [](C a, C b) { return a | b; }); break;
       case BinaryOp::bitwise_xor: map2(x, y, o, n, [](C a, C b) { return a ^ b; }); break;
+      // PyTorch's shifts: a count below 0 or beyond the width gives 0 (left) or the sign (right);
+      // the narrower storage dtypes wrap when stored.
+      case BinaryOp::shift_left:
+        map2(x, y, o, n, [](C a, C b) { return (b < 0 || b >= 64) ? C(0) : C(static_cast<uint64_t>(a) << b); });
+        break;
+      case BinaryOp::shift_right:
+        map2(x, y, o, n, [](C a, C b) { return (b < 0 || b >= 64) ? C(a < 0 ? -1 : 0) : C(a >> b); });
+        break;
       default: break;
     }
   } else {
@@ -211,6 +220,8 @@ bool binary_block(BinaryOp op, const C* x, const C* y, C* o, uint8_t* ob, int64_
       case BinaryOp::copysign: map2(x, y, o, n, [](C a, C b) { return std::copysign(a, b); }); break;
       case BinaryOp::floor_div: map2(x, y, o, n, ffloordiv<C>); break;
       case BinaryOp::atan2: map2(x, y, o, n, [](C a, C b) { return std::atan2(a, b); }); break;
+      case BinaryOp::zeta: map2(x, y, o, n, [](C a, C b) { return C(special::zeta(double(a), double(b))); }); break;
+      case BinaryOp::nextafter: map2(x, y, o, n, [](C a, C b) { return std::nextafter(a, b); }); break;
       default: break;  // bitwise ops on floats are rejected before any work starts
     }
   }
@@ -292,12 +303,18 @@ bool unary_block(UnaryOp op, const C* x, C* o, uint8_t* ob, int64_t n) {
     case UnaryOp::log10: map1f(x, o, n, [](auto a) { return std::log10(a); }); break;
     case UnaryOp::erfc: map1f(x, o, n, [](auto a) { return std::erfc(a); }); break;
     case UnaryOp::lgamma: map1f(x, o, n, [](auto a) { return std::lgamma(a); }); break;
+    // In double, rounded to the math type (runtime/special_math.h).
+    case UnaryOp::digamma: map1f(x, o, n, [](auto a) { return decltype(a)(special::digamma(double(a))); }); break;
+    case UnaryOp::erfinv: map1f(x, o, n, [](auto a) { return decltype(a)(special::erfinv(double(a))); }); break;
+    case UnaryOp::erfcinv: map1f(x, o, n, [](auto a) { return decltype(a)(special::erfcinv(double(a))); }); break;
+    case UnaryOp::ndtri: map1f(x, o, n, [](auto a) { return decltype(a)(special::ndtri(double(a))); }); break;
   }
   return false;
 }
 
 bool is_bitwise(BinaryOp op) {
-  return op == BinaryOp::bitwise_and || op == BinaryOp::bitwise_or || op == BinaryOp::bitwise_xor;
+  return op == BinaryOp::bitwise_and || op == BinaryOp::bitwise_or || op == BinaryOp::bitwise_xor ||
+         op == BinaryOp::shift_left || op == BinaryOp::shift_right;
 }
 
 Shape operand_shape(const Operand& op) {

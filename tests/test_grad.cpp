@@ -57,6 +57,13 @@ const Case kCases[] = {
     {"log10", "def f(a: f64[3, 4]):\n    return loss(prims.log10(a))", 0.5, 2.0},
     {"erfc", "def f(a: f64[3, 4]):\n    return loss(prims.erfc(a))"},
     {"trunc", "def f(a: f64[3, 4]):\n    return loss(prims.trunc(a) + a)"},
+    {"lgamma", "def f(a: f64[3, 4]):\n    return loss(prims.lgamma(a))", 0.3, 3.0},
+    {"digamma", "def f(a: f64[3, 4]):\n    return loss(prims.digamma(a) + prims.digamma(prims.sub(-0.5, a)))", 0.1, 0.4},
+    {"erfinv", "def f(a: f64[3, 4]):\n    return loss(prims.erfinv(a))", -0.8, 0.8},
+    {"erfcinv", "def f(a: f64[3, 4]):\n    return loss(prims.erfcinv(a))", 0.2, 1.8},
+    {"ndtri", "def f(a: f64[3, 4]):\n    return loss(prims.ndtri(a))", 0.1, 0.9},
+    // (x, the exponent, gets none: PyTorch has none either.)
+    {"zeta", "def f(q: f64[3, 4], r: f64[4]):\n    return loss(prims.zeta(3.0, q) + prims.zeta(2, r) + prims.zeta(4.0, prims.sub(-0.5, q)))", 0.1, 0.4},
     {"add", "def f(a: f64[3, 4], b: f64[4]):\n    return loss(prims.add(a, b))"},
     {"sub", "def f(a: f64[3, 4], b: f64[4]):\n    return loss(prims.sub(a, b))"},
     {"mul", "def f(a: f64[3, 4], b: f64[4]):\n    return loss(prims.mul(a, b) + prims.mul(a, 2.0))"},

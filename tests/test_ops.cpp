@@ -16,12 +16,12 @@ namespace {
 using rt::DType;
 using Gen = std::function<std::vector<Arg>(DType dt, uint64_t seed)>;
 
-enum class Domain { Any, Positive, Unit, AboveOne };
+enum class Domain { Any, Positive, Unit, AboveOne, Prob };
 
 // Values drawn in f64, then rounded to dt: the reference run sees exactly the same numbers.
 rt::Tensor input(DType dt, rt::Shape shape, uint64_t seed, Domain dom = Domain::Any) {
-  double lo = dom == Domain::Positive ? 0.5 : dom == Domain::Unit ? -0.9 : dom == Domain::AboveOne ? 1.1 : -2.0;
-  double hi = dom == Domain::Positive ? 2.0 : dom == Domain::Unit ? 0.9 : dom == Domain::AboveOne ? 3.0 : 2.0;
+  double lo = dom == Domain::Positive ? 0.5 : dom == Domain::Unit ? -0.9 : dom == Domain::AboveOne ? 1.1 : dom == Domain::Prob ? 0.05 : -2.0;
+  double hi = dom == Domain::Positive ? 2.0 : dom == Domain::Unit ? 0.9 : dom == Domain::AboveOne ? 3.0 : dom == Domain::Prob ? 0.95 : 2.0;
   if (!rt::is_float(dt)) {
     lo = -8;
     hi = 8;
@@ -68,7 +68,9 @@ const std::map<std::string, Gen>& samples() {
       {"asin", unary(Domain::Unit)}, {"acos", unary(Domain::Unit)}, {"atan", unary()}, {"asinh", unary()},
       {"acosh", unary(Domain::AboveOne)}, {"atanh", unary(Domain::Unit)}, {"sinh", unary()}, {"cosh", unary()},
       {"tan", unary(Domain::Unit)}, {"log10", unary(Domain::Positive)}, {"erfc", unary()}, {"lgamma", unary(Domain::Positive)},
-      {"trunc", unary()}, {"signbit", unary()},
+      {"trunc", unary()}, {"signbit", unary()}, {"digamma", unary(Domain::Positive)}, {"erfinv", unary(Domain::Unit)},
+      {"erfcinv", unary(Domain::Positive)}, {"ndtri", unary(Domain::Prob)}, {"zeta", binary(Domain::AboveOne)},
+      {"nextafter", binary()}, {"bitwise_left_shift", binary()}, {"bitwise_right_shift", binary()},
       {"sqrt", unary(Domain::Positive)}, {"rsqrt", unary(Domain::Positive)}, {"sin", unary()}, {"cos", unary()},
       {"tanh", unary()}, {"erf", unary()}, {"reciprocal", unary(Domain::Positive)}, {"logical_not", unary()},
       {"bitwise_not", unary()}, {"isfinite", unary()},
@@ -186,7 +188,9 @@ bool integer_only(const OpDecl& op) {
 // Whether the op meaningfully runs on dt (float math ops on integer inputs are promoted and
 // tested through the float dtypes; integer ops skip floats).
 std::vector<DType> dtypes_for(const OpDecl& op) {
+  if (op.name == "bitwise_left_shift" || op.name == "bitwise_right_shift") return {DType::i64, DType::i32, DType::i8, DType::u8};
   if (integer_only(op)) return {DType::i64, DType::i32, DType::i8, DType::u8, DType::b8};
+  if (op.name == "nextafter") return {DType::f64, DType::f32};
   std::vector<DType> d = {DType::f64, DType::f32, DType::f16, DType::bf16};
   bool exact_ok = op.kind == OpKind::Shape || op.name == "take" || op.name == "add" || op.name == "sub" ||
                   op.name == "mul" || op.name == "maximum" || op.name == "minimum" || op.name == "neg" ||

@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""tests/gpu/ops.trace's ops_special and ops_thunder_more on tracer against PyTorch on the same
+data: the inputs are written as safetensors, tracer runs the entry (--device cuda, or cpu), and
+each output is compared with the same chain of torch ops on the same device and dtype
+(||tracer - torch|| / ||torch||, compare.py's tolerances; integers exactly).
+Usage: special_torch.py [TRACER] [DEVICE]   (needs torch and safetensors)"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import torch
+from safetensors.torch import save_file
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import compare  # noqa: E402  (the .npy reader and the tolerances)
+
+TRACER = sys.argv[1] if len(sys.argv) > 1 else "build/tracer"
+DEVICE = sys.argv[2] if len(sys.argv) > 2 else "cuda"
+dev = "cuda" if DEVICE.startswith("cuda") else "cpu"
+g = torch.Generator().manual_seed(7)
+
+
+def run(entry, inputs):
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "in.safetensors")
+        save_file({k: v.contiguous().cpu() for k, v in inputs.items()}, path)
+        out = os.path.join(tmp, "out")
+        r = subprocess.run([TRACER, "run", "tests/gpu/ops.trace", "--entry", entry, "--input", path, "--device", DEVICE,
+                            "--output", out], capture_output=True, text=True)
+        if r.returncode:
+            print(r.stdout[-3000:], r.stderr[-3000:])
+            sys.exit(f"FAIL {entry}: tracer failed")
+        return {f[:-4]: compare.load(os.path.join(out, f)) for f in os.listdir(out)}
+
+
+fail = 0
+
+
+def check(entry, got, name, want):
+    global fail
+    import numpy as np
+    w = want.detach().to("cpu")
+    kind = {torch.float64: "<f8", torch.float32: "<f4", torch.float16: "<f2", torch.bfloat16: "bfloat16"}.get(w.dtype)
+    w = w.double().numpy() if kind else w.numpy()
+    t = np.asarray(got[name], dtype=np.float64 if kind else w.dtype)
+    if t.shape != w.shape:
+        print(f"FAIL {entry} {name}: shape {t.shape} against torch's {w.shape}")
+        fail = 1
+        return
+    if kind is None:
+        bad = int((t != w).sum())
+        print(f"{'ok  ' if bad == 0 else 'FAIL'} {entry} {name}: {bad} of {w.size} integers differ")
+        fail |= bad != 0
+        return
+    same_nan = np.array_equal(np.isnan(t), np.isnan(w))
+    m = ~np.isnan(w)
+    err = float(np.linalg.norm(t[m] - w[m]) / max(np.linalg.norm(w[m]), 1e-300))
+    ok = same_nan and err <= compare.TOL[kind]
+    print(f"{'ok  ' if ok else 'FAIL'} {entry} {name}: relative error {err:.2e} ({kind}, tolerance {compare.TOL[kind]:g})"
+          + ("" if same_nan else ", NaNs differ"))
+    fail |= not ok
+
+
+def special():
+    a = (torch.randn(64, 33, generator=g) * 1.5).to(dev)
+    h = (torch.randn(64, 33, generator=g) * 1.5).to(dev).bfloat16()
+    d = (torch.randn(64, 33, generator=g, dtype=torch.float64) * 1.5).to(dev)
+    i = torch.randint(-1000, 1000, (64, 33), generator=g, dtype=torch.int32).to(dev)
+    l = torch.randint(-2**40, 2**40, (64, 33), generator=g, dtype=torch.int64).to(dev)
+    b = torch.randint(0, 256, (64, 33), generator=g, dtype=torch.uint8).to(dev)
+    got = run("ops_special", dict(a=a, h=h, d=d, i=i, l=l, b=b))
+    for x, sfx in [(a, ""), (h, "_1"), (d, "_2")]:
+        u = torch.tanh(x) * 0.99
+        check("ops_special", got, "digamma" + sfx, torch.special.digamma(x * 3.3))
+        check("ops_special", got, "erfinv" + sfx, torch.special.erfinv(u))
+        # torch has no erfcinv: erfinv(1 - c) in float64, rounded to the dtype
+        check("ops_special", got, "erfcinv" + sfx, torch.special.erfinv(1 - (u + 1.0).double()).to(x.dtype))
+        check("ops_special", got, "ndtri" + sfx, torch.special.ndtri((u + 1.0) * 0.5))
+    # zeta's six outputs in order: (p, |x| + 0.25) and (3, x - 2.5) for f32, bf16, f64
+    k = 0
+    for x in [a, h, d]:
+        p = torch.abs(x) + 1.1
+        for want in [torch.special.zeta(p, torch.abs(x) + 0.25), torch.special.zeta(torch.full_like(x, 3.0), x - 2.5)]:
+            check("ops_special", got, "zeta" if k == 0 else f"zeta_{k}", want)
+            k += 1
+    check("ops_special", got, "nextafter", torch.nextafter(a, -a))
+    check("ops_special", got, "nextafter_1", torch.nextafter(d, torch.zeros_like(d)))
+    check("ops_special", got, "nextafter_2", torch.nextafter(h.float(), torch.full_like(h.float(), 5.0)))
+    kk = torch.remainder(i, 70)
+    check("ops_special", got, "bitwise_left_shift", torch.bitwise_left_shift(i, kk))
+    check("ops_special", got, "bitwise_right_shift", torch.bitwise_right_shift(i, kk - 3))
+    check("ops_special", got, "bitwise_left_shift_1", torch.bitwise_left_shift(l, torch.remainder(l, 67)))
+    check("ops_special", got, "bitwise_right_shift_1", torch.bitwise_right_shift(-l, torch.remainder(l, 67)))
+    check("ops_special", got, "bitwise_left_shift_2", torch.bitwise_left_shift(b, 3))
+    check("ops_special", got, "bitwise_right_shift_2", torch.bitwise_right_shift(b, torch.remainder(b, 9)))
+
+
+special()
+sys.exit(fail)
