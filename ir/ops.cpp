@@ -314,6 +314,28 @@ std::vector<rt::Tensor> cpu_attention_backward(const std::vector<Arg>& a, ExecCo
                                 a[7].number(), alloc(c), a[8].kind == K::None ? nullptr : &a[8].tensor);
 }
 
+// sort(a, dim=-1, descending=False, stable=False, *, out=None): values and i64 positions, a's shape.
+int64_t sort_dim(const std::vector<Arg>& a) {
+  TensorType t = tensor_type(a[0], "a");
+  int64_t rank = static_cast<int64_t>(t.shape.size());
+  int64_t d = int_arg(a[1], "dim");
+  int64_t n = std::max<int64_t>(rank, 1);
+  if (d < -n || d >= n) throw OpError("dimension " + std::to_string(d) + " is out of range for a tensor of " + std::to_string(rank) + " dimensions");
+  if (a[4].kind != K::None) throw OpError("out= is not supported (only out=None)");
+  if (a[2].kind != K::Bool || a[3].kind != K::Bool) throw OpError("descending and stable must be bools");
+  return d < 0 ? d + n : d;
+}
+std::vector<TensorType> meta_sort(const std::vector<Arg>& a) {
+  sort_dim(a);
+  TensorType v = tensor_type(a[0], "a"), i = v;
+  i.dtype = rt::DType::i64;
+  return {v, i};
+}
+std::vector<rt::Tensor> cpu_sort(const std::vector<Arg>& a, ExecContext& c) {
+  int64_t d = sort_dim(a);
+  return rt::sort(a[0].tensor, d, a[2].b, alloc(c));
+}
+
 #define UN(name, U, R, doc) \
   {name, OpKind::Elementwise, {req("a")}, &meta_unary<UnaryOp::U, UnaryRule::R>, &cpu_unary<UnaryOp::U, UnaryRule::R>, doc, {}}
 #define BIN(name, B, R, doc)                                                     \
@@ -458,6 +480,11 @@ std::vector<OpDecl> make_table() {
        "Gathers rows of a (dim 0) at index; the result has shape index.shape + a.shape[1:].", {}},
       {"take_backward", OpKind::Gather, {req("grad"), req("index"), req("num_rows")}, &meta_take_backward,
        &cpu_take_backward, "The adjoint of take: adds the rows of grad into zeros at index.", {"index_add_rows"}},
+      {"sort", OpKind::Other, {req("a"), opt("dim", Arg::of_int(-1)), opt("descending", kFalse), opt("stable", kFalse), kw("out", kNone)},
+       &meta_sort, &cpu_sort,
+       "values, indices = sort(a, dim=-1, descending=False, stable=False): a's elements along dim in order, and their "
+       "positions there (i64). Always stable (equal values keep their order, either direction); NaN sorts above every "
+       "number, as PyTorch's. On the GPU it runs on the host.", {}},
       {"attention", OpKind::Other, {req("query"), req("key"), req("value"), req("is_causal"), req("scale"), opt("attn_mask", kNone)},
        &meta_attention, &cpu_attention,
        "out, lse = attention(query, key, value, is_causal, scale, attn_mask=None): softmax(query @ key^T * scale + mask) "

@@ -93,6 +93,10 @@ Tensor take(const Tensor& table, const Tensor& index, Allocator* al);
 // The adjoint of take: out = zeros(shape); out[index[i...], :] += grad[i..., :].
 Tensor take_backward(const Tensor& grad, const Tensor& index, int64_t num_rows, Allocator* al);
 
+// Sorts each line of a along dim (stable; NaN above every number): {values, their positions
+// along dim as i64}. A 0-d tensor is its own sort.
+std::vector<Tensor> sort(const Tensor& a, int64_t dim, bool descending, Allocator* al);
+
 // Fused attention over the last two dimensions: out = softmax(q k^T * scale) v, row by row, and
 // lse = the log-sum-exp of each row's scaled scores (what the backward needs). q [..., L, E],
 // k [..., S, E], v [..., S, Ev] with equal batch dimensions and one float dtype; causal masks

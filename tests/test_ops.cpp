@@ -129,6 +129,9 @@ const std::map<std::string, Gen>& samples() {
          rt::Tensor idx = rt::iota(4, 5, -1, DType::i64, nullptr);  // 5, 4, 3, 2
          return std::vector<Arg>{T(dt, {6, 3}, s), Arg::of_tensor(idx), Arg::of_int(0)};
        }},
+      {"sort", [](DType dt, uint64_t s) {
+         return std::vector<Arg>{T(dt, {4, 7, 3}, s), Arg::of_int(1), Arg::of_bool(true), Arg::of_bool(false)};
+       }},
       {"take_backward", [](DType dt, uint64_t s) {
          rt::Tensor idx = rt::iota(4, 0, 1, DType::i64, nullptr);
          idx.set(3, 0.0);  // a repeated row accumulates
@@ -195,7 +198,7 @@ std::vector<DType> dtypes_for(const OpDecl& op) {
   bool exact_ok = op.kind == OpKind::Shape || op.name == "take" || op.name == "add" || op.name == "sub" ||
                   op.name == "mul" || op.name == "maximum" || op.name == "minimum" || op.name == "neg" ||
                   op.name == "abs" || op.name == "eq" || op.name == "lt" || op.name == "where" || op.name == "sum" ||
-                  op.name == "amax" || op.name == "matmul" || op.name == "full" || op.name == "iota";
+                  op.name == "amax" || op.name == "matmul" || op.name == "full" || op.name == "iota" || op.name == "sort";
   if (exact_ok) d.insert(d.end(), {DType::i64, DType::i32});
   if (op.kind == OpKind::Random) d = {DType::f64, DType::f32, DType::f16, DType::bf16};
   if (op.name == "rng_state") d = {DType::i64};
