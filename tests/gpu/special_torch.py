@@ -96,5 +96,30 @@ def special():
     check("ops_special", got, "bitwise_right_shift_2", torch.bitwise_right_shift(b, torch.remainder(b, 9)))
 
 
+def thunder_more():
+    x = torch.randn(37, 19, generator=g).to(dev)
+    h = torch.randn(5, 13, 7, generator=g).to(dev).bfloat16()
+    i = torch.randint(-50, 50, (37, 4), generator=g).to(dev)
+    j = torch.randint(-50, 50, (9,), generator=g).to(dev)
+    got = run("ops_thunder_more", dict(x=x, h=h, i=i, j=j))
+    gi = torch.remainder(i, 19)
+    ji = torch.remainder(j, 13)
+    v, k = torch.topk(x, 5, 1, True, True)
+    hv, hk = torch.sort(h, 1, False, stable=True)
+    e = "ops_thunder_more"
+    check(e, got, "amax_x", torch.argmax(x, 1))
+    check(e, got, "amin_h", torch.argmin(h, 2))
+    check(e, got, "amax_all", torch.argmax(h))
+    check(e, got, "gathered", torch.gather(x, 1, gi))
+    got.setdefault("top_v", got.get("slice"))  # (the values keep the name of topk's last statement)
+    check(e, got, "top_v", v)
+    check(e, got, "top_i", k)
+    check(e, got, "sort_v", hv)
+    check(e, got, "sort_i", hk)
+    check(e, got, "scattered", torch.scatter_add(x, 1, gi, x * 2.0))
+    check(e, got, "index_added", torch.index_add(h, 1, ji, h[:, :9, :]))
+
+
 special()
+thunder_more()
 sys.exit(fail)
