@@ -64,12 +64,20 @@ std::unordered_map<const ir::Proxy*, int64_t> index_bounds(const ir::Trace& t) {
         if (const ir::Shape* x = shape_of(s.args[0])) bound(s.args[1], x->size() >= 2 ? (*x)[1] : x->empty() ? 0 : (*x)[0]);
       } else if (op == "embedding" && s.args.size() >= 2) {
         if (const ir::Shape* w = shape_of(s.args[1]); w && !w->empty()) bound(s.args[0], (*w)[0]);
-      } else if ((op == "take" || op == "take_along_axis" || op == "take_along_dim" || op == "gather") && s.args.size() >= 2) {
+      } else if ((op == "take" || op == "take_along_axis" || op == "take_along_dim" || op == "gather" || op == "scatter_add" ||
+                  op == "index_add") && s.args.size() >= 2) {
+        // Where the index and the dimension are: Thunder's prims put the index second and the
+        // dimension last (take, gather, take_along_axis: third; scatter_add, index_add: fourth);
+        // torch's gather, scatter_add and index_add take (a, dim, index, ...).
+        const bool prim_form = name.rfind("prims.", 0) == 0 || s.kind == ir::StmtKind::Prim;
+        size_t index_at = 1, dim_at = 2;
+        if (op == "scatter_add" || op == "index_add") dim_at = 3;
+        if (!prim_form && (op == "gather" || op == "scatter_add" || op == "index_add")) index_at = 2, dim_at = 1;
         const ir::Shape* a = shape_of(s.args[0]);
-        int64_t dim = s.args.size() >= 3 && s.args[2].kind == ir::Arg::Kind::Int ? s.args[2].i : 0;
-        if (a && !a->empty()) {
+        int64_t dim = s.args.size() > dim_at && s.args[dim_at].kind == ir::Arg::Kind::Int ? s.args[dim_at].i : 0;
+        if (a && !a->empty() && s.args.size() > index_at) {
           if (dim < 0) dim += static_cast<int64_t>(a->size());
-          if (dim >= 0 && dim < static_cast<int64_t>(a->size())) bound(s.args[1], (*a)[static_cast<size_t>(dim)]);
+          if (dim >= 0 && dim < static_cast<int64_t>(a->size())) bound(s.args[index_at], (*a)[static_cast<size_t>(dim)]);
         }
       }
       walk(s.subsymbols);

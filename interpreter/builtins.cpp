@@ -755,6 +755,10 @@ void Interpreter::install_builtins() {
   Value nn = ns("torch.nn");
   nsref(nn).members["functional"] = functional;
   nsref(torch).members["nn"] = nn;
+  // torch.special.X: ltorch's X (digamma, zeta, ndtri, erfinv, polygamma, psi, gammaln, ...).
+  Value special = ns("torch.special");
+  nsref(special).fallback = &nsref(ltorch_);
+  nsref(torch).members["special"] = special;
   nsref(torch).members["device"] = b.members["device"];
   nsref(torch).members["no_grad"] = b.members["no_grad"];
   nsref(torch).members["autocast"] = b.members["autocast"];

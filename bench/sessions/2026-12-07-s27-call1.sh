@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Session 27, call 1: the new primitives on the GPU. tests/gpu/ops.trace's ops_special,
+# ops_thunder_more and ops_unary_more on cuda against the CPU (both without passes and fused),
+# then tests/gpu/special_torch.py against PyTorch on the same data (cuda, and the CPU build),
+# then the whole GPU suite (tests/gpu/run.sh).
+set -u
+cd "$(dirname "$0")/../.."
+T=.dev/tracer
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+python3 -c "import torch; print('torch', torch.__version__)"
+tmp=$(mktemp -d)
+for e in ops_special ops_thunder_more ops_unary_more; do
+  for passes in "" "fuse"; do
+    rm -rf $tmp/c $tmp/g
+    $T run tests/gpu/ops.trace --entry $e ${passes:+--passes $passes} --output $tmp/c > $tmp/c.log 2>&1 || { echo "FAIL $e cpu"; tail -5 $tmp/c.log; }
+    $T run tests/gpu/ops.trace --entry $e ${passes:+--passes $passes} --device cuda --output $tmp/g > $tmp/g.log 2>&1 || { echo "FAIL $e gpu"; tail -20 $tmp/g.log; }
+    grep "^#" $tmp/g.log | tail -1
+    python3 tests/gpu/compare.py $tmp/c $tmp/g "$e ${passes:-none}" | grep -v "^ok" ; echo "compare $e ${passes:-none} rc=${PIPESTATUS[0]}"
+  done
+done
+echo "== special_torch cuda"; python3 tests/gpu/special_torch.py $T cuda; echo "rc=$?"
+echo "== special_torch cpu"; python3 tests/gpu/special_torch.py $T cpu | grep -v "^ok"; echo "rc=${PIPESTATUS[0]}"
+echo "== tests/gpu/run.sh"; timeout 420 bash tests/gpu/run.sh $T > $tmp/run.log 2>&1; echo "run.sh rc=$?"
+grep -c "^ok\|  ok" $tmp/run.log; grep "FAIL" $tmp/run.log | head -20
