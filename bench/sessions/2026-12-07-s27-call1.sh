@@ -20,5 +20,6 @@ for e in ops_special ops_thunder_more ops_unary_more; do
 done
 echo "== special_torch cuda"; python3 tests/gpu/special_torch.py $T cuda; echo "rc=$?"
 echo "== special_torch cpu"; python3 tests/gpu/special_torch.py $T cpu | grep -v "^ok"; echo "rc=${PIPESTATUS[0]}"
+echo "== printout"; $T run tests/thunder/topk_gather_special.txt --device cuda 2>&1 | tail -1
 echo "== tests/gpu/run.sh"; timeout 420 bash tests/gpu/run.sh $T > $tmp/run.log 2>&1; echo "run.sh rc=$?"
 grep -c "^ok\|  ok" $tmp/run.log; grep "FAIL" $tmp/run.log | head -20

@@ -52,6 +52,10 @@ for e in ops_f32 ops_unary_more ops_special ops_thunder_more ops_thunder_shape o
     python3 tests/gpu/compare.py $([ "$e" = ops_round ] && echo --exact) "$tmp/cpu" "$tmp/gpu" "$label" || fail=1
   done
 done
+# The special functions, gathers and sorts against PyTorch on the same data (where torch is).
+if python3 -c "import torch, safetensors" 2>/dev/null; then
+  python3 tests/gpu/special_torch.py "$TRACER" cuda | grep -v "^ok" ; [ "${PIPESTATUS[0]}" = 0 ] || { echo "FAIL special_torch.py"; fail=1; }
+fi
 # take_backward added in place into a dying addend (needs the dels of del_last_used); the stats
 # must show the in-place path ran.
 for passes in "del_last_used" "fuse,del_last_used"; do
