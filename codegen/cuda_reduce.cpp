@@ -418,9 +418,11 @@ bool generate_take(const ir::Stmt& s, SimpleKernel* k, std::string* why) {
   const ir::TensorType& a = s.args[0].proxy->type;
   const ir::TensorType& idx = s.args[1].proxy->type;
   const ir::TensorType& out = s.outputs[0]->type;
-  long long n = rt::numel(out.shape), rows = a.shape.empty() ? 0 : a.shape[0];
-  long long cols = rows ? rt::numel(a.shape) / rows : 0;
-  if (n == 0 || cols == 0) {
+  const size_t d = s.args.size() > 2 ? static_cast<size_t>(ir::take_dim(s.args[0], s.args[2])) : 0;
+  // y[o, j, c] = a[o, index[j], c]: o over a's dimensions before d, c over those after.
+  long long n = rt::numel(out.shape), rows = a.shape.empty() ? 0 : a.shape[d], cols = 1, K = rt::numel(idx.shape);
+  for (size_t k = d + 1; k < a.shape.size(); ++k) cols *= a.shape[k];
+  if (n == 0 || cols == 0 || rows == 0) {
     *why = "the output is empty";
     return false;
   }
@@ -429,11 +431,12 @@ bool generate_take(const ir::Stmt& s, SimpleKernel* k, std::string* why) {
       << storage_name(idx.dtype) << rt::shape_str(idx.shape) << "\n" << kIndexError;
   src << "extern \"C\" __global__ void __launch_bounds__(256) tr_kernel(const " << storage_name(a.dtype) << "* __restrict__ a, const "
       << storage_name(idx.dtype) << "* __restrict__ index, " << storage_name(out.dtype) << "* __restrict__ y, unsigned long long* err) {\n";
-  src << "  const long long C = " << cols << "LL, ROWS = " << rows << "LL;\n";
+  src << "  const long long C = " << cols << "LL, ROWS = " << rows << "LL, K = " << K << "LL;\n";
   src << "  for (long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x; o < " << n << "LL; o += (long long)gridDim.x * blockDim.x) {\n";
-  src << "    const long long ix = (long long)index[o / C];\n";
+  src << "    const long long jo = o / C;\n";
+  src << "    const long long ix = (long long)index[jo % K];\n";
   src << "    if (ix < 0 || ix >= ROWS) {\n      tr_index_error(err, ix, ROWS, 1ULL);\n      y[o] = 0;\n      continue;\n    }\n";
-  src << "    y[o] = a[ix * C + o % C];\n  }\n}\n";
+  src << "    y[o] = a[((jo / K) * ROWS + ix) * C + o % C];\n  }\n}\n";
   std::string text = src.str();
   k->symbol = name_by_hash(text);
   k->source = std::move(text);

@@ -437,13 +437,21 @@ TensorType uniform_type(const Arg& shape, const Arg& lo, const Arg& hi, const Ar
   return countable(t);
 }
 
+int64_t take_dim(const Arg& a, const Arg& dim) {
+  const int64_t rank = static_cast<int64_t>(tensor_type(a, "a").shape.size());
+  const int64_t d = int_arg(dim, "dim");
+  if (d < -rank || d >= rank) throw OpError("dim " + std::to_string(d) + " is out of range for a tensor of rank " + std::to_string(rank));
+  return d < 0 ? d + rank : d;
+}
+
 TensorType take_type(const Arg& a, const Arg& index, const Arg& dim) {
   TensorType t = tensor_type(a, "a"), i = tensor_type(index, "index");
-  if (int_arg(dim, "dim") != 0) throw OpError("take gathers along dim 0 only");
   if (t.shape.empty()) throw OpError("take needs a tensor of rank >= 1");
+  const int64_t d = take_dim(a, dim);
   if (!rt::is_int(i.dtype)) throw OpError(std::string("index must be an integer tensor, got ") + rt::dtype_name(i.dtype));
-  Shape s = i.shape;
-  s.insert(s.end(), t.shape.begin() + 1, t.shape.end());
+  Shape s(t.shape.begin(), t.shape.begin() + d);
+  s.insert(s.end(), i.shape.begin(), i.shape.end());
+  s.insert(s.end(), t.shape.begin() + d + 1, t.shape.end());
   t.shape = s;
   return t;
 }

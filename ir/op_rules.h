@@ -46,6 +46,8 @@ TensorType full_type(const Arg& shape, const Arg& fill, const Arg& device, const
 TensorType iota_type(const Arg& n, const Arg& start, const Arg& step, const Arg& device, const Arg& dtype);
 TensorType uniform_type(const Arg& shape, const Arg& lo, const Arg& hi, const Arg& device, const Arg& dtype);
 TensorType take_type(const Arg& a, const Arg& index, const Arg& dim);
+// take's dimension, normalized (negative counts from the end).
+int64_t take_dim(const Arg& a, const Arg& dim);
 TensorType take_backward_type(const Arg& grad, const Arg& index, const Arg& num_rows);
 // attention(query, key, value, is_causal, scale): {out, lse}; checks every argument.
 std::vector<TensorType> attention_types(const Arg& q, const Arg& k, const Arg& v, const Arg& causal, const Arg& scale,

@@ -290,7 +290,7 @@ std::vector<rt::Tensor> cpu_pack_rng_state(const std::vector<Arg>& a, ExecContex
 std::vector<TensorType> meta_take(const std::vector<Arg>& a) { return {take_type(a[0], a[1], a[2])}; }
 std::vector<rt::Tensor> cpu_take(const std::vector<Arg>& a, ExecContext& c) {
   take_type(a[0], a[1], a[2]);
-  return one(rt::take(a[0].tensor, a[1].tensor, alloc(c)));
+  return one(rt::take(a[0].tensor, a[1].tensor, alloc(c), take_dim(a[0], a[2])));
 }
 
 std::vector<TensorType> meta_take_backward(const std::vector<Arg>& a) {
@@ -477,7 +477,7 @@ std::vector<OpDecl> make_table() {
       {"pack_rng_state", OpKind::Random, {req("seed"), req("offset")}, &meta_pack_rng_state, &cpu_pack_rng_state,
        "state = pack_rng_state(seed, offset): the u8[16] state of a seed and offset (ints or 0-d integer tensors).", {}},
       {"take", OpKind::Gather, {req("a"), req("index"), opt("dim", kZero)}, &meta_take, &cpu_take,
-       "Gathers rows of a (dim 0) at index; the result has shape index.shape + a.shape[1:].", {}},
+       "Gathers a along dim at index (rows for dim 0): the result has shape a.shape[:dim] + index.shape + a.shape[dim+1:].", {}},
       {"take_backward", OpKind::Gather, {req("grad"), req("index"), req("num_rows")}, &meta_take_backward,
        &cpu_take_backward, "The adjoint of take: adds the rows of grad into zeros at index.", {"index_add_rows"}},
       {"sort", OpKind::Other, {req("a"), opt("dim", Arg::of_int(-1)), opt("descending", kFalse), opt("stable", kFalse), kw("out", kNone)},

@@ -87,9 +87,10 @@ Tensor uniform_philox(const Shape& shape, double low, double high, DType dt, uin
                       uint64_t offset, Allocator* al, uint64_t start = 0);
 void philox4x32_10(const uint32_t counter[4], const uint32_t key[2], uint32_t out[4]);
 
-// Gathers rows: out[i..., :] = table[index[i...], :] (index integer, any shape; table 2-D or more,
-// gathering along dim 0). Out-of-range indices throw.
-Tensor take(const Tensor& table, const Tensor& index, Allocator* al);
+// Gathers along dim: out[o..., i..., r...] = table[o..., index[i...], r...] (index integer, any
+// shape; the result's shape is table.shape[:dim] + index.shape + table.shape[dim+1:]; dim 0
+// gathers rows). Out-of-range indices throw.
+Tensor take(const Tensor& table, const Tensor& index, Allocator* al, int64_t dim = 0);
 // The adjoint of take: out = zeros(shape); out[index[i...], :] += grad[i..., :].
 Tensor take_backward(const Tensor& grad, const Tensor& index, int64_t num_rows, Allocator* al);
 

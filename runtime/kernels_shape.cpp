@@ -286,21 +286,33 @@ std::vector<int64_t> load_indices(const Tensor& index, int64_t rows, const char*
 }
 }  // namespace
 
-Tensor take(const Tensor& table, const Tensor& index, Allocator* al) {
+Tensor take(const Tensor& table, const Tensor& index, Allocator* al, int64_t dim) {
   require_defined(table, "take");
   if (table.dim() < 1) throw std::invalid_argument("take: table must have at least one dim");
-  std::vector<int64_t> idx = load_indices(index, table.shape()[0], "take");
-  Shape shape = index.shape();
-  shape.insert(shape.end(), table.shape().begin() + 1, table.shape().end());
+  if (dim < 0 || dim >= table.dim())
+    throw std::invalid_argument("take: dimension " + std::to_string(dim) + " out of range for " + shape_str(table.shape()));
+  const Shape& ts = table.shape();
+  const size_t d = static_cast<size_t>(dim);
+  std::vector<int64_t> idx = load_indices(index, ts[d], "take");
+  // out[o, j, i] = table[o, idx[j], i]: o over the dimensions before dim, i over those after.
+  Shape shape(ts.begin(), ts.begin() + dim);
+  shape.insert(shape.end(), index.shape().begin(), index.shape().end());
+  shape.insert(shape.end(), ts.begin() + dim + 1, ts.end());
   Tensor out = Tensor::empty(table.dtype(), shape, al);
-  int64_t rows = table.shape()[0];
-  size_t row_bytes = rows ? table.nbytes() / static_cast<size_t>(rows) : 0;
+  int64_t outer = 1, rows = ts[d];
+  for (size_t k = 0; k < d; ++k) outer *= ts[k];
+  size_t inner_bytes = dtype_size(table.dtype());
+  for (size_t k = d + 1; k < ts.size(); ++k) inner_bytes *= static_cast<size_t>(ts[k]);
   const char* src = static_cast<const char*>(table.data());
   char* dst = static_cast<char*>(out.data());
   int64_t n = static_cast<int64_t>(idx.size());
-  if (row_bytes == 0) return out;
-#pragma omp parallel for schedule(static) if (n * static_cast<int64_t>(row_bytes) > 262144)
-  for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * row_bytes, src + idx[i] * row_bytes, row_bytes);
+  if (inner_bytes == 0 || outer == 0) return out;
+  const int64_t total = outer * n;
+#pragma omp parallel for schedule(static) if (total * static_cast<int64_t>(inner_bytes) > 262144)
+  for (int64_t e = 0; e < total; ++e) {
+    const int64_t o = e / n, j = e % n;
+    std::memcpy(dst + e * inner_bytes, src + (o * rows + idx[static_cast<size_t>(j)]) * inner_bytes, inner_bytes);
+  }
   return out;
 }
 

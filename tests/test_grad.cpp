@@ -95,6 +95,8 @@ const Case kCases[] = {
     {"linear", "def f(a: f64[2, 3, 4], w: f64[5, 4], b: f64[5]):\n    return loss(prims.linear(a, w, b))"},
     {"take", "def f(a: f64[5, 3]):\n    return loss(prims.take(a, prims.iota(4, start=1, dtype=i64)))"},
     {"sort", "def f(a: f64[3, 4, 2]):\n    v, i = prims.sort(a, 1, True, False)\n    return loss(v) + loss(prims.sort(a)[0])"},
+    {"take_dim", "def f(a: f64[2, 5, 3]):\n    i = prims.remainder(prims.iota(6, start=4, dtype=i64), 5)\n"
+                 "    return loss(prims.take(a, i, 1)) + loss(prims.take(a, prims.reshape(prims.remainder(i, 3), (2, 3)), -1))"},
     {"take_backward", "def f(g: f64[4, 3]):\n    return loss(prims.take_backward(g, prims.iota(4, dtype=i64), 6))"},
     {"softmax", "def f(a: f64[3, 5]):\n    return loss(softmax(a, -1))"},
     {"log_softmax", "def f(a: f64[3, 5]):\n    return loss(log_softmax(a, 1))"},

@@ -118,6 +118,8 @@ def thunder_more():
     check(e, got, "sort_i", hk)
     check(e, got, "scattered", torch.scatter_add(x, 1, gi, x * 2.0))
     check(e, got, "index_added", torch.index_add(h, 1, ji, h[:, :9, :]))
+    check(e, got, "taken_mid", torch.index_select(h, 1, ji))
+    check(e, got, "taken_last", x[:, gi.reshape(4, 37)])
 
 
 special()
