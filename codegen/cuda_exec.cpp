@@ -224,6 +224,17 @@ bool GpuExecutor::run_simple(const ir::Stmt& s, Values& env) {
   for (const ir::Arg& a : s.args)
     if (ptrs.size() < k.inputs) collect(a);
   if (!usable || ptrs.size() != k.inputs) return false;
+  if (k.sorts) {  // prims.sort: one block a line, the values and their positions
+    DeviceTensor values = alloc(s.outputs[0]->type), positions = alloc(s.outputs[1]->type);
+    rt::cuda::DevPtr x = ptrs[0], y = values.ptr(), p = positions.ptr();
+    void* args[] = {&x, &y, &p};
+    const unsigned blocks = static_cast<unsigned>(std::min<long long>(k.threads, 65535LL));
+    dev_.launch(sp.fn, blocks, 1, k.block, k.shared_bytes, args);
+    stats_.launches++;
+    env[s.outputs[0].get()] = std::move(values);
+    env[s.outputs[1].get()] = std::move(positions);
+    return true;
+  }
   DeviceTensor out = alloc(s.outputs[0]->type);
   auto grid = [&](long long threads) {
     return static_cast<unsigned>(std::max<long long>(1, std::min<long long>((threads + k.block - 1) / k.block, 65535LL)));

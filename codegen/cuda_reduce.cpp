@@ -232,6 +232,7 @@ bool generate_simple(const ir::Stmt& s, SimpleKernel* k, std::string* why, int s
     if (op == "full" || op == "iota") return generate_creation(s, k, why);
     if (op == "take") return generate_take(s, k, why);
     if (op == "take_backward") return generate_take_backward(s, k, why);
+    if (op == "sort") return generate_sort(s, k, why);
   }
   return generate_reduction(s, k, why, sm_count);
 }
@@ -443,6 +444,77 @@ bool generate_take(const ir::Stmt& s, SimpleKernel* k, std::string* why) {
   k->threads = n;
   k->inputs = 2;
   k->checks_index = true;
+  return true;
+}
+
+// Each line's keys (double for floats, long long for integers) and positions go to shared memory,
+// padded to a power of two P with positions -1 that sort after everything; a bitonic network over
+// (key, position) pairs, a strict total order, gives what the CPU's stable sort gives: equal keys
+// keep their positions' order in either direction, NaN sorts above every number. Then the
+// values are copied from the input at the sorted positions (the bytes themselves) and the
+// positions written. One block a line, looping over the lines beyond the grid.
+bool generate_sort(const ir::Stmt& s, SimpleKernel* k, std::string* why) {
+  if (s.args.empty() || s.args[0].kind != Arg::Kind::Proxy || s.outputs.size() != 2) {
+    *why = "sort of something that is not a tensor";
+    return false;
+  }
+  const ir::TensorType& a = s.args[0].proxy->type;
+  const int64_t rank = static_cast<int64_t>(a.shape.size());
+  int64_t d = s.args.size() > 1 && s.args[1].kind == Arg::Kind::Int ? s.args[1].i : -1;
+  if (d < 0) d += std::max<int64_t>(rank, 1);
+  const bool desc = s.args.size() > 2 && s.args[2].kind == Arg::Kind::Bool && s.args[2].b;
+  long long n = rank ? a.shape[static_cast<size_t>(d)] : 1, inner = 1, total = rt::numel(a.shape);
+  for (int64_t j = d + 1; j < rank; ++j) inner *= a.shape[static_cast<size_t>(j)];
+  if (total == 0 || n == 0) {
+    *why = "the output is empty";
+    return false;
+  }
+  long long P = 1;
+  while (P < n) P <<= 1;
+  if (P > 4096) {
+    *why = "lines longer than 4096 elements sort on the host";
+    return false;
+  }
+  const long long lines = total / n;
+  const bool fl = rt::is_float(a.dtype);
+  const char* key_t = fl ? "double" : "long long";
+  std::ostringstream src;
+  src << cuda_prelude() << "\n// prims.sort of " << storage_name(a.dtype) << rt::shape_str(a.shape) << " along dimension " << d
+      << (desc ? ", descending" : ", ascending") << ": " << lines << " lines of " << n << "\n";
+  src << "__device__ __forceinline__ bool tr_before(" << key_t << " ka, int ia, " << key_t << " kb, int ib) {\n"
+      << "  if (ia < 0) return false;\n  if (ib < 0) return true;\n";
+  if (fl) src << "  const bool na = ka != ka, nb = kb != kb;\n  if (na || nb) return (na && nb) ? ia < ib : " << (desc ? "na" : "nb") << ";\n";
+  src << "  if (ka != kb) return ka " << (desc ? ">" : "<") << " kb;\n  return ia < ib;\n}\n";
+  src << "extern \"C\" __global__ void __launch_bounds__(512) tr_kernel(const " << storage_name(a.dtype) << "* __restrict__ a, "
+      << storage_name(a.dtype) << "* __restrict__ y, long long* __restrict__ pos) {\n";
+  src << "  extern __shared__ __align__(16) unsigned char tr_smem[];\n";
+  src << "  " << key_t << "* key = reinterpret_cast<" << key_t << "*>(tr_smem);\n";
+  src << "  int* ix = reinterpret_cast<int*>(key + " << P << ");\n";
+  src << "  const long long N = " << n << "LL, INNER = " << inner << "LL;\n";
+  src << "  for (long long line = blockIdx.x; line < " << lines << "LL; line += gridDim.x) {\n";
+  src << "    const long long base = (line / INNER) * N * INNER + line % INNER;\n";
+  src << "    for (int j = threadIdx.x; j < " << P << "; j += blockDim.x) {\n";
+  src << "      if (j < N) {\n        key[j] = " << load(a.dtype, "a[base + j * INNER]") << ";\n        ix[j] = j;\n"
+      << "      } else {\n        key[j] = 0;\n        ix[j] = -1;\n      }\n    }\n    __syncthreads();\n";
+  src << "    for (int size = 2; size <= " << P << "; size <<= 1) {\n";
+  src << "      for (int stride = size >> 1; stride > 0; stride >>= 1) {\n";
+  src << "        for (int t = threadIdx.x; t < " << P / 2 << "; t += blockDim.x) {\n";
+  src << "          const int lo = 2 * t - (t & (stride - 1)), hi = lo + stride;\n";
+  src << "          if (tr_before(key[hi], ix[hi], key[lo], ix[lo]) == ((lo & size) == 0)) {\n";
+  src << "            const " << key_t << " tk = key[lo];\n            key[lo] = key[hi];\n            key[hi] = tk;\n";
+  src << "            const int ti = ix[lo];\n            ix[lo] = ix[hi];\n            ix[hi] = ti;\n          }\n        }\n";
+  src << "        __syncthreads();\n      }\n    }\n";
+  src << "    for (int j = threadIdx.x; j < N; j += blockDim.x) {\n";
+  src << "      y[base + j * INNER] = a[base + (long long)ix[j] * INNER];\n      pos[base + j * INNER] = ix[j];\n    }\n";
+  src << "    __syncthreads();\n  }\n}\n";
+  std::string text = src.str();
+  k->symbol = name_by_hash(text);
+  k->source = std::move(text);
+  k->threads = lines;
+  k->block = static_cast<unsigned>(std::min<long long>(512, std::max<long long>(32, P / 2)));
+  k->inputs = 1;
+  k->sorts = true;
+  k->shared_bytes = static_cast<unsigned>(P * (8 + 4));
   return true;
 }
 

@@ -31,7 +31,15 @@ struct SimpleKernel {
   // take_backward: five kernels symbol, symbol_2 ... symbol_5 over (grad, index, work, y, err),
   // work being `partials` ints (generate_take_backward).
   int stages = 0;
+  // sort: one block a line (threads = the lines), `shared_bytes` of dynamic shared memory, two
+  // outputs (the values, then their positions as i64).
+  bool sorts = false;
+  unsigned shared_bytes = 0;
 };
+
+// prims.sort as a bitonic sort of each line in shared memory (lines of up to 4096 elements;
+// longer ones return false and run on the host).
+bool generate_sort(const ir::Stmt& s, SimpleKernel* k, std::string* why);
 
 // The input viewed as [A, R, B], reduced over R (dimensions that are not contiguous go to
 // generate_strided_reduction). Returns false (with why) when the op is not a reduction this

@@ -484,7 +484,7 @@ std::vector<OpDecl> make_table() {
        &meta_sort, &cpu_sort,
        "values, indices = sort(a, dim=-1, descending=False, stable=False): a's elements along dim in order, and their "
        "positions there (i64). Always stable (equal values keep their order, either direction); NaN sorts above every "
-       "number, as PyTorch's. On the GPU it runs on the host.", {}},
+       "number, as PyTorch's. On the GPU a bitonic kernel, a block a line (lines over 4096 elements sort on the host).", {}},
       {"attention", OpKind::Other, {req("query"), req("key"), req("value"), req("is_causal"), req("scale"), opt("attn_mask", kNone)},
        &meta_attention, &cpu_attention,
        "out, lse = attention(query, key, value, is_causal, scale, attn_mask=None): softmax(query @ key^T * scale + mask) "

@@ -101,7 +101,8 @@ def thunder_more():
     h = torch.randn(5, 13, 7, generator=g).to(dev).bfloat16()
     i = torch.randint(-50, 50, (37, 4), generator=g).to(dev)
     j = torch.randint(-50, 50, (9,), generator=g).to(dev)
-    got = run("ops_thunder_more", dict(x=x, h=h, i=i, j=j))
+    w = torch.randn(3, 5000, generator=g, dtype=torch.float64).to(dev)
+    got = run("ops_thunder_more", dict(x=x, h=h, i=i, j=j, w=w))
     gi = torch.remainder(i, 19)
     ji = torch.remainder(j, 13)
     v, k = torch.topk(x, 5, 1, True, True)
@@ -120,6 +121,12 @@ def thunder_more():
     check(e, got, "index_added", torch.index_add(h, 1, ji, h[:, :9, :]))
     check(e, got, "taken_mid", torch.index_select(h, 1, ji))
     check(e, got, "taken_last", x[:, gi.reshape(4, 37)])
+    iv, ii = torch.sort(torch.remainder(i, 7), 0, True, stable=True)
+    check(e, got, "int_v", iv)
+    check(e, got, "int_i", ii)
+    lv, li = torch.sort(torch.floor(w * 8.0), 1, False, stable=True)
+    check(e, got, "long_v", lv)
+    check(e, got, "long_i", li)
 
 
 special()
