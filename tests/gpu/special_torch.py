@@ -127,6 +127,13 @@ def thunder_more():
     lv, li = torch.sort(torch.floor(w * 8.0), 1, False, stable=True)
     check(e, got, "long_v", lv)
     check(e, got, "long_i", li)
+    # Writes to repeated places: the last wins, as on PyTorch's CPU (its CUDA leaves it unspecified).
+    xc, hc, gic, jic, jc = x.cpu(), h.cpu(), gi.cpu(), ji.cpu(), j.cpu()
+    check(e, got, "written", torch.scatter(xc, 1, gic, -xc))
+    check(e, got, "copied", torch.index_copy(hc, 1, jic, hc[:, :9, :]))
+    rows, cols = torch.remainder(jc, 37), torch.remainder(jc * 3, 19)
+    check(e, got, "put", xc.index_put((rows, cols), xc.flatten()[:9], accumulate=False))
+    check(e, got, "put_acc", xc.index_put((rows, cols), xc.flatten()[:9], accumulate=True))
 
 
 special()
