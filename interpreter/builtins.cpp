@@ -503,6 +503,21 @@ Value b_is_tensor(Interpreter& in, CallArgs& a, SourceLoc loc) {
   return Value::boolean(a.pos[0].is_tensorish());
 }
 
+// _written_over(t, what): marks the traced tensor t as written over by `what` (prims.copy_): any
+// later op reading it is refused. A concrete tensor is never changed in place: an error.
+Value b_written_over(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  want_args(in, a, "_written_over", 2, 2, loc);
+  const std::string what = a.pos[1].is(VT::Str) ? a.pos[1].as<StrObj>()->s : std::string("an in-place op");
+  if (a.pos[0].is(VT::Proxy)) {
+    a.pos[0].as<ProxyObj>()->p->written_over = what;
+    return Value();
+  }
+  if (a.pos[0].is(VT::Tensor))
+    in.fail(loc, what + " writes into a tensor in place, which tracer's tensors never are (they are values): use the tensor it returns, in a traced function");
+  in.fail(loc, "_written_over(t, what) takes a tensor");
+  return Value();
+}
+
 Value b_checkpoint(Interpreter& in, CallArgs& a, SourceLoc loc) {
   want_args(in, a, "checkpoint", 0, 0, loc);
   return in.make_region("checkpoint");
@@ -649,6 +664,7 @@ const BuiltinDef kBuiltins[] = {
      "(obj.get_parameter('0.weight')): bound while tracer traces such a prologue, whose reads become its inputs; "
      "otherwise an empty dict."},
     {"is_tensor", b_is_tensor, "is_tensor(x): whether x is a tensor or a traced tensor (proxy)."},
+    {"_written_over", b_written_over, "_written_over(t, what): marks traced tensor t as written over by what (prims.copy_): later reads are refused."},
     {"checkpoint", b_checkpoint,
      "checkpoint(): with checkpoint(): marks statements whose activations backward recomputes."},
     {"no_autocast", b_passthrough, "A decorator from Thunder printouts; has no effect."},

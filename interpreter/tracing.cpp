@@ -493,6 +493,23 @@ void Interpreter::record_call(const FunctionObj& fn, CallArgs& args, ir::Trace& 
     fail(fn.info->loc, "'" + fn.info->name + "' returned a " + type_name(result.type()) +
                            ", which a trace cannot return (return tensors, numbers, or lists, tuples and dicts of them)");
   if (holds_tensor(t.output)) fail(fn.info->loc, "'" + fn.info->name + "' returned a concrete tensor that was not computed from its inputs");
+  // A tensor prims.copy_ wrote over is refused by every later op (ir::infer); returned, it would
+  // be the old value. Once the trace is whole the marks go: the statements before the write read
+  // it rightly (and passes re-infer them).
+  ir::for_each_proxy(t.output, [&](const ir::ProxyPtr& p) {
+    if (!p->written_over.empty())
+      fail(fn.info->loc, "'" + fn.info->name + "' returns " + p->name + ", which " + p->written_over +
+                             " wrote over; tracer's traces are functional: return the tensor " + p->written_over + " returned");
+  });
+  std::function<void(const std::vector<ir::Stmt>&)> unmark = [&](const std::vector<ir::Stmt>& stmts) {
+    for (const ir::Stmt& s : stmts) {
+      for (const ir::Arg& a : s.args) ir::for_each_proxy(a, [](const ir::ProxyPtr& p) { p->written_over.clear(); });
+      for (const auto& p : s.outputs) p->written_over.clear();
+      unmark(s.subsymbols);
+    }
+  };
+  for (const auto& p : t.inputs) p->written_over.clear();
+  unmark(t.stmts);
   t.provenance.push_back("Constructed by tracing");
 }
 

@@ -604,6 +604,12 @@ std::vector<TensorType> infer(const OpDecl& op, const std::vector<Arg>& bound) {
           if (p->type.future)
             throw OpError(p->name + " is a FUTURE (the pending result of a collective): prims.wait(" + p->name + ") gives its tensor");
         });
+    for (size_t i = 0; i < bound.size(); ++i)
+      for_each_proxy(bound[i], [&](const ProxyPtr& p) {
+        if (!p->written_over.empty())
+          throw OpError(p->name + " was written over by " + p->written_over + ", and tracer's traces are functional: read the tensor " +
+                        p->written_over + " returned instead (as Thunder's functionalized traces do)");
+      });
     std::vector<TensorType> out = op.meta(bound);
     propagate_dist(op, bound, out);
     return out;

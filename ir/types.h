@@ -52,6 +52,9 @@ struct Proxy {
   // saved_for_backward or cotangents collection): once the trace's last reference goes (its
   // del, its collection's clear), its memory is free (ir/memory.h).
   bool moved_in = false;
+  // Set when prims.copy_ wrote over this tensor (Thunder's in-place ops): a trace is functional,
+  // so a later read would see the old value; every op refuses it, naming what wrote it.
+  std::string written_over;
 };
 using ProxyPtr = std::shared_ptr<Proxy>;
 
