@@ -8,6 +8,9 @@
 namespace tracer::interp {
 
 std::vector<const BuiltinDef*> builtin_defs();
+// time.* and dist.* (installed into their namespaces: interpreter/namespaces.cpp).
+std::vector<const BuiltinDef*> time_builtin_defs();
+std::vector<const BuiltinDef*> dist_builtin_defs();
 // Methods of str, list and dict (for :help).
 std::vector<std::pair<const char*, const BuiltinDef*>> method_defs();
 Value math_namespace();
