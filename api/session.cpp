@@ -449,7 +449,9 @@ std::vector<std::string> traced_output_names(const ir::Trace& fw) {
       n = keys[i];
     } else if (a.kind == ir::Arg::Kind::Proxy) {
       n = a.proxy->name;
-      if (a.proxy->auto_named && generated_name(n)) {  // else a name of the user's (t1 in a printout too)
+      if (a.proxy->auto_named && !a.proxy->user_name.empty()) {  // the user's, where it was taken
+        n = a.proxy->user_name;
+      } else if (a.proxy->auto_named && generated_name(n)) {  // else a name of the user's (t1 in a printout too)
         auto m = made_by.find(a.proxy.get());
         if (m != made_by.end() && !m->second.empty() && !generated_name(m->second)) n = m->second;
       }

@@ -377,6 +377,17 @@ Value b_reversed(Interpreter& in, CallArgs& a, SourceLoc loc) {
   return make<ListObj>(std::move(xs));
 }
 
+// slice(stop), slice(start, stop[, step]): the value a[start:stop:step] indexes with (Thunder
+// prints its getitem and setitem keys so: (slice(None, 2, None), 0)).
+Value b_slice(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  want_args(in, a, "slice", 1, 3, loc);
+  for (const Value& v : a.pos)
+    if (!v.is(VT::None) && !v.is(VT::Int) && !v.is(VT::Proxy) && !v.is(VT::Tensor))
+      in.fail(loc, std::string("slice() takes ints or None, got ") + type_name(v.type()));
+  if (a.pos.size() == 1) return make<SliceObj>(Value(), a.pos[0], Value());
+  return make<SliceObj>(a.pos[0], a.pos[1], a.pos.size() > 2 ? a.pos[2] : Value());
+}
+
 Value b_any(Interpreter& in, CallArgs& a, SourceLoc loc) {
   want_args(in, a, "any", 1, 1, loc);
   for (const Value& x : in.iterate(a.pos[0], loc)) {
@@ -648,6 +659,7 @@ const BuiltinDef kBuiltins[] = {
     {"bool", b_bool, "bool(x): truth value (of a tensor: of its one element)."},
     {"sorted", b_sorted, "sorted(xs, key=None, reverse=False): a sorted list."},
     {"reversed", b_reversed, "reversed(xs): a reversed list."},
+    {"slice", b_slice, "slice(stop) or slice(start, stop, step=None): a slice, as a[start:stop:step] makes (None: from the end)."},
     {"any", b_any, "any(xs): whether any element is true."},
     {"all", b_all, "all(xs): whether every element is true."},
     {"max", b_max, "max(xs) / max(a, b, ...): largest; on tensors amax or elementwise maximum."},

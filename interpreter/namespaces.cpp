@@ -40,6 +40,7 @@ void Interpreter::install_builtins() {
   // Each module sets its own (load); this is what a chunk without one sees.
   b.members["__name__"] = str_value("__main__");
   b.members["argv"] = make<ListObj>(std::vector<Value>{});
+  b.members["Ellipsis"] = Value::ellipsis();  // as Thunder prints ... in a getitem's key
 
   Value prims = ns("prims");
   for (const ir::OpDecl& op : ir::all_ops()) {

@@ -97,6 +97,8 @@ void Interpreter::install_thunder_names(const Module& m) {
     }
     if (k.rfind("prims_", 0) == 0) {  // Thunder's primitives the table lacks, as prims.X
       prims.members[k.substr(6)] = v;
+      // and as the torch executor prints them (torch_pad_prim_impl), as the table's are
+      bare.members["torch_" + k.substr(6) + "_prim_impl"] = v;
       continue;
     }
     bare.members[k] = v;
@@ -168,6 +170,16 @@ void Interpreter::load_stdlib() {
         if (n.is(VT::Str))
           if (auto f = m->globals.find(n.as<StrObj>()->s); f != m->globals.end() && f->second.is(VT::Function))
             target.members[f->first] = f->second;
+    // ltorch's __functional__ maps the names torch.nn.functional spells differently from torch.X and
+    // Tensor.X ({"unfold": "im2col"}: F.unfold is im2col, Tensor.unfold takes windows).
+    if (auto fn = m->globals.find("__functional__"); mod == "ltorch" && fn != m->globals.end() && fn->second.is(VT::Dict)) {
+      NamespaceObj& torch = nsref(*builtins().lookup("torch"));
+      NamespaceObj& functional = nsref(nsref(torch.members.at("nn")).members.at("functional"));
+      for (auto& [k, v] : fn->second.as<DictObj>()->items())
+        if (k.is(VT::Str) && v.is(VT::Str))
+          if (auto f = m->globals.find(v.as<StrObj>()->s); f != m->globals.end() && f->second.is(VT::Function))
+            functional.members[k.as<StrObj>()->s] = f->second;
+    }
   }
 }
 

@@ -124,7 +124,10 @@ bool Trace::try_rename(const ProxyPtr& p, const std::string& name) {
     p->auto_named = false;
     return true;
   }
-  if (names.count(name)) return false;
+  if (names.count(name)) {
+    if (p->user_name.empty()) p->user_name = name;
+    return false;
+  }
   // The generated name is free again; the counter never hands it out twice, and a printed
   // trace that uses it for a later value reads back the same.
   names.erase(p->name);

@@ -48,6 +48,9 @@ struct Proxy {
   std::string name;
   TensorType type;
   bool auto_named = true;  // generated name ("t12"), may take a user's variable name once
+  // The variable a program assigned it to where that name was taken already (a printout's t17
+  // when a function it called generated t17 first): what runs call the value in their outputs.
+  std::string user_name;
   // An input the caller hands over rather than holds (an element of a Thunder backward's
   // saved_for_backward or cotangents collection): once the trace's last reference goes (its
   // del, its collection's clear), its memory is free (ir/memory.h).

@@ -105,6 +105,30 @@ TEST_CASE("NVRTC compiles the kernels of every op on every dtype (tests/gpu/ops.
   }
 }
 
+TEST_CASE("NVRTC compiles a convolution network's kernels under grad (tests/gpu/conv.trace)", "[codegen][nvrtc]") {
+  std::string why;
+  REQUIRE(codegen::Nvrtc::load(&why));
+  for (const char* entry : {"main", "bf16"}) {
+    DYNAMIC_SECTION(entry) {
+      // The windows are gathers (prims.take), the products matmuls: both run as kernels.
+      Session s;
+      REQUIRE(s.load_file(source_dir() + "/tests/gpu/conv.trace"));
+      REQUIRE(s.set_passes({"grad", "fuse", "del_last_used"}));
+      fs::path dir = temp_dir("conv");
+      auto r = s.compile(entry, "sm_90", "cubin", dir.string());
+      INFO(s.rendered_diagnostics());
+      REQUIRE(r);
+      int gathers = 0;
+      for (const auto& k : r->kernels) {
+        CHECK(first_bytes(k.file, 4) == "\x7f" "ELF");
+        gathers += k.statement.find("prims.take") != std::string::npos;
+      }
+      CHECK(gathers > 0);
+      fs::remove_all(dir);
+    }
+  }
+}
+
 TEST_CASE("NVRTC compiles attention's kernels, forward and backward (tests/gpu/attention.trace)", "[codegen][nvrtc]") {
   std::string why;
   REQUIRE(codegen::Nvrtc::load(&why));

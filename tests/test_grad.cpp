@@ -97,6 +97,15 @@ const Case kCases[] = {
     {"sort", "def f(a: f64[3, 4, 2]):\n    v, i = prims.sort(a, 1, True, False)\n    return loss(v) + loss(prims.sort(a)[0])"},
     {"take_dim", "def f(a: f64[2, 5, 3]):\n    i = prims.remainder(prims.iota(6, start=4, dtype=i64), 5)\n"
                  "    return loss(prims.take(a, i, 1)) + loss(prims.take(a, prims.reshape(prims.remainder(i, 3), (2, 3)), -1))"},
+    // Thunder's convolution, unfold and interior padding (stdlib/thunder.trace): windows, transposes and matmuls.
+    {"convolution_2d", "def f(a: f64[2, 4, 5, 6], w: f64[6, 2, 3, 2], b: f64[6]):\n"
+                       "    return loss(prims.convolution(a, w, b, (2, 1), (1, 0), (1, 2), False, (0, 0), 2))"},
+    {"convolution_1d_transposed", "def f(a: f64[2, 3, 4], w: f64[3, 2, 3]):\n"
+                                  "    return loss(prims.convolution(a, w, None, (2,), (1,), (2,), True, (1,), 1))"},
+    {"convolution_3d", "def f(a: f64[1, 2, 3, 4, 3], w: f64[2, 2, 2, 1, 2]):\n"
+                       "    return loss(prims.convolution(a, w, None, 1, 1, 1, False, 0, 1))"},
+    {"unfold", "def f(a: f64[3, 7]):\n    return loss(prims.unfold(a, 1, 3, 2))"},
+    {"pad_interior", "def f(a: f64[3, 4]):\n    return loss(prims.pad(a, 0.5, ((1, -1, 2), (-1, 2, 1))))"},
     {"take_backward", "def f(g: f64[4, 3]):\n    return loss(prims.take_backward(g, prims.iota(4, dtype=i64), 6))"},
     {"softmax", "def f(a: f64[3, 5]):\n    return loss(softmax(a, -1))"},
     {"log_softmax", "def f(a: f64[3, 5]):\n    return loss(log_softmax(a, 1))"},

@@ -202,6 +202,62 @@ TEST_CASE("the generator's state ops refuse what is not a state", "[thunder][dia
   CHECK_THAT(u.rendered_diagnostics(), Catch::Contains("philox: the trace sets the generator's state"));
 }
 
+TEST_CASE("a convolution's backward as Thunder prints it (interior padding, regrouped flipped weights, swapped stride and dilation) gives the gradients by definition", "[thunder]") {
+  // tests/thunder/conv2d_backward.txt: Thunder's rule for conv2d(a [2, 4, 7, 6], w [6, 2, 3, 3],
+  // stride 2, padding 1, groups 2) with the torch executor's names. Its three gradients against
+  // sums over every (output, kernel offset) pair in float64.
+  std::string dir = (std::filesystem::temp_directory_path() / "tracer_conv2d_backward").string();
+  std::filesystem::create_directories(dir);
+  const int64_t N = 2, C = 4, H = 7, W = 6, O = 6, G = 2, K = 3, OH = 4, OW = 3, S = 2, P = 1;
+  const int64_t cg = C / G, og = O / G;
+  auto tensor = [](rt::Shape shape, double seed) {
+    rt::Tensor t = rt::Tensor::empty(rt::DType::f32, shape);
+    for (int64_t i = 0; i < t.numel(); ++i) t.set(i, std::sin(seed * double(i + 1)));
+    return t;
+  };
+  std::map<std::string, rt::Tensor> in = {{"a", tensor({N, C, H, W}, 0.7)}, {"w", tensor({O, cg, K, K}, 1.3)}, {"t9", tensor({N, O, OH, OW}, 2.1)}};
+  Session s;
+  for (const auto& [name, t] : in) {
+    rt::write_npy(dir + "/" + name + ".npy", t);
+    REQUIRE(s.add_input(name, dir + "/" + name + ".npy"));
+  }
+  REQUIRE(s.load_file(source_dir() + "/tests/thunder/conv2d_backward.txt"));
+  auto r = s.run("backward_fn", dir + "/out");
+  INFO(s.rendered_diagnostics());
+  REQUIRE(r);
+  auto at = [](const rt::Tensor& t, std::initializer_list<int64_t> idx) {
+    int64_t lin = 0, k = 0;
+    for (int64_t i : idx) lin = lin * t.shape()[k++] + i;
+    return t.get(lin);
+  };
+  std::vector<double> da(N * C * H * W, 0.0), dw(O * cg * K * K, 0.0), db(O, 0.0);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t y = 0; y < OH; ++y)
+        for (int64_t x = 0; x < OW; ++x) {
+          double g = at(in["t9"], {n, o, y, x});
+          db[o] += g;
+          for (int64_t c = 0; c < cg; ++c)
+            for (int64_t i = 0; i < K; ++i)
+              for (int64_t j = 0; j < K; ++j) {
+                int64_t h = y * S - P + i, v = x * S - P + j, ci = (o / og) * cg + c;
+                if (h < 0 || h >= H || v < 0 || v >= W) continue;
+                da[((n * C + ci) * H + h) * W + v] += g * at(in["w"], {o, c, i, j});
+                dw[((o * cg + c) * K + i) * K + j] += g * at(in["a"], {n, ci, h, v});
+              }
+        }
+  rt::Tensor ga = rt::read_npy(dir + "/out/t17.npy"), gw = rt::read_npy(dir + "/out/t25.npy"), gb = rt::read_npy(dir + "/out/t26.npy");
+  REQUIRE(ga.shape() == rt::Shape{N, C, H, W});
+  REQUIRE(gw.shape() == rt::Shape{O, cg, K, K});
+  REQUIRE(gb.shape() == rt::Shape{O});
+  double worst = 0;
+  for (int64_t i = 0; i < ga.numel(); ++i) worst = std::max(worst, std::fabs(ga.get(i) - da[i]));
+  for (int64_t i = 0; i < gw.numel(); ++i) worst = std::max(worst, std::fabs(gw.get(i) - dw[i]));
+  for (int64_t i = 0; i < gb.numel(); ++i) worst = std::max(worst, std::fabs(gb.get(i) - db[i]));
+  CHECK(worst < 1e-5);
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("a backward printout's collections hold what they were given until they are cleared, as Thunder's memory tool counts", "[thunder][memory]") {
   // backward_collections.txt clears (clear_mutable_collection) and deletes its collections right
   // after unpacking them, so each saved tensor dies at its own del; backward_collections_held.txt

@@ -55,6 +55,8 @@ done
 # The special functions, gathers and sorts against PyTorch on the same data (where torch is).
 if python3 -c "import torch, safetensors" 2>/dev/null; then
   python3 tests/gpu/special_torch.py "$TRACER" cuda | grep -v "^ok" ; [ "${PIPESTATUS[0]}" = 0 ] || { echo "FAIL special_torch.py"; fail=1; }
+  # Convolutions (prims.convolution's windows and products) and their gradients against torch's.
+  python3 tests/gpu/conv_torch.py "$TRACER" cuda; [ $? = 0 ] || { echo "FAIL conv_torch.py"; fail=1; }
 fi
 # take_backward added in place into a dying addend (needs the dels of del_last_used); the stats
 # must show the in-place path ran.
@@ -108,6 +110,8 @@ else
   echo "FAIL dtensor_tp_prims.txt"; cat "$tmp/cpu.log" "$tmp/gpu.log"; fail=1
 fi
 check "grouped_mm.trace" tests/gpu/grouped_mm.trace --passes grad,fuse,del_last_used --
+# Convolutions under grad, f32 and bf16, against the CPU.
+for e in main bf16; do check "conv.trace $e" tests/gpu/conv.trace --entry $e --passes grad,fuse,del_last_used --; done
 # Row reductions without keepdim (Thunder's prims) fused as row groups, under grad too.
 check "rows_dropped_grad.trace" tests/gpu/rows_dropped_grad.trace --passes grad,fuse,del_last_used --
 for f in fuse_rows_dropped fuse_rows_dropped_nvfusion; do check "$f.trace fuse" tests/pass_checks/$f.trace --passes fuse --; done
