@@ -473,6 +473,14 @@ void GpuExecutor::run_stmt(const ir::Stmt& s, Values& env, ir::ExecContext& ctx,
       env[s.outputs[0].get()] = std::move(v);
       return;
     }
+    if (op == "bitcast" && s.args[0].kind == K::Proxy && !transposed_.count(s.args[0].proxy.get()) &&
+        env.at(s.args[0].proxy.get()).layout.empty()) {  // the same bytes, read as another dtype
+      DeviceTensor v = env.at(s.args[0].proxy.get());
+      v.shape = s.outputs[0]->type.shape;
+      v.dtype = s.outputs[0]->type.dtype;
+      env[s.outputs[0].get()] = std::move(v);
+      return;
+    }
     if (lazy.count(s.outputs[0].get())) {
       env[s.outputs[0].get()] = env.at(s.args[0].proxy.get());  // read transposed by the matmul
       transposed_[s.outputs[0].get()] = true;

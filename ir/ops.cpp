@@ -1,5 +1,6 @@
 // The primitive op table: parameters, shape/dtype rules and CPU kernels of every primitive.
 // This file is the one place an op is declared; codegen and the interpreter derive from it.
+#include <cstring>
 #include <algorithm>
 #include <unordered_map>
 
@@ -84,6 +85,38 @@ std::vector<TensorType> meta_convert(const std::vector<Arg>& a) {
 }
 std::vector<rt::Tensor> cpu_convert(const std::vector<Arg>& a, ExecContext& c) {
   return one(rt::cast(a[0].tensor, a[1].dtype, alloc(c)));
+}
+
+// bitcast: the bytes of a read as dtype. Of one size the shape stays; otherwise the last dimension
+// scales by the sizes' ratio (it must divide evenly), as Thunder's prims.bitcast and torch's view(dtype).
+TensorType bitcast_type(const Arg& src, const Arg& dtype) {
+  auto nm = [](rt::DType d) { return std::string(rt::dtype_name(d)); };
+  TensorType t = tensor_type(src, "src");
+  rt::DType to = dtype_arg(dtype, "dtype");
+  size_t from_size = rt::dtype_size(t.dtype), to_size = rt::dtype_size(to);
+  if (t.dtype == rt::DType::b8 || to == rt::DType::b8)
+    throw OpError("bitcast: bool tensors hold one of two values, not bits (got " + nm(t.dtype) + " to " + nm(to) + ")");
+  if (from_size != to_size) {
+    if (t.shape.empty()) throw OpError("bitcast: a 0-d tensor keeps its size; " + nm(t.dtype) + " and " + nm(to) + " differ in size");
+    int64_t& last = t.shape.back();
+    if (to_size > from_size) {
+      int64_t f = static_cast<int64_t>(to_size / from_size);
+      if (last % f != 0)
+        throw OpError("bitcast: the last dimension (" + std::to_string(last) + ") must be a multiple of " + std::to_string(f) + " to read " + nm(t.dtype) + " as " + nm(to));
+      last /= f;
+    } else {
+      last *= static_cast<int64_t>(from_size / to_size);
+    }
+  }
+  t.dtype = to;
+  return t;
+}
+std::vector<TensorType> meta_bitcast(const std::vector<Arg>& a) { return {bitcast_type(a[0], a[1])}; }
+std::vector<rt::Tensor> cpu_bitcast(const std::vector<Arg>& a, ExecContext& c) {
+  TensorType t = bitcast_type(a[0], a[1]);
+  rt::Tensor out = rt::Tensor::empty(t.dtype, t.shape, alloc(c));
+  if (out.nbytes() > 0) std::memcpy(out.data(), a[0].tensor.data(), out.nbytes());
+  return one(std::move(out));
 }
 
 // ---- shape ----
@@ -425,6 +458,8 @@ std::vector<OpDecl> make_table() {
        "Elementwise selection: a where pred is true, else b (broadcasting all three).", {}},
       {"convert_element_type", OpKind::Elementwise, {req("a"), req("dtype")}, &meta_convert, &cpu_convert,
        "Casts a to dtype (floats to integers truncate toward zero).", {"cast"}},
+      {"bitcast", OpKind::Other, {req("src"), req("dtype")}, &meta_bitcast, &cpu_bitcast,
+       "The bytes of src read as dtype (the last dimension scales when the sizes differ; no gradient).", {}},
       {"broadcast_in_dim", OpKind::Shape, {req("a"), req("shape"), req("broadcast_dimensions")},
        &meta_broadcast_in_dim, &cpu_broadcast_in_dim,
        "Broadcasts a to shape; dimension i of a becomes dimension broadcast_dimensions[i].", {}},

@@ -527,10 +527,11 @@ def f(s: f32[64, 1], x: f32[64, 1024], big: f32[65536]):
   CHECK(fusions > 0);
 }
 
-TEST_CASE("grad refuses zeta's exponent and nextafter, which have no gradient (as in PyTorch), by name", "[grad]") {
+TEST_CASE("grad refuses zeta's exponent, nextafter and bitcast, which have no gradient (as in PyTorch), by name", "[grad]") {
   for (const auto& [body, what] : std::vector<std::pair<std::string, std::string>>{
            {"def f(x: f32[3], q: f32[3]):\n    return sum(prims.zeta(x, q))\n", "prims.zeta has no gradient for its first argument x"},
-           {"def f(x: f32[3]):\n    return sum(prims.nextafter(x, 0.0))\n", "no gradient rule for prims.nextafter"}}) {
+           {"def f(x: f32[3]):\n    return sum(prims.nextafter(x, 0.0))\n", "no gradient rule for prims.nextafter"},
+           {"def f(x: f32[4]):\n    return sum(prims.bitcast(prims.bitcast(x, i32), f32) * x)\n", "prims.bitcast has no gradient"}}) {
     Session s;
     REQUIRE(s.load_string("g.trace", body));
     REQUIRE(s.set_passes({"grad"}));
