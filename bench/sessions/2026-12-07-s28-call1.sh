@@ -10,7 +10,7 @@ T=.dev/tracer
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 python3 -c "import torch; print('torch', torch.__version__)"
 tmp=$(mktemp -d)
-for e in ops_special ops_thunder_more ops_unary_more; do
+for e in ops_special ops_thunder_more ops_unary_more ops_bitcast; do
   for passes in "" "fuse"; do
     rm -rf $tmp/c $tmp/g
     $T run tests/gpu/ops.trace --entry $e ${passes:+--passes $passes} --output $tmp/c > $tmp/c.log 2>&1 || { echo "FAIL $e cpu"; tail -5 $tmp/c.log; }
