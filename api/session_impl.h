@@ -82,6 +82,8 @@ struct Session::Impl {
   // api/session_job.cpp. Returns "" or the error.
   std::string check_collectives(const interp::Traces& prog);
   std::unique_ptr<rt::dist::Communicator> job_comm;  // Gloo, opened at the first collective
+  // Gloo among a subgroup's ranks (dist.group((r0, ...))), by its ranks, opened at its first collective.
+  std::map<std::vector<int64_t>, std::unique_ptr<rt::dist::Communicator>> group_comms;
   std::unique_ptr<rt::dist::DeviceCommunicator> job_nccl;  // NCCL, at the first collective of CUDA tensors
 
   // api/session_gpu.cpp

@@ -42,6 +42,21 @@ bool Session::join_job() {
       if (!m.job_comm) m.job_comm = rt::dist::open_gloo(*m.job_store, *m.job, m.job_timeout);
       return m.job_comm.get();
     };
+    // A subgroup's ranks meet under a prefix of their own and number themselves by their place
+    // in the group (every member opens it at the group's first collective, as SPMD programs do).
+    m.in->exec_context().group_communicator = [&m](const std::vector<int64_t>& ranks) -> rt::dist::Communicator* {
+      auto it = m.group_comms.find(ranks);
+      if (it != m.group_comms.end()) return it->second.get();
+      rt::dist::JobEnv sub = *m.job;
+      std::string members;
+      for (size_t i = 0; i < ranks.size(); ++i) {
+        if (ranks[i] == m.job->rank) sub.rank = static_cast<int>(i);
+        members += (i ? "," : "") + std::to_string(ranks[i]);
+      }
+      sub.world_size = static_cast<int>(ranks.size());
+      return m.group_comms.emplace(ranks, rt::dist::open_gloo(*m.job_store, sub, m.job_timeout, "127.0.0.1", "gloo/group/" + members))
+          .first->second.get();
+    };
     // And through NCCL on the GPU (the executor's collectives of CUDA tensors), likewise opened
     // at the first, on the session's device.
     m.in->exec_context().device_communicator = [&m]() -> rt::dist::DeviceCommunicator* {
@@ -80,6 +95,10 @@ void collective_lines(const std::vector<ir::Stmt>& stmts, const std::string& tra
       const ir::Arg& a = s.args[i];
       if (i) line += ", ";
       if (a.kind == ir::Arg::Kind::Proxy) line += std::string(rt::dtype_name(a.proxy->type.dtype)) + rt::shape_str(a.proxy->type.shape);
+      // A subgroup by its size: ranks of different groups (the rows of a mesh) run the same
+      // collectives over their own members.
+      else if (a.kind == ir::Arg::Kind::Tuple && a.items.size() == 3 && a.items[0].kind == ir::Arg::Kind::Str && a.items[0].s == "ranks")
+        line += "a subgroup of " + ir::print_arg(a.items[1]) + " ranks";
       else line += ir::print_arg(a);
     }
     out.push_back(line + ") in " + trace);
@@ -165,9 +184,11 @@ bool Session::leave_job() {
     ok = false;
   }
   m.in->exec_context().communicator = nullptr;
+  m.in->exec_context().group_communicator = nullptr;
   m.in->exec_context().device_communicator = nullptr;
   if (m.job_nccl && m.gpu) m.gpu->synchronize();
   m.job_nccl.reset();
+  m.group_comms.clear();
   m.job_comm.reset();
   m.job_store.reset();
   m.job_server.reset();  // rank 0: only now, when every rank is done with the store (or gone)

@@ -25,7 +25,7 @@ using K = ir::Arg::Kind;
 
 namespace {
 
-int64_t group_size(const ir::Arg& g) { return g.kind == K::Tuple && g.items.size() == 2 ? g.items[1].i : 1; }
+int64_t group_size(const ir::Arg& g) { return g.kind == K::Tuple && g.items.size() >= 2 ? g.items[1].i : 1; }
 
 rt::dist::ReduceOp reduce_op(const ir::Arg& a) {
   if (a.s == "avg") return rt::dist::ReduceOp::avg;
@@ -197,6 +197,8 @@ void GpuExecutor::run_collective(const ir::Stmt& s, Values& env, ir::ExecContext
   const DeviceTensor x = value(s.args[0]);
   const size_t group_at = op == "reduce_scatter" || op == "all_reduce" ? 2 : op == "broadcast" ? 2 : 1;
   const int64_t n = group_size(s.args[group_at]);
+  if (s.args[group_at].kind == K::Tuple && s.args[group_at].items.size() == 3 && n > 1)  // ('ranks', N, (r0, ...))
+    throw std::runtime_error("collectives over a subgroup of the job's ranks run on CPU tensors (Gloo); on the GPU (NCCL) only the world's group runs yet");
   rt::dist::DeviceCommunicator* comm = nullptr;
   if (ctx.device_communicator) {
     comm = ctx.device_communicator();

@@ -553,9 +553,29 @@ Value b_clear_collection(Interpreter& in, CallArgs& a, SourceLoc loc) {
 }
 
 // The job's world: dist.group() is ('world', N), the group every collective takes.
+// dist.group(): the world; dist.group(ranks): those ranks, numbered in the group by their order
+// there, ('ranks', N, (r0, ...)); all the job's ranks in order are the world.
 Value b_dist_group(Interpreter& in, CallArgs& a, SourceLoc loc) {
-  want_args(in, a, "dist.group", 0, 0, loc);
-  return in.world_group(nullptr);
+  want_args(in, a, "dist.group", 0, 1, loc);
+  if (a.pos.empty() || a.pos[0].is(VT::None)) return in.world_group(nullptr);
+  std::vector<Value> members = in.iterate(a.pos[0], loc);
+  if (members.empty()) in.fail(loc, "dist.group(ranks): a group needs at least one rank");
+  int64_t world = in.world_size() > 0 ? in.world_size() : 1;
+  std::vector<int64_t> seen;
+  for (const Value& r : members) {
+    if (!r.is(VT::Int) || r.as_int() < 0) in.fail(loc, "dist.group(ranks): ranks are non-negative ints, got " + repr(r));
+    if (r.as_int() >= world)
+      in.fail(loc, "dist.group(ranks): rank " + std::to_string(r.as_int()) + " is not in a job of " + std::to_string(world) + " rank" + (world == 1 ? "" : "s"));
+    if (std::find(seen.begin(), seen.end(), r.as_int()) != seen.end())
+      in.fail(loc, "dist.group(ranks): rank " + std::to_string(r.as_int()) + " is named twice");
+    seen.push_back(r.as_int());
+  }
+  bool whole = static_cast<int64_t>(seen.size()) == world;
+  for (size_t i = 0; whole && i < seen.size(); ++i) whole = seen[i] == static_cast<int64_t>(i);
+  if (whole) return in.world_group(nullptr);
+  std::vector<Value> rs;
+  for (int64_t r : seen) rs.push_back(Value::integer(r));
+  return make<TupleObj>(std::vector<Value>{str_value("ranks"), Value::integer(static_cast<int64_t>(seen.size())), make<TupleObj>(std::move(rs))});
 }
 
 Value b_dist_world_size(Interpreter& in, CallArgs& a, SourceLoc loc) {
@@ -569,7 +589,8 @@ Value b_dist_rank(Interpreter& in, CallArgs& a, SourceLoc loc) {
 }
 
 const BuiltinDef kDistBuiltins[] = {
-    {"group", b_dist_group, "dist.group(): the job's process group, ('world', N) for its N ranks (1 outside a job)."},
+    {"group", b_dist_group, "dist.group(ranks=None): the job's process group, ('world', N) for its N ranks (1 outside a job); with ranks, a subgroup of them, ('ranks', N, (r0, ...)), whose collectives run among those ranks only (CPU tensors)."},
+    {"new_group", b_dist_group, "dist.new_group(ranks): dist.group(ranks), torch.distributed's name."},
     {"world_size", b_dist_world_size, "dist.world_size(): the number of ranks in the job (1 outside a job)."},
     {"rank", b_dist_rank, "dist.rank(): this process's rank in the job (0 outside a job)."},
 };

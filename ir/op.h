@@ -48,6 +48,9 @@ struct ExecContext {
   // The job's communicator for collectives over more than one rank (opened on first use by the
   // host; unset outside a job, where only groups of one rank run).
   std::function<rt::dist::Communicator*()> communicator;
+  // A subgroup's communicator (its ranks in its order; this rank among them), opened by the host
+  // at the group's first collective and kept for the job.
+  std::function<rt::dist::Communicator*(const std::vector<int64_t>& ranks)> group_communicator;
   // The same for CUDA tensors (NCCL), for the GPU executor; in a job it serves every group the
   // job's size, that of one rank included (the same code path as many).
   std::function<rt::dist::DeviceCommunicator*()> device_communicator;

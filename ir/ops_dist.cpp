@@ -20,15 +20,32 @@ using K = Arg::Kind;
 struct Group {
   std::string name;
   int64_t size = 1;
+  std::vector<int64_t> ranks;  // a subgroup's members, in its rank order; empty: the world
 };
 
 Group group_arg(const Arg& a) {
-  if (a.kind != K::Tuple || a.items.size() != 2 || a.items[0].kind != K::Str || a.items[1].kind != K::Int || a.items[1].i < 1)
-    throw OpError("group must be a process group: the tuple (name, size) that dist.group() gives, such as ('world', 2)");
-  if (a.items[0].s != "world")
-    throw OpError("group '" + a.items[0].s + "' is not known: the only group is 'world' (every rank of the job)");
-  return {a.items[0].s, a.items[1].i};
+  const char* what = "group must be a process group: the tuple that dist.group() gives, ('world', N) for the job's N ranks or ('ranks', N, (r0, ...)) for N of them";
+  if (a.kind != K::Tuple || a.items.size() < 2 || a.items[0].kind != K::Str || a.items[1].kind != K::Int || a.items[1].i < 1) throw OpError(what);
+  Group g{a.items[0].s, a.items[1].i, {}};
+  if (g.name == "world") {
+    if (a.items.size() != 2) throw OpError(what);
+    return g;
+  }
+  if (g.name != "ranks")
+    throw OpError("group '" + g.name + "' is not known: groups are 'world' (every rank of the job) and 'ranks' (dist.group((r0, r1, ...)))");
+  if (a.items.size() != 3 || a.items[2].kind != K::Tuple || static_cast<int64_t>(a.items[2].items.size()) != g.size) throw OpError(what);
+  for (const Arg& r : a.items[2].items) {
+    if (r.kind != K::Int || r.i < 0) throw OpError("a group's ranks must be non-negative ints");
+    if (std::find(g.ranks.begin(), g.ranks.end(), r.i) != g.ranks.end())
+      throw OpError("rank " + std::to_string(r.i) + " is twice in the group");
+    g.ranks.push_back(r.i);
+  }
+  return g;
 }
+
+// A collective's result over a subgroup is the same on the group's ranks only: across the
+// job's ranks it differs.
+Dist across_job(const Group& g, Dist within) { return g.ranks.empty() ? within : Dist::per_rank; }
 
 rt::dist::ReduceOp reduce_arg(const Arg& a) {
   if (a.kind == K::Str) {
@@ -70,7 +87,7 @@ std::vector<TensorType> meta_all_gather(const std::vector<Arg>& a) {
   int64_t d = dim_arg(a[3], t.shape.size());
   t.shape[static_cast<size_t>(d)] *= g.size;
   t.future = bool_arg(a[2], "do_async");
-  t.dist = Dist::replicated;  // every rank's pieces, in rank order: the same on every rank
+  t.dist = across_job(g, Dist::replicated);  // every rank's pieces, in rank order: the same on every rank
   return {t};
 }
 
@@ -81,18 +98,18 @@ std::vector<TensorType> meta_reduce_scatter(const std::vector<Arg>& a) {
   int64_t d = dim_arg(a[4], t.shape.size());
   split_dim(t, d, g, "");
   t.future = bool_arg(a[3], "do_async");
-  t.dist = Dist::sharded;  // this rank's slice of the reduction
-  t.shard_dim = static_cast<int>(d);
+  t.dist = across_job(g, Dist::sharded);  // this rank's slice of the reduction
+  if (g.ranks.empty()) t.shard_dim = static_cast<int>(d);
   return {t};
 }
 
 std::vector<TensorType> meta_all_reduce(const std::vector<Arg>& a) {
   TensorType t = input_type(a[0]);
   rt::dist::ReduceOp op = reduce_arg(a[1]);
-  group_arg(a[2]);
+  Group g = group_arg(a[2]);
   if (op == rt::dist::ReduceOp::avg && !rt::is_float(t.dtype)) throw OpError("op 'avg' needs a floating-point tensor");
   t.future = bool_arg(a[3], "do_async");
-  t.dist = Dist::replicated;
+  t.dist = across_job(g, Dist::replicated);
   return {t};
 }
 
@@ -100,9 +117,9 @@ std::vector<TensorType> meta_broadcast(const std::vector<Arg>& a) {
   TensorType t = input_type(a[0]);
   int64_t root = int_arg(a[1], "root");
   Group g = group_arg(a[2]);
-  if (root < 0 || root >= g.size) throw OpError("root " + std::to_string(root) + " is not a rank of the group's " + std::to_string(g.size));
+  if (root < 0 || root >= g.size) throw OpError("root " + std::to_string(root) + " is not a rank of the group's " + std::to_string(g.size) + (g.ranks.empty() ? "" : " (a subgroup's root is its place in the group)"));
   t.future = bool_arg(a[3], "do_async");
-  t.dist = Dist::replicated;
+  t.dist = across_job(g, Dist::replicated);
   return {t};
 }
 
@@ -120,7 +137,9 @@ std::vector<TensorType> meta_local_shard(const std::vector<Arg>& a) {
   Group g = group_arg(a[1]);
   int64_t d = dim_arg(a[2], t.shape.size());
   split_dim(t, d, g, " (pad it first)");
-  if (t.dist == Dist::replicated) {
+  if (!g.ranks.empty()) {
+    t.dist = Dist::per_rank;
+  } else if (t.dist == Dist::replicated) {
     t.dist = Dist::sharded;
     t.shard_dim = static_cast<int>(d);
   } else if (t.dist != Dist::unknown) {
@@ -143,8 +162,7 @@ std::vector<TensorType> meta_copy_to_tp(const std::vector<Arg>& a) {
 
 std::vector<TensorType> meta_reduce_from_tp(const std::vector<Arg>& a) {
   TensorType t = input_type(a[0]);
-  group_arg(a[1]);
-  t.dist = Dist::replicated;
+  t.dist = across_job(group_arg(a[1]), Dist::replicated);
   return {t};
 }
 
@@ -153,21 +171,33 @@ std::vector<TensorType> meta_gather_from_tp(const std::vector<Arg>& a) {
   Group g = group_arg(a[1]);
   int64_t d = dim_arg(a[2], t.shape.size());
   t.shape[static_cast<size_t>(d)] *= g.size;
-  t.dist = Dist::replicated;
+  t.dist = across_job(g, Dist::replicated);
   return {t};
 }
 
-// The communicator for a group of size ranks (a group of one needs none).
+// The communicator for a group (a group of one needs none): the job's for the world, a
+// subgroup's own (opened by the host at its first collective) for a subgroup.
 rt::dist::Communicator* comm_for(const Group& g, ExecContext& c) {
   if (g.size == 1) return nullptr;
   rt::dist::Communicator* comm = c.communicator ? c.communicator() : nullptr;
   if (!comm)
-    throw OpError("a group of " + std::to_string(g.size) + " ranks needs a job of that many (run under tracer launch --nproc " +
-                  std::to_string(g.size) + ")");
-  if (comm->size() != g.size)
-    throw OpError("the group has " + std::to_string(g.size) + " ranks but the job has " + std::to_string(comm->size()) +
-                  " (the trace was made for another WORLD_SIZE)");
-  return comm;
+    throw OpError("a group of " + std::to_string(g.size) + " ranks needs a job of " + (g.ranks.empty() ? "that many" : "them") +
+                  " (run under tracer launch --nproc N)");
+  if (g.ranks.empty()) {
+    if (comm->size() != g.size)
+      throw OpError("the group has " + std::to_string(g.size) + " ranks but the job has " + std::to_string(comm->size()) +
+                    " (the trace was made for another WORLD_SIZE)");
+    return comm;
+  }
+  std::string members;
+  for (int64_t r : g.ranks) members += (members.empty() ? "" : ", ") + std::to_string(r);
+  for (int64_t r : g.ranks)
+    if (r >= comm->size())
+      throw OpError("the group (" + members + ") names rank " + std::to_string(r) + " of a job of " + std::to_string(comm->size()));
+  if (std::find(g.ranks.begin(), g.ranks.end(), int64_t{comm->rank()}) == g.ranks.end())
+    throw OpError("rank " + std::to_string(comm->rank()) + " is not in the group (" + members + "): a rank runs collectives of its own groups");
+  if (!c.group_communicator) throw OpError("this host runs no subgroup collectives");
+  return c.group_communicator(g.ranks);
 }
 
 rt::Tensor copy(const rt::Tensor& x, ExecContext& c) { return rt::cast(x, x.dtype(), c.allocator); }

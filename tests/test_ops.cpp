@@ -129,6 +129,9 @@ const std::map<std::string, Gen>& samples() {
          rt::Tensor idx = rt::iota(4, 5, -1, DType::i64, nullptr);  // 5, 4, 3, 2
          return std::vector<Arg>{T(dt, {6, 3}, s), Arg::of_tensor(idx), Arg::of_int(0)};
        }},
+      // bitcast's bits are compared in tests/lang/thunder_prims_more.trace (a float reference
+      // has other bits): here f64 to i32, the last dimension doubling.
+      {"bitcast", [](DType dt, uint64_t s) { return std::vector<Arg>{T(dt, {3, 4}, s), Arg::of_dtype(DType::i32)}; }},
       {"sort", [](DType dt, uint64_t s) {
          return std::vector<Arg>{T(dt, {4, 7, 3}, s), Arg::of_int(1), Arg::of_bool(true), Arg::of_bool(false)};
        }},
@@ -203,7 +206,8 @@ std::vector<DType> dtypes_for(const OpDecl& op) {
   if (op.kind == OpKind::Random) d = {DType::f64, DType::f32, DType::f16, DType::bf16};
   if (op.name == "rng_state") d = {DType::i64};
   // (u8 states and i64 words, compared exactly: f64's reference leaves integer tensors alone)
-  if (op.name == "get_rng_state" || op.name == "set_rng_state" || op.name == "unpack_rng_state" || op.name == "pack_rng_state")
+  if (op.name == "get_rng_state" || op.name == "set_rng_state" || op.name == "unpack_rng_state" || op.name == "pack_rng_state" ||
+      op.name == "bitcast")
     d = {DType::f64};
   return d;
 }
