@@ -182,7 +182,8 @@ rt::dist::Communicator* comm_for(const Group& g, ExecContext& c) {
   rt::dist::Communicator* comm = c.communicator ? c.communicator() : nullptr;
   if (!comm)
     throw OpError("a group of " + std::to_string(g.size) + " ranks needs a job of " + (g.ranks.empty() ? "that many" : "them") +
-                  " (run under tracer launch --nproc N)");
+                  " (run under tracer launch --nproc " +
+                  std::to_string(g.ranks.empty() ? g.size : *std::max_element(g.ranks.begin(), g.ranks.end()) + 1) + ")");
   if (g.ranks.empty()) {
     if (comm->size() != g.size)
       throw OpError("the group has " + std::to_string(g.size) + " ranks but the job has " + std::to_string(comm->size()) +
