@@ -59,20 +59,12 @@ TEST_CASE("a backward printout's collections, typed by the comments after their 
   // tests/thunder/backward_collections.txt: C0 = (a, w, t1) with t1 = tanh(a @ w), C1 = (f2, i3)
   // numbers the trace uses (0.5, 5); its gradients are t12 = t8 @ w^T and a^T @ t8 with
   // t8 = t4 * f2 * (1 - t1^2).
-  std::string dir = (std::filesystem::temp_directory_path() / "tracer_backward_collections").string();
-  std::filesystem::create_directories(dir);
+  const std::string dir = fresh_dir("tracer_backward_collections");
   const int64_t m = 3, k = 4, n = 5;
-  auto tensor = [](int64_t r, int64_t c, double seed) {
-    rt::Tensor t = rt::Tensor::empty(rt::DType::f32, {r, c});
-    for (int64_t i = 0; i < t.numel(); ++i) t.set(i, std::sin(seed * double(i + 1)));
-    return t;
-  };
-  std::map<std::string, rt::Tensor> in = {{"a", tensor(m, k, 0.7)}, {"w", tensor(k, n, 1.3)}, {"t1", tensor(m, n, 0.4)}, {"t4", tensor(m, n, 2.1)}};
+  std::map<std::string, rt::Tensor> in = {{"a", sine_tensor({m, k}, 0.7)}, {"w", sine_tensor({k, n}, 1.3)}, {"t1", sine_tensor({m, n}, 0.4)},
+                                          {"t4", sine_tensor({m, n}, 2.1)}};
   Session s;
-  for (const auto& [name, t] : in) {
-    rt::write_npy(dir + "/" + name + ".npy", t);
-    REQUIRE(s.add_input(name, dir + "/" + name + ".npy"));
-  }
+  give_inputs(s, dir, in);
   REQUIRE(s.load_file(source_dir() + "/tests/thunder/backward_collections.txt"));
   auto r = s.run("backward_fn", dir + "/out");
   INFO(s.rendered_diagnostics());
@@ -206,21 +198,13 @@ TEST_CASE("a convolution's backward as Thunder prints it (interior padding, regr
   // tests/thunder/conv2d_backward.txt: Thunder's rule for conv2d(a [2, 4, 7, 6], w [6, 2, 3, 3],
   // stride 2, padding 1, groups 2) with the torch executor's names. Its three gradients against
   // sums over every (output, kernel offset) pair in float64.
-  std::string dir = (std::filesystem::temp_directory_path() / "tracer_conv2d_backward").string();
-  std::filesystem::create_directories(dir);
+  const std::string dir = fresh_dir("tracer_conv2d_backward");
   const int64_t N = 2, C = 4, H = 7, W = 6, O = 6, G = 2, K = 3, OH = 4, OW = 3, S = 2, P = 1;
   const int64_t cg = C / G, og = O / G;
-  auto tensor = [](rt::Shape shape, double seed) {
-    rt::Tensor t = rt::Tensor::empty(rt::DType::f32, shape);
-    for (int64_t i = 0; i < t.numel(); ++i) t.set(i, std::sin(seed * double(i + 1)));
-    return t;
-  };
-  std::map<std::string, rt::Tensor> in = {{"a", tensor({N, C, H, W}, 0.7)}, {"w", tensor({O, cg, K, K}, 1.3)}, {"t9", tensor({N, O, OH, OW}, 2.1)}};
+  std::map<std::string, rt::Tensor> in = {{"a", sine_tensor({N, C, H, W}, 0.7)}, {"w", sine_tensor({O, cg, K, K}, 1.3)},
+                                          {"t9", sine_tensor({N, O, OH, OW}, 2.1)}};
   Session s;
-  for (const auto& [name, t] : in) {
-    rt::write_npy(dir + "/" + name + ".npy", t);
-    REQUIRE(s.add_input(name, dir + "/" + name + ".npy"));
-  }
+  give_inputs(s, dir, in);
   REQUIRE(s.load_file(source_dir() + "/tests/thunder/conv2d_backward.txt"));
   auto r = s.run("backward_fn", dir + "/out");
   INFO(s.rendered_diagnostics());
