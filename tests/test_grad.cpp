@@ -106,6 +106,15 @@ const Case kCases[] = {
                        "    return loss(prims.convolution(a, w, None, 1, 1, 1, False, 0, 1))"},
     {"unfold", "def f(a: f64[3, 7]):\n    return loss(prims.unfold(a, 1, 3, 2))"},
     {"pad_interior", "def f(a: f64[3, 4]):\n    return loss(prims.pad(a, 0.5, ((1, -1, 2), (-1, 2, 1))))"},
+    // torch's pools and batch statistics (stdlib/ltorch.trace): window gathers, masked products.
+    {"max_pool2d", "def f(a: f64[2, 3, 7, 6]):\n    return loss(torch.nn.functional.max_pool2d(a, 3, stride=2, padding=1, ceil_mode=True))"},
+    {"avg_pool2d", "def f(a: f64[2, 3, 7, 6]):\n"
+                   "    return loss(torch.nn.functional.avg_pool2d(a, (3, 2), stride=2, padding=1, ceil_mode=True, count_include_pad=False))"},
+    {"adaptive_pools", "def f(a: f64[2, 3, 7, 5]):\n"
+                       "    return loss(torch.nn.functional.adaptive_avg_pool2d(a, (3, 2))) + loss(torch.nn.functional.adaptive_max_pool2d(a, (2, 3)))"},
+    {"batch_norm", "def f(a: f64[4, 3, 5], w: f64[3], b: f64[3]):\n"
+                   "    return loss(torch.nn.functional.batch_norm(a, None, None, w, b, training=True))"},
+    {"group_norm", "def f(a: f64[2, 4, 3], w: f64[4], b: f64[4]):\n    return loss(torch.nn.functional.group_norm(a, 2, w, b))"},
     {"take_backward", "def f(g: f64[4, 3]):\n    return loss(prims.take_backward(g, prims.iota(4, dtype=i64), 6))"},
     {"softmax", "def f(a: f64[3, 5]):\n    return loss(softmax(a, -1))"},
     {"log_softmax", "def f(a: f64[3, 5]):\n    return loss(log_softmax(a, 1))"},

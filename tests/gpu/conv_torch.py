@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """tests/gpu/conv.trace (conv2d strided/grouped/depthwise-dilated, conv_transpose2d, conv1d
-'same', conv3d) on tracer against PyTorch on the same data: the inputs are written as
+'same', conv3d, max/avg/adaptive pools, batch_norm) on tracer against PyTorch on the same data: the inputs are written as
 safetensors, tracer runs the entry under grad (--device cuda, or cpu), and the loss and every
 gradient are compared with torch.nn.functional's convolutions and autograd on the same device and
 dtype (||tracer - torch|| / ||torch||, compare.py's tolerances).
@@ -31,7 +31,11 @@ def net(x, w1, b1, w2, w3, w4, w5):
     u = F.conv_transpose2d(h, w3, None, stride=2, padding=1, output_padding=1)
     s = F.conv1d(u.reshape(4, 3, 19 * 17), w4, padding="same")
     v = F.conv3d(u.reshape(4, 3, 1, 19, 17), w5, stride=(1, 2, 3))
-    return (u * u).sum() + (s * s).sum() * 0.01 + (v * v).sum()
+    m = F.max_pool2d(u, 3, stride=2, padding=1)
+    a = F.avg_pool2d(u, 2, ceil_mode=True, count_include_pad=False)
+    b = F.batch_norm(h, None, None, training=True)
+    q = F.adaptive_avg_pool2d(u, (5, 4)) + F.adaptive_max_pool2d(u, (3, 3)).sum()
+    return (u * u).sum() + (s * s).sum() * 0.01 + (v * v).sum() + (m * a).sum() + (b * b * h).sum() + (q * q).sum()
 
 
 fail = 0
