@@ -115,6 +115,8 @@ const Case kCases[] = {
     {"batch_norm", "def f(a: f64[4, 3, 5], w: f64[3], b: f64[3]):\n"
                    "    return loss(torch.nn.functional.batch_norm(a, None, None, w, b, training=True))"},
     {"group_norm", "def f(a: f64[2, 4, 3], w: f64[4], b: f64[4]):\n    return loss(torch.nn.functional.group_norm(a, 2, w, b))"},
+    {"interpolate", "def f(a: f64[2, 3, 4, 5]):\n"
+                    "    return loss(torch.nn.functional.interpolate(a, size=(7, 3), mode=\"bilinear\")) + loss(torch.nn.functional.interpolate(a, scale_factor=2))"},
     {"take_backward", "def f(g: f64[4, 3]):\n    return loss(prims.take_backward(g, prims.iota(4, dtype=i64), 6))"},
     {"softmax", "def f(a: f64[3, 5]):\n    return loss(softmax(a, -1))"},
     {"log_softmax", "def f(a: f64[3, 5]):\n    return loss(log_softmax(a, 1))"},
