@@ -95,14 +95,14 @@ TensorType bitcast_type(const Arg& src, const Arg& dtype) {
   rt::DType to = dtype_arg(dtype, "dtype");
   size_t from_size = rt::dtype_size(t.dtype), to_size = rt::dtype_size(to);
   if (t.dtype == rt::DType::b8 || to == rt::DType::b8)
-    throw OpError("bitcast: bool tensors hold one of two values, not bits (got " + nm(t.dtype) + " to " + nm(to) + ")");
+    throw OpError("bool tensors hold one of two values, not bits (got " + nm(t.dtype) + " to " + nm(to) + ")");
   if (from_size != to_size) {
-    if (t.shape.empty()) throw OpError("bitcast: a 0-d tensor keeps its size; " + nm(t.dtype) + " and " + nm(to) + " differ in size");
+    if (t.shape.empty()) throw OpError("a 0-d tensor keeps its size; " + nm(t.dtype) + " and " + nm(to) + " differ in size");
     int64_t& last = t.shape.back();
     if (to_size > from_size) {
       int64_t f = static_cast<int64_t>(to_size / from_size);
       if (last % f != 0)
-        throw OpError("bitcast: the last dimension (" + std::to_string(last) + ") must be a multiple of " + std::to_string(f) + " to read " + nm(t.dtype) + " as " + nm(to));
+        throw OpError("the last dimension (" + std::to_string(last) + ") must be a multiple of " + std::to_string(f) + " to read " + nm(t.dtype) + " as " + nm(to));
       last /= f;
     } else {
       last *= static_cast<int64_t>(from_size / to_size);
