@@ -116,7 +116,8 @@ const Case kCases[] = {
                    "    return loss(torch.nn.functional.batch_norm(a, None, None, w, b, training=True))"},
     {"group_norm", "def f(a: f64[2, 4, 3], w: f64[4], b: f64[4]):\n    return loss(torch.nn.functional.group_norm(a, 2, w, b))"},
     {"interpolate", "def f(a: f64[2, 3, 4, 5]):\n"
-                    "    return loss(torch.nn.functional.interpolate(a, size=(7, 3), mode=\"bilinear\")) + loss(torch.nn.functional.interpolate(a, scale_factor=2))"},
+                    "    return loss(torch.nn.functional.interpolate(a, size=(7, 3), mode=\"bilinear\")) + loss(torch.nn.functional.interpolate(a, scale_factor=2))"
+                    " + loss(torch.nn.functional.interpolate(a, size=(6, 8), mode=\"bicubic\"))"},
     {"fold_unfold", "def f(a: f64[2, 3, 5, 4], c: f64[1, 12, 6]):\n"
                     "    return loss(torch.nn.functional.unfold(a, (2, 3), padding=1, stride=(1, 2))) + loss(torch.nn.functional.fold(c, (4, 5), 2, stride=(2, 1), dilation=(1, 2)))"},
     {"take_backward", "def f(g: f64[4, 3]):\n    return loss(prims.take_backward(g, prims.iota(4, dtype=i64), 6))"},

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """tests/gpu/conv.trace (conv2d strided/grouped/depthwise-dilated, conv_transpose2d, conv1d
-'same', conv3d, max/avg/adaptive pools, batch_norm) on tracer against PyTorch on the same data: the inputs are written as
+'same', conv3d, max/avg/adaptive pools, batch_norm, interpolate) on tracer against PyTorch on the same data: the inputs are written as
 safetensors, tracer runs the entry under grad (--device cuda, or cpu), and the loss and every
 gradient are compared with torch.nn.functional's convolutions and autograd on the same device and
 dtype (||tracer - torch|| / ||torch||, compare.py's tolerances).
@@ -35,7 +35,8 @@ def net(x, w1, b1, w2, w3, w4, w5):
     a = F.avg_pool2d(u, 2, ceil_mode=True, count_include_pad=False)
     b = F.batch_norm(h, None, None, training=True)
     q = F.adaptive_avg_pool2d(u, (5, 4)) + F.adaptive_max_pool2d(u, (3, 3)).sum()
-    return (u * u).sum() + (s * s).sum() * 0.01 + (v * v).sum() + (m * a).sum() + (b * b * h).sum() + (q * q).sum()
+    z = F.interpolate(h, size=(12, 11), mode="bicubic") + F.interpolate(h, scale_factor=1.5, mode="bilinear", align_corners=True)[:, :, :12, :11]
+    return (u * u).sum() + (s * s).sum() * 0.01 + (v * v).sum() + (m * a).sum() + (b * b * h).sum() + (q * q).sum() + (z * z).sum()
 
 
 fail = 0
