@@ -120,6 +120,19 @@ const Case kCases[] = {
                     " + loss(torch.nn.functional.interpolate(a, size=(6, 8), mode=\"bicubic\"))"},
     {"fold_unfold", "def f(a: f64[2, 3, 5, 4], c: f64[1, 12, 6]):\n"
                     "    return loss(torch.nn.functional.unfold(a, (2, 3), padding=1, stride=(1, 2))) + loss(torch.nn.functional.fold(c, (4, 5), 2, stride=(2, 1), dilation=(1, 2)))"},
+    // torch.nn.functional's activations, normalizations and losses (stdlib/ltorch.trace).
+    {"activations_more", "def f(a: f64[3, 4]):\n    F = torch.nn.functional\n"
+                         "    return loss(F.leaky_relu(a, 0.2) + F.elu(a) + F.selu(a) + F.softplus(a, 2.0, 1.0) + F.mish(a) + F.hardswish(a)"
+                         " + F.logsigmoid(a) + F.softsign(a) + F.tanhshrink(a) + F.celu(a, 0.5)) + loss(F.glu(a, 1))"},
+    {"normalize_cosine", "def f(a: f64[3, 4], b: f64[3, 4]):\n    F = torch.nn.functional\n"
+                         "    return loss(F.normalize(a, dim=1)) + loss(F.normalize(a, p=3.0, dim=0)) + loss(F.cosine_similarity(a, b))"
+                         " + loss(F.instance_norm(prims.reshape(a, (1, 3, 4))))"},
+    {"losses", "def f(a: f64[3, 4], b: f64[3, 4]):\n    F = torch.nn.functional\n"
+               "    p = prims.mul(prims.add(prims.tanh(a), 1.0), 0.45)\n    q = prims.mul(prims.add(prims.tanh(b), 1.0), 0.5)\n"
+               "    return F.mse_loss(a, b) + F.l1_loss(a, b) + F.smooth_l1_loss(a, b, beta=0.5) + F.huber_loss(a, b, delta=0.7)"
+               " + F.binary_cross_entropy(p, q) + F.binary_cross_entropy_with_logits(a, q, pos_weight=prims.full((4,), 2.0, dtype=f64))"
+               " + F.nll_loss(F.log_softmax(a, 1), prims.iota(3, dtype=i64), weight=prims.full((4,), 0.5, dtype=f64))"
+               " + F.kl_div(F.log_softmax(a, 1), F.softmax(b, 1), reduction=\"batchmean\")"},
     {"take_backward", "def f(g: f64[4, 3]):\n    return loss(prims.take_backward(g, prims.iota(4, dtype=i64), 6))"},
     {"softmax", "def f(a: f64[3, 5]):\n    return loss(softmax(a, -1))"},
     {"log_softmax", "def f(a: f64[3, 5]):\n    return loss(log_softmax(a, 1))"},
