@@ -170,6 +170,13 @@ void Interpreter::load_stdlib() {
         if (n.is(VT::Str))
           if (auto f = m->globals.find(n.as<StrObj>()->s); f != m->globals.end() && f->second.is(VT::Function))
             target.members[f->first] = f->second;
+    // A module's __aliases__ exports functions under names its own code cannot take (ltorch's
+    // max and min, which would hide Python's inside the module): {"max": "_torch_max"}.
+    if (auto al = m->globals.find("__aliases__"); al != m->globals.end() && al->second.is(VT::Dict))
+      for (auto& [k, v] : al->second.as<DictObj>()->items())
+        if (k.is(VT::Str) && v.is(VT::Str))
+          if (auto f = m->globals.find(v.as<StrObj>()->s); f != m->globals.end() && f->second.is(VT::Function))
+            target.members[k.as<StrObj>()->s] = f->second;
     // ltorch's __functional__ maps the names torch.nn.functional spells differently from torch.X and
     // Tensor.X ({"unfold": "im2col"}: F.unfold is im2col, Tensor.unfold takes windows).
     if (auto fn = m->globals.find("__functional__"); mod == "ltorch" && fn != m->globals.end() && fn->second.is(VT::Dict)) {
