@@ -75,6 +75,10 @@ void Interpreter::install_builtins() {
   Value special = ns("torch.special");
   nsref(special).fallback = &nsref(ltorch_);
   nsref(torch).members["special"] = special;
+  // torch.linalg.X: ltorch's X (vector_norm, matrix_norm, norm).
+  Value linalg = ns("torch.linalg");
+  nsref(linalg).fallback = &nsref(ltorch_);
+  nsref(torch).members["linalg"] = linalg;
   nsref(torch).members["device"] = b.members["device"];
   nsref(torch).members["no_grad"] = b.members["no_grad"];
   nsref(torch).members["autocast"] = b.members["autocast"];

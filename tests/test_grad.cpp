@@ -136,7 +136,8 @@ const Case kCases[] = {
     {"tensor_more", "def f(a: f64[3, 4], b: f64[4, 5]):\n"
                     "    return loss(torch.cumsum(a, 1)) + loss(torch.cumprod(a, 0)) + loss(torch.einsum(\"ij,jk->ik\", a, b))"
                     " + loss(torch.einsum(\"ij,kj->ik\", a, a)) + loss(torch.tril(a, 1)) + loss(torch.roll(a, 2, 1)) + loss(torch.tile(a, (2, 1)))"
-                    " + loss(torch.diag(a, 1)) + loss(torch.max(a, 1)[0]) + loss(torch.movedim(a, 0, 1)) + loss(torch.addmm(b, a.t(), a[:, :1].expand(3, 5)))"},
+                    " + loss(torch.diag(a, 1)) + loss(torch.max(a, 1)[0]) + loss(torch.movedim(a, 0, 1)) + loss(torch.addmm(b, a.t(), a[:, :1].expand(3, 5)))"
+                    " + loss(torch.norm(a, dim=1)) + loss(torch.linalg.vector_norm(b, 3, 0)) + torch.linalg.matrix_norm(a)"},
     {"take_backward", "def f(g: f64[4, 3]):\n    return loss(prims.take_backward(g, prims.iota(4, dtype=i64), 6))"},
     {"softmax", "def f(a: f64[3, 5]):\n    return loss(softmax(a, -1))"},
     {"log_softmax", "def f(a: f64[3, 5]):\n    return loss(log_softmax(a, 1))"},
