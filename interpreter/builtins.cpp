@@ -529,6 +529,15 @@ Value b_written_over(Interpreter& in, CallArgs& a, SourceLoc loc) {
   return Value();
 }
 
+// torch.no_grad: as a decorator (@torch.no_grad or @torch.no_grad(), a printout's) it changes
+// nothing; as a context manager while tracing, the block's statements form a 'no_grad' region,
+// through which grad passes no cotangent (as PyTorch records no graph there).
+Value b_no_grad(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  (void)loc;
+  if (a.pos.size() == 1 && (a.pos[0].is(VT::Function) || a.pos[0].is(VT::Builtin))) return a.pos[0];
+  return in.make_region("no_grad");
+}
+
 Value b_checkpoint(Interpreter& in, CallArgs& a, SourceLoc loc) {
   want_args(in, a, "checkpoint", 0, 0, loc);
   return in.make_region("checkpoint");
@@ -701,7 +710,7 @@ const BuiltinDef kBuiltins[] = {
     {"checkpoint", b_checkpoint,
      "checkpoint(): with checkpoint(): marks statements whose activations backward recomputes."},
     {"no_autocast", b_passthrough, "A decorator from Thunder printouts; has no effect."},
-    {"no_grad", b_passthrough, "A decorator from PyTorch printouts; has no effect."},
+    {"no_grad", b_no_grad, "torch.no_grad(): as a decorator (PyTorch's and Thunder's printouts), no effect; as `with torch.no_grad():` while tracing, grad passes no gradient through the block's statements."},
     {"autocast", b_passthrough,
      "torch.autocast(device_type, ...): a decorator of Thunder's printouts (autocast turned off around the computation); "
      "has no effect: a printed trace's casts are explicit."},

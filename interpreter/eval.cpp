@@ -218,6 +218,9 @@ Value Interpreter::call(const Value& fn, CallArgs args, SourceLoc loc) {
       args.pos.push_back(fn);
       return call_op(*ir::find_op("convert_element_type"), std::move(args), loc);
     }
+    case VT::Region:  // @torch.no_grad() on a function: the function
+      if (args.pos.size() == 1 && args.kw.empty() && (args.pos[0].is(VT::Function) || args.pos[0].is(VT::Builtin))) return args.pos[0];
+      fail(loc, "a '" + fn.as<RegionObj>()->name + "' region decorates a function or opens a with block");
     default: fail(loc, std::string("'") + type_name(fn.type()) + "' object is not callable");
   }
 }
