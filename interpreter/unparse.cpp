@@ -69,7 +69,7 @@ int binary_prec(Op op) {
 
 // The shortest decimal that reads back as the same double, always with a '.' or an exponent.
 std::string float_text(double d) {
-  if (std::isinf(d)) return d > 0 ? "float('inf')" : "-float('inf')";
+  if (std::isinf(d)) return d > 0 ? "1e309" : "-1e309";  // (a literal past the largest double reads back as the same infinity; float('inf') would be a call)
   if (std::isnan(d)) return "float('nan')";
   char buf[40];
   for (int p = 1; p <= 17; ++p) {
