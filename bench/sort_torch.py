@@ -6,7 +6,7 @@ import torch
 cases = {
     "router_top2": (lambda x: torch.topk(x, 2, -1, True, True), (16384, 64), torch.bfloat16),
     "sample_top50": (lambda x: torch.topk(x, 50, -1, True, True), (512, 1024), torch.float32),
-    "sort_rows": (lambda x: torch.sort(x, -1, False, stable=True), (4096, 1024), torch.float32),
+    "sort_rows": (lambda x: torch.sort(x, dim=-1, descending=False, stable=True), (4096, 1024), torch.float32),
 }
 for name, (fn, shape, dt) in cases.items():
     x = torch.randn(*shape, device="cuda").to(dt)

@@ -51,7 +51,7 @@ for entry, dt in [("main", torch.float32), ("bf16", torch.bfloat16)]:
         if r.returncode:
             print(r.stdout[-3000:], r.stderr[-3000:])
             sys.exit(f"FAIL {entry}: tracer failed")
-        got = {f[:-4]: compare.load(os.path.join(out, f)) for f in os.listdir(out)}
+        got = {f[:-4]: compare.load(os.path.join(out, f))[1] for f in os.listdir(out)}
     # The reference: torch in f32 on the same (for bf16: bf16-rounded) data; for bf16 torch's own
     # bf16 run's distance to it is printed beside tracer's.
     def grads(dtype):

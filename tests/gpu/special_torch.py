@@ -31,7 +31,7 @@ def run(entry, inputs):
         if r.returncode:
             print(r.stdout[-3000:], r.stderr[-3000:])
             sys.exit(f"FAIL {entry}: tracer failed")
-        return {f[:-4]: compare.load(os.path.join(out, f)) for f in os.listdir(out)}
+        return {f[:-4]: compare.load(os.path.join(out, f))[1] for f in os.listdir(out)}
 
 
 fail = 0
