@@ -120,6 +120,13 @@ const Case kCases[] = {
                     " + loss(torch.nn.functional.interpolate(a, size=(6, 8), mode=\"bicubic\"))"},
     {"fold_unfold", "def f(a: f64[2, 3, 5, 4], c: f64[1, 12, 6]):\n"
                     "    return loss(torch.nn.functional.unfold(a, (2, 3), padding=1, stride=(1, 2))) + loss(torch.nn.functional.fold(c, (4, 5), 2, stride=(2, 1), dilation=(1, 2)))"},
+    // im2col's and fold's own rules (each the other, as gathers): unbatched, 1-d, 3-d, strides that skip places.
+    {"fold_unfold_unbatched", "def f(a: f64[3, 5, 4], c: f64[12, 8]):\n"
+                              "    return loss(torch.nn.functional.unfold(a, 2, dilation=(2, 1), stride=(1, 3))) + loss(torch.nn.functional.fold(c, (3, 7), (2, 2), padding=(0, 1), stride=(1, 2)))"},
+    {"convolution_1d_strided", "def f(a: f64[2, 3, 11], w: f64[4, 3, 3]):\n"
+                               "    return loss(prims.convolution(a, w, None, (3,), (2,), (2,), False, (0,), 1))"},
+    {"convolution_3d_strided", "def f(a: f64[1, 2, 5, 3, 4], w: f64[3, 2, 2, 2, 3]):\n"
+                               "    return loss(prims.convolution(a, w, None, (2, 1, 2), (1, 0, 1), 1, False, 0, 1))"},
     // torch.nn.functional's activations, normalizations and losses (stdlib/ltorch.trace).
     {"activations_more", "def f(a: f64[3, 4]):\n    F = torch.nn.functional\n"
                          "    return loss(F.leaky_relu(a, 0.2) + F.elu(a) + F.selu(a) + F.softplus(a, 2.0, 1.0) + F.mish(a) + F.hardswish(a)"
