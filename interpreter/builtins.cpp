@@ -388,6 +388,62 @@ Value b_slice(Interpreter& in, CallArgs& a, SourceLoc loc) {
   return make<SliceObj>(a.pos[0], a.pos[1], a.pos.size() > 2 ? a.pos[2] : Value());
 }
 
+// namedtuple(typename, field_names): a constructor of tuples whose items are also read by name
+// (collections.namedtuple's; torch.return_types are made by it). The constructor is the maker
+// bound to an empty tuple that carries the names.
+Value b_namedtuple_new(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  const std::shared_ptr<const TupleNames> names = a.pos[0].as<TupleObj>()->names;
+  const size_t n = names->fields.size();
+  if (a.pos.size() - 1 > n)
+    in.fail(loc, names->type + "() takes " + std::to_string(n) + " values, got " + std::to_string(a.pos.size() - 1));
+  std::vector<Value> items(n);
+  std::vector<bool> given(n, false);
+  for (size_t i = 1; i < a.pos.size(); ++i) items[i - 1] = a.pos[i], given[i - 1] = true;
+  for (const auto& [k, v] : a.kw) {
+    auto it = std::find(names->fields.begin(), names->fields.end(), k);
+    if (it == names->fields.end()) in.fail(loc, names->type + "() got an unexpected field '" + k + "'");
+    size_t i = static_cast<size_t>(it - names->fields.begin());
+    if (given[i]) in.fail(loc, names->type + "() got field '" + k + "' twice");
+    items[i] = v, given[i] = true;
+  }
+  for (size_t i = 0; i < n; ++i)
+    if (!given[i]) in.fail(loc, names->type + "() is missing field '" + names->fields[i] + "'");
+  return make<TupleObj>(std::move(items), names);
+}
+const BuiltinDef kNamedTupleNew{"namedtuple", b_namedtuple_new, "A named tuple's constructor: values by position or by field name."};
+
+Value b_namedtuple(Interpreter& in, CallArgs& a, SourceLoc loc) {
+  want_args(in, a, "namedtuple", 2, 2, loc);
+  if (!a.pos[0].is(VT::Str)) in.fail(loc, "namedtuple(typename, field_names): typename must be a str");
+  auto names = std::make_shared<TupleNames>();
+  names->type = a.pos[0].as<StrObj>()->s;
+  std::vector<Value> given;
+  if (a.pos[1].is(VT::Str)) {  // "x y" or "x, y"
+    std::string f = a.pos[1].as<StrObj>()->s, cur;
+    for (char c : f + " ") {
+      if (c == ' ' || c == ',') {
+        if (!cur.empty()) given.push_back(str_value(cur));
+        cur.clear();
+      } else {
+        cur += c;
+      }
+    }
+  } else {
+    given = in.iterate(a.pos[1], loc);
+  }
+  for (const Value& v : given) {
+    if (!v.is(VT::Str)) in.fail(loc, std::string("namedtuple: field names must be str, got ") + type_name(v.type()));
+    const std::string& f = v.as<StrObj>()->s;
+    bool ident = !f.empty() && !std::isdigit(static_cast<unsigned char>(f[0])) && f[0] != '_';
+    for (char c : f) ident = ident && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+    if (!ident) in.fail(loc, "namedtuple: field name '" + f + "' is not an identifier (or starts with '_')");
+    if (std::find(names->fields.begin(), names->fields.end(), f) != names->fields.end())
+      in.fail(loc, "namedtuple: field '" + f + "' is named twice");
+    names->fields.push_back(f);
+  }
+  return make<BoundMethodObj>(make<TupleObj>(std::vector<Value>{}, names), make<BuiltinObj>(&kNamedTupleNew));
+}
+
 Value b_any(Interpreter& in, CallArgs& a, SourceLoc loc) {
   want_args(in, a, "any", 1, 1, loc);
   for (const Value& x : in.iterate(a.pos[0], loc)) {
@@ -650,6 +706,7 @@ Value b_not_implemented(Interpreter& in, CallArgs& a, SourceLoc l) {
 const BuiltinDef kBuiltins[] = {
     {"print", b_print, "print(*values, sep=' ', end='\\n'): writes values to the output."},
     {"len", b_len, "len(x): length of a sequence, dict, range, or first dimension of a tensor."},
+    {"namedtuple", b_namedtuple, "namedtuple(typename, field_names): a constructor of tuples whose items are also fields (t.values); field_names as 'a b' or a list."},
     {"range", b_range, "range(stop) / range(start, stop[, step]): integers."},
     {"enumerate", b_enumerate, "enumerate(xs, start=0): list of (index, value) pairs."},
     {"zip", b_zip, "zip(*seqs): list of tuples, as long as the shortest sequence."},

@@ -613,6 +613,23 @@ Value Interpreter::get_attr(const Value& obj, const std::string& name, SourceLoc
     case VT::Compiled:
       if (compiled_attr(*obj.as<CompiledObj>(), name, &attr)) return attr;
       break;
+    case VT::Tuple: {
+      const TupleObj* t = obj.as<TupleObj>();
+      if (t->names) {
+        for (size_t i = 0; i < t->names->fields.size(); ++i)
+          if (t->names->fields[i] == name) return t->items[i];
+        if (name == "_fields") {
+          std::vector<Value> f;
+          for (const std::string& n : t->names->fields) f.push_back(str_value(n));
+          return make<TupleObj>(std::move(f));
+        }
+        std::string fields;
+        for (const std::string& f : t->names->fields) fields += (fields.empty() ? "" : ", ") + f;
+        fail(loc, "'" + t->names->type + "' has no field '" + name + "' (its fields: " + fields + ")");
+      }
+      if (const BuiltinDef* m = find_method(obj.type(), name)) return make<BoundMethodObj>(obj, make<BuiltinObj>(m));
+      break;
+    }
     case VT::Slice: {
       auto* s = obj.as<SliceObj>();
       if (name == "start") return s->lower;

@@ -486,7 +486,15 @@ std::string repr(const Value& v) {
       Printing p(v.obj());
       return seq_repr(v.as<ListObj>()->items, "[", "]", false);
     }
-    case VT::Tuple: return seq_repr(v.as<TupleObj>()->items, "(", ")", true);
+    case VT::Tuple: {
+      const TupleObj* t = v.as<TupleObj>();
+      if (!t->names) return seq_repr(t->items, "(", ")", true);
+      if (Printing::active(v.obj())) return t->names->type + "(...)";
+      Printing p(v.obj());
+      std::string s = t->names->type + "(";
+      for (size_t i = 0; i < t->items.size(); ++i) s += (i ? ", " : "") + t->names->fields[i] + "=" + repr(t->items[i]);
+      return s + ")";
+    }
     case VT::Dict: {
       if (Printing::active(v.obj())) return "{...}";
       Printing p(v.obj());

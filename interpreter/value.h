@@ -131,9 +131,16 @@ struct ListObj : Container {
   std::vector<Value> items;
   explicit ListObj(std::vector<Value> v = {}) : Container(VT::List), items(std::move(v)) {}
 };
+// A named tuple's type (namedtuple(), torch.return_types): its name and its fields' names.
+struct TupleNames {
+  std::string type;
+  std::vector<std::string> fields;
+};
 struct TupleObj : Container {
   std::vector<Value> items;
-  explicit TupleObj(std::vector<Value> v = {}) : Container(VT::Tuple), items(std::move(v)) {}
+  std::shared_ptr<const TupleNames> names;  // a named tuple's fields (items[i] is fields[i]); else null
+  explicit TupleObj(std::vector<Value> v = {}, std::shared_ptr<const TupleNames> n = nullptr)
+      : Container(VT::Tuple), items(std::move(v)), names(std::move(n)) {}
 };
 
 struct ValueHash { size_t operator()(const Value& v) const; };
