@@ -25,7 +25,7 @@ g = torch.Generator().manual_seed(11)
 SHAPES = dict(x=(4, 6, 17, 15), w1=(8, 3, 3, 3), b1=(8,), w2=(8, 1, 3, 3), w3=(8, 3, 4, 4), w4=(5, 3, 7), w5=(2, 3, 1, 3, 3))
 
 
-def net(x, w1, b1, w2, w3, w4, w5):
+def net(x, w1, b1, w2, w3, w4, w5, pools=True):
     h = torch.tanh(F.conv2d(x, w1, b1, stride=2, padding=1, groups=2))
     h = F.conv2d(h, w2, None, padding=2, dilation=2, groups=8)
     u = F.conv_transpose2d(h, w3, None, stride=2, padding=1, output_padding=1)
@@ -36,11 +36,17 @@ def net(x, w1, b1, w2, w3, w4, w5):
     b = F.batch_norm(h, None, None, training=True)
     q = F.adaptive_avg_pool2d(u, (5, 4)) + F.adaptive_max_pool2d(u, (3, 3)).sum()
     z = F.interpolate(h, size=(12, 11), mode="bicubic") + F.interpolate(h, scale_factor=1.5, mode="bilinear", align_corners=True)[:, :, :12, :11]
-    return (u * u).sum() + (s * s).sum() * 0.01 + (v * v).sum() + (m * a).sum() + (b * b * h).sum() + (q * q).sum() + (z * z).sum()
+    smooth = (u * u).sum() + (s * s).sum() * 0.01 + (v * v).sum() + (b * b * h).sum() + (z * z).sum()
+    return smooth + (m * a).sum() + (q * q).sum() if pools else smooth
 
 
 fail = 0
-for entry, dt in [("main", torch.float32), ("bf16", torch.bfloat16)]:
+# bf16 with the max pools: a window's largest element changes with rounding (and bf16 ties are
+# frequent; tracer gives the gradient to the first maximum, as PyTorch), so these gradients are
+# held to PyTorch's own bf16 distance from f32 on the same device and data (1.5 times it), and
+# bf16_smooth (no max pools) to the plain bf16 tolerance.
+for entry, dt in [("main", torch.float32), ("bf16", torch.bfloat16), ("bf16_smooth", torch.bfloat16)]:
+    pools = entry != "bf16_smooth"
     ins = {k: (torch.randn(s, generator=g) * 0.5).to(dt) for k, s in SHAPES.items()}
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "in.safetensors")
@@ -56,7 +62,7 @@ for entry, dt in [("main", torch.float32), ("bf16", torch.bfloat16)]:
     # bf16 run's distance to it is printed beside tracer's.
     def grads(dtype):
         leaves = {k: v.to(dev).to(dtype).requires_grad_(True) for k, v in ins.items()}
-        loss = net(**leaves).float()
+        loss = net(**leaves, pools=pools).float()
         loss.backward()
         out = {"loss": loss.detach()}
         out.update({"grad_" + k: v.grad for k, v in leaves.items()})
@@ -71,8 +77,14 @@ for entry, dt in [("main", torch.float32), ("bf16", torch.bfloat16)]:
             fail = 1
             continue
         err = float(np.linalg.norm(t - w) / max(np.linalg.norm(w), 1e-300))
-        ok = err <= compare.TOL[kind]
-        note = "" if theirs is None else f" (torch bf16: {float(np.linalg.norm(theirs[name] - w) / max(np.linalg.norm(w), 1e-300)):.2e})"
-        print(f"{'ok  ' if ok else 'FAIL'} {entry} {name}: relative error {err:.2e} against torch f32{note} ({kind}, tolerance {compare.TOL[kind]:g})")
+        tol = compare.TOL[kind]
+        note = ""
+        if theirs is not None:
+            torch_err = float(np.linalg.norm(theirs[name] - w) / max(np.linalg.norm(w), 1e-300))
+            note = f" (torch bf16: {torch_err:.2e})"
+            if entry == "bf16":
+                tol = max(tol, 1.5 * torch_err)
+        ok = err <= tol
+        print(f"{'ok  ' if ok else 'FAIL'} {entry} {name}: relative error {err:.2e} against torch f32{note} ({kind}, tolerance {tol:.3g})")
         fail |= not ok
 sys.exit(fail)

@@ -111,7 +111,7 @@ else
 fi
 check "grouped_mm.trace" tests/gpu/grouped_mm.trace --passes grad,fuse,del_last_used --
 # Convolutions under grad, f32 and bf16, against the CPU.
-for e in main bf16; do check "conv.trace $e" tests/gpu/conv.trace --entry $e --passes grad,fuse,del_last_used --; done
+for e in main bf16 bf16_smooth; do check "conv.trace $e" tests/gpu/conv.trace --entry $e --passes grad,fuse,del_last_used --; done
 # Row reductions without keepdim (Thunder's prims) fused as row groups, under grad too.
 check "rows_dropped_grad.trace" tests/gpu/rows_dropped_grad.trace --passes grad,fuse,del_last_used --
 for f in fuse_rows_dropped fuse_rows_dropped_nvfusion; do check "$f.trace fuse" tests/pass_checks/$f.trace --passes fuse --; done
