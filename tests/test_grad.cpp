@@ -127,6 +127,13 @@ const Case kCases[] = {
                                "    return loss(prims.convolution(a, w, None, (3,), (2,), (2,), False, (0,), 1))"},
     {"convolution_3d_strided", "def f(a: f64[1, 2, 5, 3, 4], w: f64[3, 2, 2, 2, 3]):\n"
                                "    return loss(prims.convolution(a, w, None, (2, 1, 2), (1, 0, 1), 1, False, 0, 1))"},
+    // session 29's torch functions: statistics, views, products, elementwise.
+    {"torch_api_more", "def f(a: f64[3, 4], b: f64[4, 2], v: f64[4]):\n"
+                       "    return loss(torch.std(a, 1)) + loss(torch.std_mean(a, 0)[0]) + loss(torch.nanmean(a, 1)) + loss(torch.diagonal(a, 1))"
+                       " + loss(torch.diag_embed(v, -1)) + loss(torch.tensordot(a, b, 1)) + loss(torch.kron(a, b)) + loss(torch.rot90(a, 3))"
+                       " + loss(torch.block_diag(a, b)) + loss(torch.tensor_split(a, 3, 1)[2]) + loss(torch.diff(a, 2, 1)) + loss(torch.addmv(a[:, 0], a, v))"
+                       " + loss(torch.inner(a, a)) + loss(torch.select(a, 1, -2)) + loss(torch.float_power(a, 2))"},
+    {"logit_xlogy", "def f(a: f64[3, 4], b: f64[3, 4]):\n    return loss(torch.logit(a, 0.1)) + loss(torch.xlogy(a, b))", 0.2, 0.8},
     // torch.nn.functional's activations, normalizations and losses (stdlib/ltorch.trace).
     {"activations_more", "def f(a: f64[3, 4]):\n    F = torch.nn.functional\n"
                          "    return loss(F.leaky_relu(a, 0.2) + F.elu(a) + F.selu(a) + F.softplus(a, 2.0, 1.0) + F.mish(a) + F.hardswish(a)"
