@@ -133,6 +133,15 @@ const Case kCases[] = {
                        " + loss(torch.diag_embed(v, -1)) + loss(torch.tensordot(a, b, 1)) + loss(torch.kron(a, b)) + loss(torch.rot90(a, 3))"
                        " + loss(torch.block_diag(a, b)) + loss(torch.tensor_split(a, 3, 1)[2]) + loss(torch.diff(a, 2, 1)) + loss(torch.addmv(a[:, 0], a, v))"
                        " + loss(torch.inner(a, a)) + loss(torch.select(a, 1, -2)) + loss(torch.float_power(a, 2))"},
+    {"orderings", "def f(a: f64[3, 5], b: f64[4, 5]):\n"
+                  "    return loss(torch.median(a, 1).values) + loss(torch.kthvalue(a, 2, 0)[0]) + loss(torch.quantile(a, 0.3, 1)) + loss(torch.cummax(a, 1)[0])"
+                  " + loss(torch.logcumsumexp(a, 0)) + loss(torch.cdist(a, b)) + loss(torch.nn.functional.pdist(b, 3)) + loss(torch.nn.functional.pairwise_distance(a, a[:, :1]))"},
+    {"functional_s29", "def f(a: f64[2, 4, 3, 3], x: f64[3, 4], y: f64[3, 4], w: f64[2, 4, 4], e: f64[6, 4]):\n    F = torch.nn.functional\n"
+                       "    return loss(F.local_response_norm(a, 3)) + loss(F.lp_pool2d(a * a + 0.1, 3, 2)) + loss(F.softshrink(x, 0.1)) + loss(F.bilinear(x, y, w))"
+                       " + F.margin_ranking_loss(x, y, prims.sign(y)) + F.soft_margin_loss(x, prims.sign(y)) + F.triplet_margin_loss(x, y, x * 0.5)"
+                       " + F.poisson_nll_loss(x, y * y) + F.gaussian_nll_loss(x, y, x * x + 0.5) + F.multi_margin_loss(x, prims.iota(3, dtype=i64))"
+                       " + loss(F.embedding_bag(prims.iota(5, dtype=i64), e, prims.iota(2, start=0, step=2, dtype=i64)))"
+                       " + loss(F.embedding_bag(prims.iota(5, dtype=i64), e, prims.iota(2, start=0, step=2, dtype=i64), mode=\"max\"))"},
     {"logit_xlogy", "def f(a: f64[3, 4], b: f64[3, 4]):\n    return loss(torch.logit(a, 0.1)) + loss(torch.xlogy(a, b))", 0.2, 0.8},
     // torch.nn.functional's activations, normalizations and losses (stdlib/ltorch.trace).
     {"activations_more", "def f(a: f64[3, 4]):\n    F = torch.nn.functional\n"
