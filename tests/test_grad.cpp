@@ -142,6 +142,9 @@ const Case kCases[] = {
                        " + F.poisson_nll_loss(x, y * y) + F.gaussian_nll_loss(x, y, x * x + 0.5) + F.multi_margin_loss(x, prims.iota(3, dtype=i64))"
                        " + loss(F.embedding_bag(prims.iota(5, dtype=i64), e, prims.iota(2, start=0, step=2, dtype=i64)))"
                        " + loss(F.embedding_bag(prims.iota(5, dtype=i64), e, prims.iota(2, start=0, step=2, dtype=i64), mode=\"max\"))"},
+    {"grid_sample", "def f(a: f64[2, 3, 4, 5], g: f64[2, 3, 2, 2], t: f64[2, 2, 3]):\n    F = torch.nn.functional\n"
+                    "    return loss(F.grid_sample(a, g)) + loss(F.grid_sample(a, g, padding_mode=\"border\", align_corners=True))"
+                    " + loss(F.grid_sample(a, g * 1.3, padding_mode=\"reflection\")) + loss(F.affine_grid(t, (2, 3, 4, 5)))", -0.9, 0.9},
     {"logit_xlogy", "def f(a: f64[3, 4], b: f64[3, 4]):\n    return loss(torch.logit(a, 0.1)) + loss(torch.xlogy(a, b))", 0.2, 0.8},
     // torch.nn.functional's activations, normalizations and losses (stdlib/ltorch.trace).
     {"activations_more", "def f(a: f64[3, 4]):\n    F = torch.nn.functional\n"
