@@ -141,6 +141,7 @@ const Case kCases[] = {
                        " + F.margin_ranking_loss(x, y, prims.sign(y)) + F.soft_margin_loss(x, prims.sign(y)) + F.triplet_margin_loss(x, y, x * 0.5)"
                        " + F.poisson_nll_loss(x, y * y) + F.gaussian_nll_loss(x, y, x * x + 0.5) + F.multi_margin_loss(x, prims.iota(3, dtype=i64))"
                        " + F.multilabel_margin_loss(x, prims.reshape(prims.remainder(prims.iota(6, dtype=i64), 4), (3, 2)))"
+                       " + loss(F.max_unpool2d(*F.max_pool2d(a, 2, return_indices=True), 2, output_size=(3, 3)))"
                        " + loss(F.embedding_bag(prims.iota(5, dtype=i64), e, prims.iota(2, start=0, step=2, dtype=i64)))"
                        " + loss(F.embedding_bag(prims.iota(5, dtype=i64), e, prims.iota(2, start=0, step=2, dtype=i64), mode=\"max\"))"},
     {"grid_sample", "def f(a: f64[2, 3, 4, 5], g: f64[2, 3, 2, 2], t: f64[2, 2, 3]):\n    F = torch.nn.functional\n"
