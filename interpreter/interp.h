@@ -253,6 +253,7 @@ class Interpreter {
   void load_stdlib();
   void load_stdlib_passes();
   void install_thunder_names(const Module& m);  // stdlib_load.cpp
+  void install_thunder_functions(const Module& m);
   void install_nvfuser_names(const Module& m);
   std::shared_ptr<Module> load_stdlib_file(const stdlib::File& file);
   bool passes_loaded_ = false;

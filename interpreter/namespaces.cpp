@@ -79,6 +79,12 @@ void Interpreter::install_builtins() {
   Value linalg = ns("torch.linalg");
   nsref(linalg).fallback = &nsref(ltorch_);
   nsref(torch).members["linalg"] = linalg;
+  // torch.ops.aten.X, as Thunder's torch executor prints ATen's operators: ATen's own names
+  // (aten_X of stdlib/executors.trace), else ltorch's X.
+  Value ops = ns("torch.ops"), aten = ns("torch.ops.aten");
+  nsref(aten).fallback = &nsref(ltorch_);
+  nsref(ops).members["aten"] = aten;
+  nsref(torch).members["ops"] = ops;
   nsref(torch).members["device"] = b.members["device"];
   nsref(torch).members["no_grad"] = b.members["no_grad"];
   nsref(torch).members["autocast"] = b.members["autocast"];

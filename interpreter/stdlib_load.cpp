@@ -84,15 +84,24 @@ std::shared_ptr<Module> Interpreter::load_stdlib_file(const stdlib::File& file) 
 // thunder.torch as its printouts spell them.
 void Interpreter::define_op_name(const std::string& name, Value fn) { nsref(executors_).members[name] = std::move(fn); }
 
-void Interpreter::install_thunder_names(const Module& m) {
+// Thunder's functions of a module (stdlib/thunder.trace, stdlib/executors.trace): operator_X as
+// operator.X, prims_X as prims.X (and torch_X_prim_impl), aten_X as torch.ops.aten.X, the rest
+// bare and as thunder.NAME (check_* also as prims.check_*).
+void Interpreter::install_thunder_functions(const Module& m) {
   NamespaceObj& thunder = nsref(*builtins().lookup("thunder"));
   NamespaceObj& prims = nsref(*builtins().lookup("prims"));
   NamespaceObj& op = nsref(*builtins().lookup("operator"));
+  NamespaceObj& torch = nsref(*builtins().lookup("torch"));
+  NamespaceObj& aten = nsref(nsref(torch.members.at("ops")).members.at("aten"));
   NamespaceObj& bare = nsref(executors_);
   for (const auto& [k, v] : m.globals) {
     if (k.empty() || k[0] == '_' || !v.is(VT::Function)) continue;
     if (k.rfind("operator_", 0) == 0) {
       op.members[k.substr(9)] = v;
+      continue;
+    }
+    if (k.rfind("aten_", 0) == 0) {
+      aten.members[k.substr(5)] = v;
       continue;
     }
     if (k.rfind("prims_", 0) == 0) {  // Thunder's primitives the table lacks, as prims.X
@@ -105,6 +114,11 @@ void Interpreter::install_thunder_names(const Module& m) {
     thunder.members[k == "get_cache_info" ? "_get_cache_info" : k] = v;
     if (k.rfind("check_", 0) == 0) prims.members[k] = v;
   }
+}
+
+void Interpreter::install_thunder_names(const Module& m) {
+  install_thunder_functions(m);
+  NamespaceObj& thunder = nsref(*builtins().lookup("thunder"));
   // thunder.core.module.get_thunder_module(fn), as a module's prologue names it; thunder.core.X
   // for prims, devices and dtypes.
   Value core = ns("thunder.core"), module = ns("thunder.core.module");
@@ -154,6 +168,10 @@ void Interpreter::load_stdlib() {
     auto m = load_stdlib_file(file);
     if (mod == "thunder") {
       install_thunder_names(*m);
+      continue;
+    }
+    if (mod == "thunder_executors") {
+      install_thunder_functions(*m);
       continue;
     }
     if (mod == "nvfuser") {

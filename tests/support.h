@@ -89,8 +89,11 @@ struct ScriptRun {
 };
 
 // Loads (runs) a module from text with a fresh interpreter, capturing print() output.
-inline void run_script(ScriptRun& r, const std::string& name, const std::string& text, interp::Options opts = {}) {
+// allow_read: a directory the script may also read below (load, load_module), beside its own.
+inline void run_script(ScriptRun& r, const std::string& name, const std::string& text, interp::Options opts = {},
+                       const std::string& allow_read = "") {
   interp::Interpreter in(r.sm, opts);
+  if (!allow_read.empty()) in.allow_read(allow_read);
   in.on_print = [&](const std::string& s) { r.output += s; };
   r.ok = in.load(name, text, r.diags) != nullptr;
   r.rendered = r.diags.render_all(r.sm);

@@ -52,7 +52,8 @@ TEST_CASE("language tests (tests/lang)", "[lang]") {
       ScriptRun r;
       interp::Options opts;
       opts.step_limit = 5'000'000;
-      run_script(r, f, text, opts);
+      // Below tests/ (a language test may load a printout of tests/thunder with load_module).
+      run_script(r, f, text, opts, source_dir() + "/tests");
       INFO(r.rendered);
       CHECK(lines(r.output) == want.output);
       if (want.error_line == 0) {
