@@ -283,6 +283,56 @@ struct Session::Impl {
     return at < text.size() && text.compare(loc.offset, n.size(), n) == 0 && text[at] == '(';
   }
 
+  // Dotted names on tracer's own modules (torch.ops.aten.frobnicate, prims.frobnicate) that the
+  // module lacks, gathered as undefined names (the dotted name whole). Only chains of
+  // namespaces are followed (not a dtype's or a function's attributes): a root the program binds
+  // to something else (a value, a function) is not looked into.
+  void undefined_attributes(const interp::Module& m, std::map<std::string, std::pair<SourceLoc, int>>& first,
+                            std::vector<std::string>& order) {
+    for (const ast::Expr* e : m.global_attr_refs) {
+      std::vector<const ast::Expr*> chain;
+      const ast::Expr* r = e;
+      while (r->kind == ast::ExprKind::Attribute) {
+        chain.push_back(r);
+        r = r->items[0].get();
+      }
+      if (r->kind != ast::ExprKind::Name || pinned.count(r->name)) continue;
+      // The root as the module holds it once loaded (`import torch` binds tracer's torch), else
+      // a builtin.
+      const interp::Value* v = nullptr;
+      if (m.module_defs.count(r->name)) {
+        auto g = m.globals.find(r->name);
+        if (g != m.globals.end())
+          v = &g->second;
+        else if (m.plain_imports.count(r->name))  // checked before the top level runs: `import torch` is ours
+          v = in->builtins().lookup(r->name);
+        if (!v) continue;
+      } else {
+        v = in->builtins().lookup(r->name);
+      }
+      std::string path = r->name;
+      for (auto it = chain.rbegin(); v && it != chain.rend(); ++it) {
+        if (!v->is(interp::VT::Namespace)) {
+          v = nullptr;
+          break;
+        }
+        const interp::Value* next = v->as<interp::NamespaceObj>()->lookup((*it)->name);
+        path += "." + (*it)->name;
+        if (!next) {
+          if (it + 1 != chain.rend()) break;  // reported where the chain ends (once per name)
+          auto f = first.find(path);
+          if (f == first.end()) {
+            first.emplace(path, std::make_pair(e->loc, 1));
+            order.push_back(path);
+          } else {
+            ++f->second.second;
+          }
+        }
+        v = next;
+      }
+    }
+  }
+
   // One error per undefined name, at its first use (a printout may call an unknown op a hundred
   // times: one error says it, with the count of the other uses).
   void undefined_names(const interp::Module& m) {
@@ -301,9 +351,14 @@ struct Session::Impl {
         ++it->second.second;
       }
     }
+    undefined_attributes(m, first, order);
     for (const std::string& n : order) {
       const auto& [loc, uses] = first.at(n);
       std::string more = uses > 1 ? " (used " + std::to_string(uses) + " times; this is the first)" : "";
+      if (size_t dot = n.rfind('.'); dot != std::string::npos) {
+        add(Diagnostic{Severity::error, loc, "module '" + n.substr(0, dot) + "' has no attribute '" + n.substr(dot + 1) + "'" + more, {}});
+        continue;
+      }
       std::string hint = parse::unknown_name_hint(n);
       if (hint.empty() && called_at(loc, n))
         hint = ": a function the program calls but does not define (a printout's custom op); give its definition with --ops FILE.trace";

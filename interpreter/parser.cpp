@@ -49,13 +49,22 @@ std::string unknown_name_hint(const std::string& n) {
   if (is_fusion_name(n))
     return ": a fusion printed without its commented subsymbols (Thunder prints them under the call; without them "
            "nothing says what it computes)";
+  // TransformerEngine's operators compute in FP8 with scaling state the printout does not hold.
+  static const char* kFp8[] = {"te_linear_", "te_functional_linear", "get_te_fp8_", "te_fp8_", "te_sync_fp8",
+                               "te_get_recipe", "te_functional_fwd", "te_functional_bwd"};
+  for (const char* p : kFp8)
+    if (n.rfind(p, 0) == 0)
+      return ": an operator of Thunder's TransformerEngine executor, which tracer does not run: it computes in FP8 "
+             "with scaling state (amax histories, recipes) that the printout does not hold, and tracer has no FP8 "
+             "types; trace the model without the transformer_engine executor";
   static const char* kPrefixes[] = {"torch_", "sdpaex_", "sdpafx_", "cudnn_", "apex_", "triton_", "te_",
-                                    "nvfuser_", "transformer_engine_", "flash_", "liger_", "cutlass_"};
+                                    "nvfuser_", "transformer_engine_", "flash_", "liger_", "cutlass_",
+                                    "fa3_", "nvmath_", "unsloth_"};
   bool executor = n.size() > 5 && n.compare(n.size() - 5, 5, "_impl") == 0;
   for (const char* p : kPrefixes) executor = executor || n.rfind(p, 0) == 0;
   if (!executor) return "";
   return ": an operator of a Thunder executor that tracer does not know; add it to the executors' table in "
-         "stdlib/thunder.trace (one function over tracer's ops) or define it in a file given with --ops, or print the trace "
+         "stdlib/thunder.trace or stdlib/executors.trace (one function over tracer's ops) or define it in a file given with --ops, or print the trace "
          "with its decomposition";
 }
 

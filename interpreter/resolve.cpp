@@ -236,6 +236,15 @@ class Resolver {
         exprs(e.keys, s);
         exprs(e.items, s);
         return;
+      case ExprKind::Attribute:
+        exprs(e.items, s);
+        // a.b.c on a global name: kept so that `tracer check` can name a dotted name a builtin
+        // module lacks (torch.ops.aten.frobnicate) as it names an undefined bare one.
+        if (!e.items.empty() && e.items[0] &&
+            ((e.items[0]->kind == ExprKind::Name && e.items[0]->depth == static_cast<int32_t>(NameScope::Global)) ||
+             (e.items[0]->kind == ExprKind::Attribute && !m_.global_attr_refs.empty() && m_.global_attr_refs.back() == e.items[0].get())))
+          m_.global_attr_refs.push_back(&e);
+        return;
       default:
         exprs(e.items, s);
         return;
@@ -301,8 +310,10 @@ class Resolver {
         bind(st, st.name, st.loc, s);
         return;
       case StmtKind::Import:
-        for (const auto& im : st.imports)
+        for (const auto& im : st.imports) {
           bind(st, im.asname.empty() ? im.name.substr(0, im.name.find('.')) : im.asname, im.loc, s);
+          if (im.asname.empty() && s.is_module) m_.plain_imports.insert(im.name.substr(0, im.name.find('.')));
+        }
         return;
       case StmtKind::ImportFrom:
         for (const auto& im : st.imports) bind(st, im.asname.empty() ? im.name : im.asname, im.loc, s);
@@ -322,9 +333,10 @@ class Resolver {
         // A fusion's callee is never looked up: its body stands in for it. A decomposed call's
         // callee is, where it is defined.
         if (st.decomposed) {
-          size_t before = m_.global_refs.size();
+          size_t before = m_.global_refs.size(), before_attrs = m_.global_attr_refs.size();
           expr(*st.value->items[0], s);
           m_.global_refs.resize(before);  // an undefined callee is no error: its decomposition runs
+          m_.global_attr_refs.resize(before_attrs);
         }
         exprs(st.targets, s);
         exprs(st.value->args, s);
@@ -332,9 +344,10 @@ class Resolver {
         if (st.decomposed) {
           // A decomposition runs only where the callee is not defined; Thunder prints some with
           // names its later passes renamed (t29 for t31), which are no error unless it runs.
-          size_t before = m_.global_refs.size();
+          size_t before = m_.global_refs.size(), before_attrs = m_.global_attr_refs.size();
           block(st.body, s);
           m_.global_refs.resize(before);
+          m_.global_attr_refs.resize(before_attrs);
         } else {
           block(st.body, s);
         }

@@ -44,7 +44,10 @@ struct Module : std::enable_shared_from_this<Module> {
   bool names_values = true;  // assignments name traced values (user programs; not stdlib or passes)
   // For static checks: every name resolved as global, and the names the module defines.
   std::vector<const ast::Expr*> global_refs;
+  // Attribute chains on global names (a.b, then a.b.c), in the order met.
+  std::vector<const ast::Expr*> global_attr_refs;
   std::unordered_set<std::string> module_defs;
+  std::unordered_set<std::string> plain_imports;  // roots bound by a module-level `import X[.Y]`
 };
 
 // Resolves all names of m.ast; errors (a nonlocal without a binding) go to diags.

@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""tests/gpu/executors.trace on tracer against PyTorch on the same data: the executors' operators
+of stdlib/executors.trace (the torch executor's cross-entropy and nll_loss backward, ATen's
+batch-norm forward and backward and _log_softmax_backward_data, apex's RMS norm) against
+PyTorch's own ATen kernels (torch.ops.aten.*) or its autograd, on the same device
+(||tracer - torch|| / ||torch||, compare.py's tolerances).
+Usage: executors_torch.py [TRACER] [DEVICE]   (needs torch and safetensors)"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from safetensors.torch import save_file
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import compare  # noqa: E402
+
+TRACER = sys.argv[1] if len(sys.argv) > 1 else "build/tracer"
+DEVICE = sys.argv[2] if len(sys.argv) > 2 else "cuda"
+dev = "cuda" if DEVICE.startswith("cuda") else "cpu"
+g = torch.Generator().manual_seed(11)
+fail = 0
+
+x = torch.randn(64, 1000, generator=g).to(dev) * 2
+t = torch.randint(0, 1000, (64,), generator=g).to(dev)
+t[::9] = 7  # ignore_index rows
+w = (torch.rand(1000, generator=g) + 0.5).to(dev)
+b = torch.randn(8, 16, 12, 12, generator=g).to(dev)
+bw, bb, rm = (torch.randn(16, generator=g).to(dev) for _ in range(3))
+rv = (torch.rand(16, generator=g) + 0.5).to(dev)
+gb = torch.randn(8, 16, 12, 12, generator=g).to(dev)
+h = torch.randn(32, 3, 256, generator=g).to(dev).bfloat16()
+hw = torch.randn(256, generator=g).to(dev).bfloat16()
+gh = torch.randn(32, 3, 256, generator=g).to(dev).bfloat16()
+inputs = dict(x=x, t=t, w=w, b=b, bw=bw, bb=bb, rm=rm, rv=rv, gb=gb, h=h, hw=hw, gh=gh)
+
+with tempfile.TemporaryDirectory() as tmp:
+    path = os.path.join(tmp, "in.safetensors")
+    save_file({k: v.contiguous().cpu() for k, v in inputs.items()}, path)
+    out = os.path.join(tmp, "out")
+    r = subprocess.run([TRACER, "run", "tests/gpu/executors.trace", "--entry", "executors", "--input", path, "--device", DEVICE,
+                        "--output", out], capture_output=True, text=True)
+    if r.returncode:
+        print(r.stdout[-3000:], r.stderr[-3000:])
+        sys.exit("FAIL executors: tracer failed")
+    got = {f[:-4]: compare.load(os.path.join(out, f))[1] for f in os.listdir(out)}
+
+
+def check(name, want):
+    global fail
+    wv = want.detach().cpu()
+    kind = {torch.float32: "<f4", torch.bfloat16: "bfloat16"}[wv.dtype]
+    wv = wv.double().numpy()
+    tv = np.asarray(got[name], dtype=np.float64)
+    if tv.shape != wv.shape:
+        print(f"FAIL {name}: shape {tv.shape} against torch's {wv.shape}")
+        fail = 1
+        return
+    err = float(np.linalg.norm(tv - wv) / max(np.linalg.norm(wv), 1e-300))
+    ok = err <= compare.TOL[kind]
+    print(f"{'ok  ' if ok else 'FAIL'} executors {name}: relative error {err:.2e} ({kind}, tolerance {compare.TOL[kind]:g})")
+    fail |= not ok
+
+
+xr = x.clone().requires_grad_()
+ce = F.cross_entropy(xr, t, weight=w, ignore_index=7, label_smoothing=0.1)
+ce.backward()
+check("ce", ce)
+check("ce_grad", xr.grad)
+lsm = torch.log_softmax(x, 1)
+tw = torch.tensor(0.0, device=dev, dtype=torch.float32)
+check("nll_grad", torch.ops.aten.nll_loss_backward(torch.tensor(2.0, device=dev), lsm, t, w, 2, 7, tw))
+check("lsm_grad", torch.ops.aten._log_softmax_backward_data(xr.grad, lsm, 1, torch.float32))
+o, sm, si = torch.ops.aten.native_batch_norm(b, bw, bb, rm.clone(), rv.clone(), True, 0.1, 1e-5)
+check("bn_out", o)
+check("bn_mean", sm)
+check("bn_invstd", si)
+for pre, train in [("bn", True), ("ev", False)]:
+    gx, gw_, gb_ = torch.ops.aten.native_batch_norm_backward(gb, b, bw, rm, rv, sm, si, train, 1e-5, [True, True, True])
+    check(pre + "_gx", gx)
+    check(pre + "_gw", gw_)
+    check(pre + "_gb", gb_)
+hr = h.clone().requires_grad_()
+hwr = hw.clone().requires_grad_()
+y = F.rms_norm(hr.float(), (256,), hwr.float(), 1e-6).bfloat16()
+y.backward(gh)
+check("rms_y", y)
+check("rms_gx", hr.grad)
+check("rms_gw", hwr.grad)
+print("EXECUTORS " + ("FAIL" if fail else "ok"))
+sys.exit(fail)
