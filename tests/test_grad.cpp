@@ -147,6 +147,9 @@ const Case kCases[] = {
     {"grid_sample", "def f(a: f64[2, 3, 4, 5], g: f64[2, 3, 2, 2], t: f64[2, 2, 3]):\n    F = torch.nn.functional\n"
                     "    return loss(F.grid_sample(a, g)) + loss(F.grid_sample(a, g, padding_mode=\"border\", align_corners=True))"
                     " + loss(F.grid_sample(a, g * 1.3, padding_mode=\"reflection\")) + loss(F.affine_grid(t, (2, 3, 4, 5)))", -0.9, 0.9},
+    {"grid_sample_5d_bicubic", "def f(a: f64[2, 2, 3, 4, 5], g: f64[2, 2, 3, 2, 3], b: f64[2, 3, 4, 6], h: f64[2, 3, 2, 2]):\n    F = torch.nn.functional\n"
+                    "    return loss(F.grid_sample(a, g)) + loss(F.grid_sample(a, g * 1.2, padding_mode=\"reflection\", align_corners=True))"
+                    " + loss(F.grid_sample(b, h, mode=\"bicubic\")) + loss(F.grid_sample(b, h * 1.3, mode=\"bicubic\", padding_mode=\"border\"))", -0.9, 0.9},
     {"logit_xlogy", "def f(a: f64[3, 4], b: f64[3, 4]):\n    return loss(torch.logit(a, 0.1)) + loss(torch.xlogy(a, b))", 0.2, 0.8},
     // torch.nn.functional's activations, normalizations and losses (stdlib/ltorch.trace).
     {"activations_more", "def f(a: f64[3, 4]):\n    F = torch.nn.functional\n"
