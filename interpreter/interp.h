@@ -226,6 +226,8 @@ class Interpreter {
   ir::ExecContext exec_;
   Value builtins_;   // NamespaceObj of names visible everywhere
   Value ltorch_;     // NamespaceObj of the stdlib composites (falls back to prims)
+  // Tensor properties ltorch defines (its __properties__: "T" -> a function of the tensor).
+  std::unordered_map<std::string, Value> tensor_properties_;
   Value dist_;       // NamespaceObj dist: the world (C++) and the collectives (stdlib/dist.trace)
   Value optim_;      // NamespaceObj optim: optimizers, schedules, clipping (stdlib/optim.trace)
   std::unordered_set<const Object*> pending_collections_;  // trace(): the collection tuples made for record_call

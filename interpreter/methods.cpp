@@ -594,6 +594,7 @@ Value Interpreter::get_attr(const Value& obj, const std::string& name, SourceLoc
       if (name == "ndim") return Value::integer(static_cast<int64_t>(tensor_shape(obj).size()));
       if (name == "device") return str_value(obj.is(VT::Proxy) ? obj.as<ProxyObj>()->p->type.device : obj.as<TensorObj>()->device());
       if (name == "name" && obj.is(VT::Proxy)) return str_value(obj.as<ProxyObj>()->p->name);
+      if (auto p = tensor_properties_.find(name); p != tensor_properties_.end()) return call(p->second, CallArgs{{obj}, {}}, loc);
       if (const BuiltinDef* m = find_method(obj.type(), name)) return make<BoundMethodObj>(obj, make<BuiltinObj>(m));
       if (const Value* f = ltorch_.as<NamespaceObj>()->lookup(name)) return make<BoundMethodObj>(obj, *f);
       fail(loc, "tensor has no attribute or method '" + name + "'");

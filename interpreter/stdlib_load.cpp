@@ -195,6 +195,13 @@ void Interpreter::load_stdlib() {
         if (k.is(VT::Str) && v.is(VT::Str))
           if (auto f = m->globals.find(v.as<StrObj>()->s); f != m->globals.end() && f->second.is(VT::Function))
             target.members[k.as<StrObj>()->s] = f->second;
+    // ltorch's __properties__ names tensor properties and the functions that compute them
+    // ({"T": "_prop_T"}: x.T is _prop_T(x)).
+    if (auto pr = m->globals.find("__properties__"); mod == "ltorch" && pr != m->globals.end() && pr->second.is(VT::Dict))
+      for (auto& [k, v] : pr->second.as<DictObj>()->items())
+        if (k.is(VT::Str) && v.is(VT::Str))
+          if (auto f = m->globals.find(v.as<StrObj>()->s); f != m->globals.end() && f->second.is(VT::Function))
+            tensor_properties_[k.as<StrObj>()->s] = f->second;
     // ltorch's __functional__ maps the names torch.nn.functional spells differently from torch.X and
     // Tensor.X ({"unfold": "im2col"}: F.unfold is im2col, Tensor.unfold takes windows).
     if (auto fn = m->globals.find("__functional__"); mod == "ltorch" && fn != m->globals.end() && fn->second.is(VT::Dict)) {

@@ -147,6 +147,10 @@ const Case kCases[] = {
     {"grid_sample", "def f(a: f64[2, 3, 4, 5], g: f64[2, 3, 2, 2], t: f64[2, 2, 3]):\n    F = torch.nn.functional\n"
                     "    return loss(F.grid_sample(a, g)) + loss(F.grid_sample(a, g, padding_mode=\"border\", align_corners=True))"
                     " + loss(F.grid_sample(a, g * 1.3, padding_mode=\"reflection\")) + loss(F.affine_grid(t, (2, 3, 4, 5)))", -0.9, 0.9},
+    {"ctc_loss", "def f(a: f64[6, 2, 4]):\n    F = torch.nn.functional\n"
+                 "    lp = log_softmax(a, 2)\n"
+                 "    t = prims.reshape(prims.remainder(prims.iota(6, start=1, dtype=i64), 3) + 1, (2, 3))\n"
+                 "    return F.ctc_loss(lp, t, [6, 5], [3, 2]) + loss(F.ctc_loss(lp, t, [6, 6], [2, 3], reduction=\"none\"))"},
     {"grid_sample_5d_bicubic", "def f(a: f64[2, 2, 3, 4, 5], g: f64[2, 2, 3, 2, 3], b: f64[2, 3, 4, 6], h: f64[2, 3, 2, 2]):\n    F = torch.nn.functional\n"
                     "    return loss(F.grid_sample(a, g)) + loss(F.grid_sample(a, g * 1.2, padding_mode=\"reflection\", align_corners=True))"
                     " + loss(F.grid_sample(b, h, mode=\"bicubic\")) + loss(F.grid_sample(b, h * 1.3, mode=\"bicubic\", padding_mode=\"border\"))", -0.9, 0.9},
