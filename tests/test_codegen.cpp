@@ -105,6 +105,22 @@ TEST_CASE("NVRTC compiles the kernels of every op on every dtype (tests/gpu/ops.
   }
 }
 
+TEST_CASE("NVRTC compiles the kernels of Thunder's executors' operators (tests/gpu/executors.trace)", "[codegen][nvrtc]") {
+  // stdlib/executors.trace's operators (cross-entropy and batch-norm backward, apex's RMS norm)
+  // and grid_sample's volumes and bicubic taps, as tests/gpu/executors_torch.py runs them.
+  std::string why;
+  REQUIRE(codegen::Nvrtc::load(&why));
+  Session s;
+  REQUIRE(s.load_file(source_dir() + "/tests/gpu/executors.trace"));
+  fs::path dir = temp_dir("executors");
+  auto r = s.compile("executors", "sm_90", "cubin", dir.string());
+  INFO(s.rendered_diagnostics());
+  REQUIRE(r);
+  CHECK(r->kernels.size() > 100);
+  for (const auto& k : r->kernels) CHECK(first_bytes(k.file, 4) == "\x7f" "ELF");
+  fs::remove_all(dir);
+}
+
 TEST_CASE("NVRTC compiles a convolution network's kernels under grad (tests/gpu/conv.trace)", "[codegen][nvrtc]") {
   std::string why;
   REQUIRE(codegen::Nvrtc::load(&why));
