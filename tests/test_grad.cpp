@@ -147,6 +147,11 @@ const Case kCases[] = {
     {"grid_sample", "def f(a: f64[2, 3, 4, 5], g: f64[2, 3, 2, 2], t: f64[2, 2, 3]):\n    F = torch.nn.functional\n"
                     "    return loss(F.grid_sample(a, g)) + loss(F.grid_sample(a, g, padding_mode=\"border\", align_corners=True))"
                     " + loss(F.grid_sample(a, g * 1.3, padding_mode=\"reflection\")) + loss(F.affine_grid(t, (2, 3, 4, 5)))", -0.9, 0.9},
+    {"torch_s30", "def f(a: f64[3, 4], b: f64[3, 4], v: f64[3]):\n"
+                  "    return loss(torch.trapezoid(a)) + loss(torch.cumulative_trapezoid(a, dx=0.5, dim=0)) + loss(torch.cov(a))"
+                  " + loss(torch.corrcoef(a * 2.0 + b)) + loss(torch.renorm(a, 2, 0, 1.0)) + loss(torch.cross(a[:, 0:3], b[:, 1:4], dim=1))"
+                  " + loss(torch.logaddexp2(a, b)) + loss(torch.dist(a, b)) + loss(torch.select_scatter(a, v, 1, 2))"
+                  " + loss(torch.slice_scatter(a, b[:, 0:2], 1, 1, 4, 2)) + loss(torch.diagonal_scatter(a, v, 1))"},
     {"ctc_loss", "def f(a: f64[6, 2, 4]):\n    F = torch.nn.functional\n"
                  "    lp = log_softmax(a, 2)\n"
                  "    t = prims.reshape(prims.remainder(prims.iota(6, start=1, dtype=i64), 3) + 1, (2, 3))\n"
