@@ -151,7 +151,9 @@ const Case kCases[] = {
                   "    return loss(torch.trapezoid(a)) + loss(torch.cumulative_trapezoid(a, dx=0.5, dim=0)) + loss(torch.cov(a))"
                   " + loss(torch.corrcoef(a * 2.0 + b)) + loss(torch.renorm(a, 2, 0, 1.0)) + loss(torch.cross(a[:, 0:3], b[:, 1:4], dim=1))"
                   " + loss(torch.logaddexp2(a, b)) + loss(torch.dist(a, b)) + loss(torch.select_scatter(a, v, 1, 2))"
-                  " + loss(torch.slice_scatter(a, b[:, 0:2], 1, 1, 4, 2)) + loss(torch.diagonal_scatter(a, v, 1))"},
+                  " + loss(torch.slice_scatter(a, b[:, 0:2], 1, 1, 4, 2)) + loss(torch.diagonal_scatter(a, v, 1))"
+                  " + loss(torch.put(a, prims.iota(3, start=2, step=3), v, accumulate=True))"
+                  " + loss(torch.masked_scatter(a, prims.reshape(prims.eq(prims.remainder(prims.iota(12), 3), 0), (3, 4)), b))"},
     {"ctc_loss", "def f(a: f64[6, 2, 4]):\n    F = torch.nn.functional\n"
                  "    lp = log_softmax(a, 2)\n"
                  "    t = prims.reshape(prims.remainder(prims.iota(6, start=1, dtype=i64), 3) + 1, (2, 3))\n"
