@@ -154,6 +154,10 @@ const Case kCases[] = {
                   " + loss(torch.slice_scatter(a, b[:, 0:2], 1, 1, 4, 2)) + loss(torch.diagonal_scatter(a, v, 1))"
                   " + loss(torch.put(a, prims.iota(3, start=2, step=3), v, accumulate=True))"
                   " + loss(torch.masked_scatter(a, prims.reshape(prims.eq(prims.remainder(prims.iota(12), 3), 0), (3, 4)), b))"},
+    {"linalg", "def f(a: f64[2, 3, 3], b: f64[2, 3, 2]):\n"
+               "    s = a @ a.mT + prims.broadcast_in_dim(torch.eye(3, dtype=f64), (2, 3, 3), (1, 2)) * 3.0\n"
+               "    return loss(torch.linalg.det(a)) + loss(torch.linalg.inv(a + 2.0)) + loss(torch.linalg.solve(a, b))"
+               " + loss(torch.linalg.slogdet(a).logabsdet) + loss(torch.linalg.cholesky(s))"},
     {"ctc_loss", "def f(a: f64[6, 2, 4]):\n    F = torch.nn.functional\n"
                  "    lp = log_softmax(a, 2)\n"
                  "    t = prims.reshape(prims.remainder(prims.iota(6, start=1, dtype=i64), 3) + 1, (2, 3))\n"
