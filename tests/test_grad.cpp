@@ -158,6 +158,8 @@ const Case kCases[] = {
                "    s = a @ a.mT + prims.broadcast_in_dim(torch.eye(3, dtype=f64), (2, 3, 3), (1, 2)) * 3.0\n"
                "    return loss(torch.linalg.det(a)) + loss(torch.linalg.inv(a + 2.0)) + loss(torch.linalg.solve(a, b))"
                " + loss(torch.linalg.slogdet(a).logabsdet) + loss(torch.linalg.cholesky(s))"},
+    {"bessel", "def f(a: f64[3, 4]):\n    return loss(torch.i0(a * 5.0)) + loss(torch.special.i1(a * 5.0)) + loss(torch.special.i0e(a * 12.0 + 1.0))"
+               " + loss(torch.special.i1e(a * 12.0))"},
     {"ctc_loss", "def f(a: f64[6, 2, 4]):\n    F = torch.nn.functional\n"
                  "    lp = log_softmax(a, 2)\n"
                  "    t = prims.reshape(prims.remainder(prims.iota(6, start=1, dtype=i64), 3) + 1, (2, 3))\n"
