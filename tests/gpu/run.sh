@@ -57,6 +57,8 @@ if python3 -c "import torch, safetensors" 2>/dev/null; then
   python3 tests/gpu/special_torch.py "$TRACER" cuda | grep -v "^ok" ; [ "${PIPESTATUS[0]}" = 0 ] || { echo "FAIL special_torch.py"; fail=1; }
   # Convolutions (prims.convolution's windows and products) and their gradients against torch's.
   python3 tests/gpu/conv_torch.py "$TRACER" cuda; [ $? = 0 ] || { echo "FAIL conv_torch.py"; fail=1; }
+  # Thunder's executors' operators (stdlib/executors.trace) and grid_sample against ATen's kernels.
+  python3 tests/gpu/executors_torch.py "$TRACER" cuda | grep -v "^ok" ; [ "${PIPESTATUS[0]}" = 0 ] || { echo "FAIL executors_torch.py"; fail=1; }
 fi
 # take_backward added in place into a dying addend (needs the dels of del_last_used); the stats
 # must show the in-place path ran.
