@@ -320,6 +320,7 @@ struct Session::Impl {
         path += "." + (*it)->name;
         if (!next) {
           if (it + 1 != chain.rend()) break;  // reported where the chain ends (once per name)
+          if (guarded_by_hasattr(e->loc, path)) break;  // `if hasattr(torch.ops.aten, "x"): torch.ops.aten.x(...)`
           auto f = first.find(path);
           if (f == first.end()) {
             first.emplace(path, std::make_pair(e->loc, 1));
@@ -331,6 +332,17 @@ struct Session::Impl {
         v = next;
       }
     }
+  }
+
+  // Whether the file asks hasattr(<module>, "<name>") of the dotted name anywhere: a program that
+  // guards its use of an attribute is not wrong for lacking it.
+  bool guarded_by_hasattr(SourceLoc loc, const std::string& path) const {
+    if (loc.file < 0) return false;
+    size_t dot = path.rfind('.');
+    const std::string& text = sm.text(loc.file);
+    for (const char* q : {"\"", "'"})
+      if (text.find("hasattr(" + path.substr(0, dot) + ", " + q + path.substr(dot + 1) + q + ")") != std::string::npos) return true;
+    return false;
   }
 
   // One error per undefined name, at its first use (a printout may call an unknown op a hundred

@@ -212,6 +212,15 @@ void Interpreter::load_stdlib() {
           if (auto f = m->globals.find(v.as<StrObj>()->s); f != m->globals.end() && f->second.is(VT::Function))
             functional.members[k.as<StrObj>()->s] = f->second;
     }
+    // ltorch's __linalg__: torch.linalg's names that differ from torch.X ({"cross": "_linalg_cross"}).
+    if (auto la = m->globals.find("__linalg__"); mod == "ltorch" && la != m->globals.end() && la->second.is(VT::Dict)) {
+      NamespaceObj& torch = nsref(*builtins().lookup("torch"));
+      NamespaceObj& linalg = nsref(torch.members.at("linalg"));
+      for (auto& [k, v] : la->second.as<DictObj>()->items())
+        if (k.is(VT::Str) && v.is(VT::Str))
+          if (auto f = m->globals.find(v.as<StrObj>()->s); f != m->globals.end() && f->second.is(VT::Function))
+            linalg.members[k.as<StrObj>()->s] = f->second;
+    }
   }
 }
 
