@@ -7,7 +7,7 @@
 #   scripts/fuzz.sh            each harness for FUZZ_SECONDS (default 60) seconds
 #   FUZZ_SECONDS=3600 scripts/fuzz.sh    an hour each
 #   scripts/fuzz.sh --ci       the regressions, then each harness for a fixed number of runs from
-#                              a fixed seed (FUZZ_RUNS_MODULE=400, FUZZ_RUNS_TENSORS=4000;
+#                              a fixed seed (FUZZ_RUNS_MODULE=250, FUZZ_RUNS_TENSORS=4000;
 #                              deterministic; scripts/test.sh runs this)
 # A crash leaves crash-* in build-fuzz/out/: minimize it (-minimize_crash=1), fix the bug, and add
 # the input to tests/fuzz/regressions/<harness>/.
