@@ -179,4 +179,7 @@ struct Module {
   std::vector<std::string> header_comments;  // comment lines before the first statement
 };
 
+// A deep copy of m whose locations name `file` (ast.cpp); the inline caches start empty.
+std::unique_ptr<Module> clone(const Module& m, int32_t file);
+
 }  // namespace tracer::ast

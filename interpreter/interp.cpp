@@ -148,14 +148,14 @@ Interpreter::~Interpreter() {
 }
 
 std::shared_ptr<Module> Interpreter::parse(const std::string& name, std::string text, DiagnosticList& diags,
-                                           std::shared_ptr<Globals> globals) {
+                                           std::shared_ptr<Globals> globals, const void* once_key) {
   HeapScope scope(heap_);
   int32_t file = sm_.add(name, std::move(text));
   auto m = globals ? std::make_shared<Module>(std::move(globals)) : std::make_shared<Module>();
   m->name = name;
   m->file = file;
   size_t before = diags.items().size();
-  m->ast = parse::parse_module(sm_, file, diags);
+  m->ast = once_key ? parse::parse_module_once(sm_, file, once_key, diags) : parse::parse_module(sm_, file, diags);
   if (!m->ast) return nullptr;
   bool syntax_errors = false;
   for (size_t i = before; i < diags.items().size(); ++i)

@@ -97,9 +97,11 @@ class Interpreter {
   std::shared_ptr<Module> load(const std::string& name, std::string text, DiagnosticList& diags,
                                const std::map<std::string, Value>& pinned = {}, bool names_values = true);
   // Parses and resolves without running (tracer check --parse-only runs only this). With
-  // `globals`, the module shares that store (a chunk of an interactive session).
+  // `globals`, the module shares that store (a chunk of an interactive session). With
+  // `once_key`, text that stays the same for the process's life (the embedded stdlib's, named by
+  // its address) is parsed once a process and copied (parse::parse_module_once).
   std::shared_ptr<Module> parse(const std::string& name, std::string text, DiagnosticList& diags,
-                                std::shared_ptr<Globals> globals = nullptr);
+                                std::shared_ptr<Globals> globals = nullptr, const void* once_key = nullptr);
   // Runs `text` as one more chunk of module `into`: its names join into's globals. If the last
   // statement is an expression, *value gets its value (else None). Returns the chunk's module, or
   // null with diagnostics.

@@ -3,6 +3,7 @@
 #include "interpreter/parser.h"
 
 #include <algorithm>
+#include <map>
 #include <mutex>
 
 #include "interpreter/parse_builder.h"
@@ -43,6 +44,27 @@ std::unique_ptr<ast::Module> parse_module(const SourceManager& sm, int32_t file,
                    [](const Diagnostic& a, const Diagnostic& b) { return a.loc.offset < b.loc.offset; });
   for (auto& d : errors) diags.add(std::move(d));
   return module;
+}
+
+std::unique_ptr<ast::Module> parse_module_once(const SourceManager& sm, int32_t file, const void* key,
+                                               DiagnosticList& diags) {
+  static std::mutex mutex;
+  static std::map<const void*, std::unique_ptr<ast::Module>> parsed;  // entries are never changed or removed
+  const ast::Module* found = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = parsed.find(key);
+    if (it == parsed.end()) {
+      SourceManager own;
+      int32_t f = own.add(sm.name(file), sm.text(file));
+      DiagnosticList errors;
+      auto m = parse_module(own, f, errors);
+      if (!errors.items().empty()) return parse_module(sm, file, diags);
+      it = parsed.emplace(key, std::move(m)).first;
+    }
+    found = it->second.get();
+  }
+  return ast::clone(*found, file);
 }
 
 std::string unknown_name_hint(const std::string& n) {

@@ -12,6 +12,12 @@ namespace tracer::parse {
 // without cascades); the returned module holds every statement that parsed.
 std::unique_ptr<ast::Module> parse_module(const SourceManager& sm, int32_t file, DiagnosticList& diags);
 
+// parse_module for text that stays the same for the process's life (the embedded standard
+// library, named by `key`, its text's address): parsed once a process, each call returns a copy
+// (ast::clone) that names `file` of sm. Text with syntax errors is parsed anew each time.
+std::unique_ptr<ast::Module> parse_module_once(const SourceManager& sm, int32_t file, const void* key,
+                                               DiagnosticList& diags);
+
 // For a name a printout calls but nothing defines: what would support it (": ..."), where the
 // name is one of a Thunder executor's operators or fusions; else "".
 std::string unknown_name_hint(const std::string& name);

@@ -62,7 +62,7 @@ Value Interpreter::resolve_module_path(const std::string& path, SourceLoc loc) {
 
 std::shared_ptr<Module> Interpreter::load_stdlib_file(const stdlib::File& file) {
   DiagnosticList diags;
-  auto m = parse(file.path, file.text, diags);
+  auto m = parse(file.path, file.text, diags, nullptr, file.text);
   if (!m) throw std::runtime_error("internal error: the embedded stdlib does not parse:\n" + diags.render_all(sm_));
   m->composites = file.module == std::string("ltorch") || file.module == std::string("dist");
   m->name = file.module;

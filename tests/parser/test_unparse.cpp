@@ -3,6 +3,8 @@
 // (the same S-expressions); hand-written cases pin precedence, literals and Thunder's comments.
 #include <catch2/catch.hpp>
 
+#include <tuple>
+
 #include "tests/support.h"
 
 #include "interpreter/unparse.h"
@@ -116,4 +118,70 @@ TEST_CASE("unparse: blank lines inside a block and a parenthesized return print 
   CHECK_THAT(out, Catch::Contains("  t0 = ltorch.mul(x, x)  # t0\n\n  # a note\n  t1 = t0\n\n  if t1:\n    a = 1\n\n    b = 2\n  return (t1,)\n"));
   CHECK_THAT(out, Catch::Contains("def g(a):\n  return a, a\n"));
   round_trips("blank lines", out);
+}
+
+namespace {
+
+// Every location in a tree, in a fixed order: (file, offset, length) of each node, keyword,
+// parameter, import and type comment.
+struct Locs {
+  std::vector<std::tuple<int32_t, uint32_t, uint32_t>> all;
+  void at(const SourceLoc& l) { all.emplace_back(l.file, l.offset, l.length); }
+  void expr(const ast::ExprPtr& e) {
+    if (!e) {
+      all.emplace_back(-2, 0, 0);
+      return;
+    }
+    at(e->loc);
+    for (const auto* v : {&e->items, &e->keys, &e->args})
+      for (const auto& x : *v) expr(x);
+    for (const auto& k : e->keywords) at(k.loc), expr(k.value);
+    for (const auto& c : e->comps) {
+      expr(c.target), expr(c.iter);
+      for (const auto& x : c.conds) expr(x);
+    }
+    params(e->params);
+  }
+  void params(const std::vector<ast::Param>& ps) {
+    for (const auto& p : ps) at(p.loc), expr(p.annotation), expr(p.default_value);
+  }
+  void block(const ast::Block& b) {
+    for (const auto& s : b) {
+      at(s->loc);
+      for (const auto& x : s->targets) expr(x);
+      expr(s->value), expr(s->annotation), expr(s->returns);
+      for (const auto& x : s->decorators) expr(x);
+      params(s->params);
+      for (const auto& i : s->imports) at(i.loc);
+      for (const auto& t : s->type_comments) at(t.loc);
+      block(s->body), block(s->orelse);
+    }
+  }
+};
+
+}  // namespace
+
+TEST_CASE("ast::clone copies every statement, comment and location, naming the new file", "[parser][unparse]") {
+  std::vector<std::string> files;
+  for (const char* dir : {"/stdlib", "/stdlib/passes", "/tests/thunder", "/tests/lang"})
+    for (const std::string& f : files_in(source_dir() + dir, ".trace")) files.push_back(f);
+  for (const std::string& f : files_in(source_dir() + "/tests/thunder", ".txt")) files.push_back(f);
+  REQUIRE(files.size() > 20);
+  for (const std::string& f : files) {
+    DYNAMIC_SECTION(f) {
+      auto a = parse_text(read_file(f), f);
+      if (a->diags.has_errors()) continue;
+      auto c = ast::clone(*a->module, 41);
+      CHECK(c->file == 41);
+      CHECK(c->header_comments == a->module->header_comments);
+      CHECK(dump(c->body) == dump(a->module->body));
+      CHECK(ast::unparse(*c) == ast::unparse(*a->module));
+      Locs la, lc;
+      la.block(a->module->body);
+      lc.block(c->body);
+      for (auto& [file, off, len] : la.all)
+        if (file >= 0) file = 41;
+      CHECK(lc.all == la.all);
+    }
+  }
 }
