@@ -526,6 +526,9 @@ Flow Interpreter::exec_fusion(const Stmt& s, Frame& fr) {
     if (!v.is(VT::Proxy)) fail(n->loc, "fusion output '" + n->name + "' is not computed by the fusion's body");
     st.outputs.push_back(v.as<ProxyObj>()->p);
   }
+  // A write through a view inside (prims.copy_) leaves the written tensor's new value in the
+  // body, where a later update_aliases reads it: one more output of the fusion.
+  for (const ir::ProxyPtr& p : hidden_alias_values(body, st.outputs)) st.outputs.push_back(p);
   st.subsymbols = std::move(body);
   push_stmt(std::move(st));
   return Flow::Normal;

@@ -263,10 +263,15 @@ Flow Interpreter::exec_block(const ast::Block& b, Frame& fr) {
 
 namespace {
 
+// Whether p is an output of a statement the assignment being run recorded (the last one, or any
+// since Recorder::assign_mark: `(t76, t77) = update_aliases(...)` records one statement each).
 bool is_output_of_last(const Recorder& r, const ir::ProxyPtr& p) {
   if (!r.trace || r.scopes.empty() || r.scopes.back()->empty()) return false;
-  for (const auto& o : r.scopes.back()->back().outputs)
-    if (o == p) return true;
+  const std::vector<ir::Stmt>& body = *r.scopes.back();
+  size_t from = r.assign_mark < body.size() ? r.assign_mark : body.size() - 1;
+  for (size_t i = from; i < body.size(); ++i)
+    for (const auto& o : body[i].outputs)
+      if (o == p) return true;
   return false;
 }
 
@@ -437,8 +442,11 @@ Flow Interpreter::exec_stmt(const Stmt& s, Frame& fr) {
       if (!s.decomposed || !name_defined(*s.value->items[0], fr)) return exec_fusion(s, fr);
       [[fallthrough]];
     case StmtKind::Assign: {
+      size_t mark = rec_.trace && !rec_.scopes.empty() ? rec_.scopes.back()->size() : SIZE_MAX;
       Value v = eval(*s.value, fr);
+      rec_.assign_mark = mark;
       for (const auto& t : s.targets) assign(*t, v, fr, true);
+      rec_.assign_mark = SIZE_MAX;
       if (rec_.trace && s.targets.size() == 1 && s.targets[0]->kind == ExprKind::Name) check_type_comments(*this, s, v);
       return Flow::Normal;
     }
@@ -504,8 +512,13 @@ Flow Interpreter::exec_stmt(const Stmt& s, Frame& fr) {
           // reshape to the same shape returns its input, so `t31 = reshape(t0, ...); del t0`
           // leaves t31 alive, and its own del frees it.
           if (rec_.trace && fr.naming && v.is(VT::Proxy) && !frame_holds(fr, v.as<ProxyObj>()->p.get())) {
-            if (collection_holds(fr, v.as<ProxyObj>()->p.get())) rec_.held.push_back(v.as<ProxyObj>()->p);
-            else deleted.push_back(v.as<ProxyObj>()->p);
+            const ir::ProxyPtr& p = v.as<ProxyObj>()->p;
+            // A written tensor's value now (prims.copy_ through a view): its aliases' updates read
+            // it; its del waits for the next write into that tensor (_alias_written).
+            const ir::ProxyPtr& root = ir::view_root(p);
+            if (p->view && !p->view->op && root->storage && root->storage->current.lock() == p) root->storage->current_deleted = true;
+            else if (collection_holds(fr, p.get())) rec_.held.push_back(p);
+            else deleted.push_back(p);
           }
         }
       }

@@ -79,6 +79,11 @@ struct Recorder {
   std::unordered_set<const Object*> collections{};  // the collection tuples
   std::unordered_set<const Object*> cleared{};
   std::vector<ir::ProxyPtr> held{};                // deleted by name, still held by a collection
+  // Values whose del waited for a write into their tensor (ir::Storage::current_deleted): deleted
+  // after the next statement at the top of the trace.
+  std::vector<ir::ProxyPtr> pending_dels{};
+  // Where the statements of the assignment being run begin (its targets name their outputs).
+  size_t assign_mark = SIZE_MAX;
 };
 
 class Interpreter {
@@ -208,6 +213,9 @@ class Interpreter {
   const ir::Stmt& last_recorded() const { return rec_.scopes.back()->back(); }
   Value call_op(const ir::OpDecl& op, CallArgs args, SourceLoc loc);
   Value call_ltorch(const std::string& name, CallArgs args, SourceLoc loc);
+  void note_view(const ir::Stmt& st);  // a view prim's output: ir::Proxy::view
+  // p's del, recorded after the statement being recorded at the top of the trace.
+  void record_del(ir::ProxyPtr p) { rec_.pending_dels.push_back(std::move(p)); }
   Value get_attr(const Value& obj, const std::string& name, SourceLoc loc);
   Value binary(ast::Op op, const Value& a, const Value& b, SourceLoc loc);
   Value subscript(const Value& obj, const Value& index, SourceLoc loc);
@@ -303,5 +311,8 @@ class Interpreter {
 // dtypes, tensors, proxies); returns false if it has no such form.
 bool to_arg(const Value& v, ir::Arg* out);
 Value from_arg(const ir::Arg& a);
+// The values a write through a view (prims.copy_) left in body as its tensor's new value that are
+// not among outputs (tensor_glue.cpp): a later prims.update_aliases reads them.
+std::vector<ir::ProxyPtr> hidden_alias_values(const std::vector<ir::Stmt>& body, const std::vector<ir::ProxyPtr>& outputs);
 
 }  // namespace tracer::interp

@@ -192,9 +192,14 @@ void Interpreter::load_stdlib() {
     // max and min, which would hide Python's inside the module): {"max": "_torch_max"}.
     if (auto al = m->globals.find("__aliases__"); al != m->globals.end() && al->second.is(VT::Dict))
       for (auto& [k, v] : al->second.as<DictObj>()->items())
-        if (k.is(VT::Str) && v.is(VT::Str))
+        if (k.is(VT::Str) && v.is(VT::Str)) {
           if (auto f = m->globals.find(v.as<StrObj>()->s); f != m->globals.end() && f->second.is(VT::Function))
             target.members[k.as<StrObj>()->s] = f->second;
+          else if (const Value* g = target.lookup(v.as<StrObj>()->s))  // an op of the namespace (or its fallback's)
+            target.members[k.as<StrObj>()->s] = *g;
+          else
+            throw std::runtime_error("internal error: " + std::string(file.path) + "'s __aliases__ names '" + v.as<StrObj>()->s + "', which it lacks");
+        }
     // ltorch's __properties__ names tensor properties and the functions that compute them
     // ({"T": "_prop_T"}: x.T is _prop_T(x)).
     if (auto pr = m->globals.find("__properties__"); mod == "ltorch" && pr != m->globals.end() && pr->second.is(VT::Dict))
@@ -220,6 +225,25 @@ void Interpreter::load_stdlib() {
         if (k.is(VT::Str) && v.is(VT::Str))
           if (auto f = m->globals.find(v.as<StrObj>()->s); f != m->globals.end() && f->second.is(VT::Function))
             linalg.members[k.as<StrObj>()->s] = f->second;
+    }
+    // ltorch's __inplace__: for each X, X_ is X written into its first argument (_inplace_of(X),
+    // recorded as ltorch.X_), unless the module writes X_ out itself.
+    if (auto ip = m->globals.find("__inplace__"); mod == "ltorch" && ip != m->globals.end() && ip->second.is(VT::List)) {
+      const Value& make = m->globals.at("_inplace_of");
+      NamespaceObj& lt = nsref(ltorch_);
+      std::string missing;
+      for (const Value& n : ip->second.as<ListObj>()->items) {
+        const std::string name = n.as<StrObj>()->s;
+        const Value* f = lt.lookup(name);
+        if (!f) missing += " " + name;
+        if (!f || lt.members.count(name + "_")) continue;
+        Value g = call(make, CallArgs{{*f}, {}}, SourceLoc{});
+        auto* fo = g.as<FunctionObj>();
+        fo->composite = true;
+        fo->qualname = "ltorch." + name + "_";
+        lt.members[name + "_"] = g;
+      }
+      if (!missing.empty()) throw std::runtime_error("internal error: stdlib/ltorch.trace's __inplace__ names what ltorch lacks:" + missing);
     }
   }
 }

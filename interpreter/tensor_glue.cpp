@@ -146,6 +146,7 @@ Value Interpreter::call_op(const ir::OpDecl& op, CallArgs args, SourceLoc loc) {
       st.outputs.push_back(rec_.trace->new_proxy(std::move(t)));
       outs.push_back(make<ProxyObj>(st.outputs.back()));
     }
+    note_view(st);
     push_stmt(std::move(st));
     return outputs_value(std::move(outs));
   }
@@ -163,6 +164,23 @@ Value Interpreter::call_op(const ir::OpDecl& op, CallArgs args, SourceLoc loc) {
   return outputs_value(std::move(outs));
 }
 
+// A view prim's output remembers the tensor it views and how (ir::ViewStep): Thunder's in-place
+// ops write through views, and prims.copy_ and prims.update_aliases (stdlib/thunder.trace) carry
+// a write to every alias of the tensor written (builtins _alias_path, _alias_written,
+// _alias_update).
+void Interpreter::note_view(const ir::Stmt& st) {
+  const std::string& n = st.op->name;
+  if (st.outputs.size() != 1 || st.args.empty() || st.args[0].kind != K::Proxy) return;
+  if (n != "reshape" && n != "transpose" && n != "slice" && n != "broadcast_in_dim") return;
+  auto step = std::make_shared<ir::ViewStep>();
+  step->source = st.args[0].proxy;
+  step->op = st.op;
+  step->args.assign(st.args.begin() + 1, st.args.end());
+  const ir::ProxyPtr& root = ir::view_root(step->source);
+  step->seen = root->storage ? root->storage->writes : 0;
+  st.outputs[0]->view = std::move(step);
+}
+
 Value Interpreter::call_ltorch(const std::string& name, CallArgs args, SourceLoc loc) {
   const Value* f = ltorch_.as<NamespaceObj>()->lookup(name);
   if (!f) fail(loc, "no op named '" + name + "'");
@@ -175,6 +193,24 @@ static void collect_defined(const std::vector<ir::Stmt>& stmts, std::vector<cons
     for (const auto& p : s.outputs) out.push_back(p.get());
     collect_defined(s.subsymbols, out);
   }
+}
+
+std::vector<ir::ProxyPtr> hidden_alias_values(const std::vector<ir::Stmt>& body, const std::vector<ir::ProxyPtr>& outputs) {
+  std::vector<ir::ProxyPtr> out;
+  std::function<void(const std::vector<ir::Stmt>&)> walk = [&](const std::vector<ir::Stmt>& stmts) {
+    for (const ir::Stmt& s : stmts) {
+      for (const ir::ProxyPtr& p : s.outputs) {
+        if (!p->view || p->view->op) continue;  // a written tensor's value is the same elements as its root
+        const ir::ProxyPtr& root = ir::view_root(p);
+        if (!root->storage || root->storage->current.lock() != p) continue;
+        if (std::find(outputs.begin(), outputs.end(), p) == outputs.end() && std::find(out.begin(), out.end(), p) == out.end())
+          out.push_back(p);
+      }
+      walk(s.subsymbols);
+    }
+  };
+  walk(body);
+  return out;
 }
 
 Value Interpreter::call_composite(const FunctionObj& f, CallArgs& args, SourceLoc loc) {
@@ -235,6 +271,9 @@ Value Interpreter::call_composite(const FunctionObj& f, CallArgs& args, SourceLo
   // Outputs must be distinct, or the statement could not be printed as one assignment.
   for (size_t i = 0; printable && i < st.outputs.size(); ++i)
     for (size_t j = 0; j < i; ++j) printable = printable && st.outputs[i] != st.outputs[j];
+  // A write through a view inside leaves its tensor's new value in there, where a later
+  // prims.update_aliases reads it: the statements stand in the trace as they are.
+  if (printable && !hidden_alias_values(body, st.outputs).empty()) printable = false;
   if (!printable || body.empty()) {
     for (auto& s : body) push_stmt(std::move(s));
     return result;
@@ -260,6 +299,15 @@ void Interpreter::push_stmt(ir::Stmt st) {
     rec_.source.clear();
   }
   rec_.scopes.back()->push_back(std::move(st));
+  if (rec_.scopes.size() == 1 && !rec_.pending_dels.empty()) {
+    ir::Stmt d;
+    d.kind = ir::StmtKind::Del;
+    d.deleted = std::move(rec_.pending_dels);
+    rec_.pending_dels.clear();
+    d.region = rec_.region;
+    d.region_id = rec_.region_id;
+    rec_.scopes.back()->push_back(std::move(d));
+  }
 }
 
 // ---------------------------------------------------------------- tensor indexing

@@ -500,15 +500,27 @@ void Interpreter::record_call(const FunctionObj& fn, CallArgs& args, ir::Trace& 
     if (!p->written_over.empty())
       fail(fn.info->loc, "'" + fn.info->name + "' returns " + p->name + ", which " + p->written_over +
                              " wrote over; tracer's traces are functional: return the tensor " + p->written_over + " returned");
+    if (ir::stale_alias(p))
+      fail(fn.info->loc, "'" + fn.info->name + "' returns " + p->name +
+                             (p == ir::view_root(p) ? std::string(", which was written in place through one of its views")
+                                                    : ", a view of " + ir::view_root(p)->name + " made before a write into it through another alias") +
+                             ", so it holds the old values; tracer's traces are functional: return what the in-place op returned, "
+                             "or pass " + p->name + " through prims.update_aliases first (as Thunder's traces do)");
   });
+  // So do the aliases of views (ir::ViewStep), which only tracing follows.
+  auto forget = [](const ir::ProxyPtr& p) {
+    p->written_over.clear();
+    p->view.reset();
+    p->storage.reset();
+  };
   std::function<void(const std::vector<ir::Stmt>&)> unmark = [&](const std::vector<ir::Stmt>& stmts) {
     for (const ir::Stmt& s : stmts) {
-      for (const ir::Arg& a : s.args) ir::for_each_proxy(a, [](const ir::ProxyPtr& p) { p->written_over.clear(); });
-      for (const auto& p : s.outputs) p->written_over.clear();
+      for (const ir::Arg& a : s.args) ir::for_each_proxy(a, forget);
+      for (const auto& p : s.outputs) forget(p);
       unmark(s.subsymbols);
     }
   };
-  for (const auto& p : t.inputs) p->written_over.clear();
+  for (const auto& p : t.inputs) forget(p);
   unmark(t.stmts);
   t.provenance.push_back("Constructed by tracing");
 }

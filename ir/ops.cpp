@@ -644,6 +644,13 @@ std::vector<TensorType> infer(const OpDecl& op, const std::vector<Arg>& bound) {
         if (!p->written_over.empty())
           throw OpError(p->name + " was written over by " + p->written_over + ", and tracer's traces are functional: read the tensor " +
                         p->written_over + " returned instead (as Thunder's functionalized traces do)");
+        if (stale_alias(p)) {
+          const ProxyPtr& r = view_root(p);
+          throw OpError(p->name + (p == r ? " was written in place through one of its views"
+                                           : " is a view of " + r->name + ", which was written in place through an alias") +
+                        " after " + p->name + " was made, and tracer's traces are functional: read the tensor the in-place op "
+                        "returned, or pass " + p->name + " through prims.update_aliases first (as Thunder's traces do)");
+        }
       });
     std::vector<TensorType> out = op.meta(bound);
     propagate_dist(op, bound, out);

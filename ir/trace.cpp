@@ -101,6 +101,18 @@ TensorType arg_type(const Arg& a) {
   throw OpError("expected a tensor");
 }
 
+const ProxyPtr& view_root(const ProxyPtr& p) {
+  const ProxyPtr* r = &p;
+  while ((*r)->view) r = &(*r)->view->source;
+  return *r;
+}
+
+bool stale_alias(const ProxyPtr& p) {
+  const ProxyPtr& r = view_root(p);
+  if (!r->storage || r->storage->writes == 0) return false;
+  return !p->view || p->view->seen < r->storage->writes;
+}
+
 void for_each_proxy(const Arg& a, const std::function<void(const ProxyPtr&)>& fn) {
   if (a.kind == K::Proxy) fn(a.proxy);
   for (const Arg& x : a.items) for_each_proxy(x, fn);

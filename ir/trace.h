@@ -46,6 +46,32 @@ struct Arg {
   double number() const { return kind == Kind::Float ? f : kind == Kind::Int ? double(i) : double(b); }
 };
 
+// How a view is made (Proxy::view): from `source` by the view prim `op` with `args` after the
+// tensor (reshape, transpose, slice, broadcast_in_dim), or, with no op, the same elements (the
+// value a write into source left). `seen`: the root's count of writes when it was made: a view
+// made before a later write holds stale values.
+struct ViewStep {
+  ProxyPtr source;
+  const OpDecl* op = nullptr;
+  std::vector<Arg> args;
+  int seen = 0;
+};
+
+// The root of a chain of views written in place: how many writes, and its value after the last
+// (weak: that value's own ViewStep points back here).
+struct Storage {
+  int writes = 0;
+  std::weak_ptr<Proxy> current;
+  // A printout deleted the name of `current` while other aliases live (Thunder's traces delete
+  // names, not memory): its del waits for the next write, which reads it last.
+  bool current_deleted = false;
+};
+
+// The root of p's chain of views (p itself when it is no view).
+const ProxyPtr& view_root(const ProxyPtr& p);
+// Whether p was made before its root's last write through an alias: its values are old.
+bool stale_alias(const ProxyPtr& p);
+
 // The tensor type of a proxy or tensor argument.
 TensorType arg_type(const Arg& a);
 // Calls fn on every proxy in a (recursively).

@@ -44,6 +44,9 @@ struct TensorType {
 // names accepted; a leading "FUTURE" makes a future). Returns nullopt with *why set on failure.
 std::optional<TensorType> parse_type_string(const std::string& s, std::string* why);
 
+struct ViewStep;
+struct Storage;
+
 struct Proxy {
   std::string name;
   TensorType type;
@@ -58,6 +61,12 @@ struct Proxy {
   // Set when prims.copy_ wrote over this tensor (Thunder's in-place ops): a trace is functional,
   // so a later read would see the old value; every op refuses it, naming what wrote it.
   std::string written_over;
+  // Aliases while a trace is recorded (Thunder's in-place ops through views: prims.copy_ into a
+  // view, prims.update_aliases; docs/thunder.md, "In-place ops"). A view prim's output knows the
+  // tensor it views and how; the tensor at the root of such a chain that was written through any
+  // of its aliases holds the count of writes and its value after the last one.
+  std::shared_ptr<const ViewStep> view;
+  std::shared_ptr<Storage> storage;
 };
 using ProxyPtr = std::shared_ptr<Proxy>;
 

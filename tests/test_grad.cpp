@@ -167,6 +167,14 @@ const Case kCases[] = {
     {"grid_sample_5d_bicubic", "def f(a: f64[1, 2, 2, 3, 4], g: f64[1, 2, 2, 1, 3], b: f64[1, 2, 4, 5], h: f64[1, 3, 2, 2]):\n    F = torch.nn.functional\n"
                     "    return loss(F.grid_sample(a, g)) + loss(F.grid_sample(a, g * 1.2, padding_mode=\"reflection\", align_corners=True))"
                     " + loss(F.grid_sample(b, h, mode=\"bicubic\")) + loss(F.grid_sample(b, h * 1.3, mode=\"bicubic\", padding_mode=\"border\"))", -0.9, 0.9},
+    // Writes through views (Tensor.X_, prims.update_aliases): the written positions take the
+    // written value's gradient, the rest the tensor's.
+    {"inplace_views", "def f(a: f64[3, 4], b: f64[4], c: f64[2, 2]):\n"
+                      "    y = a * 1.0\n    y[1].mul_(b)\n    (y,) = prims.update_aliases((y,))\n"
+                      "    y.t()[1:3, 0:2].copy_(c * c)\n    (y,) = prims.update_aliases((y,))\n"
+                      "    z = y.reshape(2, 6)\n    z.exp_()\n    (y, z) = prims.update_aliases((y, z))\n"
+                      "    return loss(y) + loss(z[:, ::3])"},
+    {"strided_slice", "def f(a: f64[5, 7, 3]):\n    return loss(a[::2, 1::3]) + loss(a[1:5:3, 0:7:6, ::2] * a[0:2, 1:7:4, 0:2])"},
     {"logit_xlogy", "def f(a: f64[3, 4], b: f64[3, 4]):\n    return loss(torch.logit(a, 0.1)) + loss(torch.xlogy(a, b))", 0.2, 0.8},
     // torch.nn.functional's activations, normalizations and losses (stdlib/ltorch.trace).
     {"activations_more", "def f(a: f64[3, 4]):\n    F = torch.nn.functional\n"
