@@ -121,6 +121,22 @@ TEST_CASE("NVRTC compiles the kernels of Thunder's executors' operators (tests/g
   fs::remove_all(dir);
 }
 
+TEST_CASE("NVRTC compiles the kernels of writes through views (tests/gpu/inplace.trace)", "[codegen][nvrtc]") {
+  // prims.copy_ into slices, a transpose, a strided slice and a bf16 tensor, as
+  // tests/gpu/inplace_torch.py runs them: the positions' scatters and the inverted views.
+  std::string why;
+  REQUIRE(codegen::Nvrtc::load(&why));
+  Session s;
+  REQUIRE(s.load_file(source_dir() + "/tests/gpu/inplace.trace"));
+  fs::path dir = temp_dir("inplace");
+  auto r = s.compile("inplace", "sm_90", "cubin", dir.string());
+  INFO(s.rendered_diagnostics());
+  REQUIRE(r);
+  CHECK(r->kernels.size() > 20);
+  for (const auto& k : r->kernels) CHECK(first_bytes(k.file, 4) == "\x7f" "ELF");
+  fs::remove_all(dir);
+}
+
 TEST_CASE("NVRTC compiles a convolution network's kernels under grad (tests/gpu/conv.trace)", "[codegen][nvrtc]") {
   std::string why;
   REQUIRE(codegen::Nvrtc::load(&why));

@@ -59,6 +59,8 @@ if python3 -c "import torch, safetensors" 2>/dev/null; then
   python3 tests/gpu/conv_torch.py "$TRACER" cuda; [ $? = 0 ] || { echo "FAIL conv_torch.py"; fail=1; }
   # Thunder's executors' operators (stdlib/executors.trace) and grid_sample against ATen's kernels.
   python3 tests/gpu/executors_torch.py "$TRACER" cuda | grep -v "^ok" ; [ "${PIPESTATUS[0]}" = 0 ] || { echo "FAIL executors_torch.py"; fail=1; }
+  # In-place ops through views (prims.copy_, update_aliases) against PyTorch's writes into memory.
+  python3 tests/gpu/inplace_torch.py "$TRACER" cuda; [ $? = 0 ] || { echo "FAIL inplace_torch.py"; fail=1; }
 fi
 # take_backward added in place into a dying addend (needs the dels of del_last_used); the stats
 # must show the in-place path ran.
