@@ -251,6 +251,9 @@ Flow Interpreter::exec_block(const ast::Block& b, Frame& fr) {
     Flow f;
     try {
       f = exec_stmt(*s, fr);
+    } catch (const std::bad_alloc&) {
+      fail(s->loc, "out of memory: a value this statement makes does not fit (the memory limit, --memory-limit or "
+                   "$TRACER_MEMORY_LIMIT, may be set lower than what is free)");
     } catch (const std::exception& e) {
       // What the language's own code throws below a statement (values nested too deep to print
       // or compare, an allocation that does not fit) is the statement's error, located.

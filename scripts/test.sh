@@ -25,13 +25,12 @@ cmake --build build-asan -j"$jobs"
 # (google/sanitizers#1322; fixed in GCC 14 and LLVM 17). No tracer memory lives in dynamic TLS.
 # suppressions: scripts/asan.supp (NVRTC's own strlen past its buffer, read from NVRTC's code).
 # Under the sanitizers CI's time goes where memory errors can hide (it took 45 of CI's 70 minutes
-# with everything, session 28): 120 mutants instead of 600 (each parses and traces a printout of up
-# to 2,766 lines: 2.3 s under the sanitizers; the libFuzzer harness below mutates the same seeds);
-# one NVRTC test (tests/gpu/ops.trace, which generates every kind of kernel source) instead of six;
-# the command-line tests only for the multi-rank jobs (the others run the same interpreter code
+# with everything, session 28): 400 mutants instead of 600 (70 s); one NVRTC test
+# (tests/gpu/ops.trace, which generates every kind of kernel source) instead of six; the
+# command-line tests only for the multi-rank jobs (the others run the same interpreter code
 # the in-process tests run here, and all of them run in the release build above).
 export ASAN_OPTIONS=detect_leaks=1:intercept_tls_get_addr=0:suppressions=$PWD/scripts/asan.supp UBSAN_OPTIONS=print_stacktrace=1
-TRACER_MUTANTS=120 ctest --test-dir build-asan -j"$jobs" --output-on-failure -LE "gpu|cli" \
+TRACER_MUTANTS=400 ctest --test-dir build-asan -j"$jobs" --output-on-failure -LE "gpu|cli" \
   -E "the loss falls well below|NVRTC compiles every example|NVRTC compiles a convolution|NVRTC compiles attention|NVRTC compiles the kernels of (Thunder|writes)"
 ctest --test-dir build-asan -j"$jobs" --output-on-failure -L cli -R "^cli\.dist_"
 # The libFuzzer harnesses (clang): the regression inputs, then a bounded deterministic run each.

@@ -65,6 +65,10 @@ TEST_CASE("mutated sources never crash the parser, the interpreter or the tracer
     for (int k = 0; k < edits; ++k) text = mutate(text, rng);
     SessionOptions so;
     so.step_limit = 200000;
+    // Values up to 1 GiB: a mutant such as "ab" * 10000000000 is then a located error, not a
+    // 20 GB allocation (which the sanitizers' allocator aborts on, and which takes a small
+    // machine's memory).
+    so.memory_limit = size_t(1) << 30;
     so.print = [](const std::string&) {};
     Session s(so);
     for (const char* k : {"T", "L", "D", "H", "R", "C", "B"}) s.set(k, "4");
