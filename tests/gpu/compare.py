@@ -37,6 +37,41 @@ def load(path):
     return descr, arr.reshape(shape).astype(np.float64)
 
 
+def run_tracer(tracer, trace, entry, inputs, device):
+    """Runs `entry` of `trace` with tracer on `inputs` (name -> torch tensor, handed over as
+    safetensors) on `device`; returns its outputs, name -> float64 array. Exits on a failed run."""
+    import subprocess
+    import tempfile
+    from safetensors.torch import save_file
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "in.safetensors")
+        save_file({n: v.contiguous().cpu() for n, v in inputs.items()}, path)
+        out = os.path.join(tmp, "out")
+        r = subprocess.run([tracer, "run", trace, "--entry", entry, "--input", path, "--device", device, "--output", out],
+                           capture_output=True, text=True)
+        if r.returncode:
+            print(r.stdout[-3000:], r.stderr[-3000:])
+            sys.exit(f"FAIL {entry}: tracer failed")
+        return {f[:-4]: load(os.path.join(out, f))[1] for f in os.listdir(out)}
+
+
+def against_torch(label, name, want, got):
+    """tracer's output got[name] against PyTorch's tensor `want`: ||tracer - torch|| / ||torch||
+    within TOL of want's dtype. Prints a line; returns whether it holds."""
+    import torch
+    wv = want.detach().cpu()
+    kind = {torch.float32: "<f4", torch.bfloat16: "bfloat16", torch.float64: "<f8", torch.float16: "<f2"}[wv.dtype]
+    wv = wv.double().numpy()
+    tv = np.asarray(got[name], dtype=np.float64)
+    if tv.shape != wv.shape:
+        print(f"FAIL {label} {name}: shape {tv.shape} against torch's {wv.shape}")
+        return False
+    err = float(np.linalg.norm(tv - wv) / max(np.linalg.norm(wv), 1e-300))
+    ok = err <= TOL[kind]
+    print(f"{'ok  ' if ok else 'FAIL'} {label} {name}: relative error {err:.2e} ({kind}, tolerance {TOL[kind]:g})")
+    return ok
+
+
 def main(cpu_dir, gpu_dir, label, exact_only=False):
     names = sorted(n for n in os.listdir(cpu_dir) if n.endswith(".npy"))
     if not names:

@@ -6,14 +6,10 @@ PyTorch's own ATen kernels (torch.ops.aten.*) or its autograd, on the same devic
 (||tracer - torch|| / ||torch||, compare.py's tolerances).
 Usage: executors_torch.py [TRACER] [DEVICE]   (needs torch and safetensors)"""
 import os
-import subprocess
 import sys
-import tempfile
 
-import numpy as np
 import torch
 import torch.nn.functional as F
-from safetensors.torch import save_file
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import compare  # noqa: E402
@@ -41,32 +37,12 @@ img = torch.randn(2, 3, 9, 11, generator=g).to(dev)
 g2 = (torch.rand(2, 6, 7, 2, generator=g) * 2 - 1).to(dev)
 inputs = dict(x=x, t=t, w=w, b=b, bw=bw, bb=bb, rm=rm, rv=rv, gb=gb, h=h, hw=hw, gh=gh, vol=vol, g3=g3, img=img, g2=g2)
 
-with tempfile.TemporaryDirectory() as tmp:
-    path = os.path.join(tmp, "in.safetensors")
-    save_file({k: v.contiguous().cpu() for k, v in inputs.items()}, path)
-    out = os.path.join(tmp, "out")
-    r = subprocess.run([TRACER, "run", "tests/gpu/executors.trace", "--entry", "executors", "--input", path, "--device", DEVICE,
-                        "--output", out], capture_output=True, text=True)
-    if r.returncode:
-        print(r.stdout[-3000:], r.stderr[-3000:])
-        sys.exit("FAIL executors: tracer failed")
-    got = {f[:-4]: compare.load(os.path.join(out, f))[1] for f in os.listdir(out)}
+got = compare.run_tracer(TRACER, "tests/gpu/executors.trace", "executors", inputs, DEVICE)
 
 
 def check(name, want):
     global fail
-    wv = want.detach().cpu()
-    kind = {torch.float32: "<f4", torch.bfloat16: "bfloat16"}[wv.dtype]
-    wv = wv.double().numpy()
-    tv = np.asarray(got[name], dtype=np.float64)
-    if tv.shape != wv.shape:
-        print(f"FAIL {name}: shape {tv.shape} against torch's {wv.shape}")
-        fail = 1
-        return
-    err = float(np.linalg.norm(tv - wv) / max(np.linalg.norm(wv), 1e-300))
-    ok = err <= compare.TOL[kind]
-    print(f"{'ok  ' if ok else 'FAIL'} executors {name}: relative error {err:.2e} ({kind}, tolerance {compare.TOL[kind]:g})")
-    fail |= not ok
+    fail |= not compare.against_torch("executors", name, want, got)
 
 
 xr = x.clone().requires_grad_()

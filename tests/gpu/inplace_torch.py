@@ -5,13 +5,9 @@ bf16 tensor, where PyTorch writes memory and tracer writes values (prims.copy_,
 prims.update_aliases). ||tracer - torch|| / ||torch|| within compare.py's tolerances.
 Usage: inplace_torch.py [TRACER] [DEVICE]   (needs torch and safetensors)"""
 import os
-import subprocess
 import sys
-import tempfile
 
-import numpy as np
 import torch
-from safetensors.torch import save_file
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import compare  # noqa: E402
@@ -26,18 +22,7 @@ m = (torch.rand(6, 8, generator=g) < 0.3).to(dev)
 z = torch.randn(4, 6, 4, generator=g).to(dev)
 h = torch.randn(8, 16, generator=g).to(dev).bfloat16()
 s = torch.randn(16, generator=g).to(dev)
-inputs = dict(x=x, k=k, m=m, z=z, h=h, s=s)
-
-with tempfile.TemporaryDirectory() as tmp:
-    path = os.path.join(tmp, "in.safetensors")
-    save_file({n: v.contiguous().cpu() for n, v in inputs.items()}, path)
-    out = os.path.join(tmp, "out")
-    r = subprocess.run([TRACER, "run", "tests/gpu/inplace.trace", "--entry", "inplace", "--input", path, "--device", DEVICE,
-                        "--output", out], capture_output=True, text=True)
-    if r.returncode:
-        print(r.stdout[-3000:], r.stderr[-3000:])
-        sys.exit("FAIL inplace: tracer failed")
-    got = {f[:-4]: compare.load(os.path.join(out, f))[1] for f in os.listdir(out)}
+got = compare.run_tracer(TRACER, "tests/gpu/inplace.trace", "inplace", dict(x=x, k=k, m=m, z=z, h=h, s=s), DEVICE)
 
 # PyTorch: the same program, its in-place ops writing memory (views see the writes).
 c = x.clone()
@@ -56,17 +41,6 @@ want = dict(c=c, out1=out1, y=y, v=v, g=gg)
 
 fail = 0
 for name, w in want.items():
-    wv = w.detach().cpu()
-    kind = {torch.float32: "<f4", torch.bfloat16: "bfloat16"}[wv.dtype]
-    wv = wv.double().numpy()
-    tv = np.asarray(got[name], dtype=np.float64)
-    if tv.shape != wv.shape:
-        print(f"FAIL inplace {name}: shape {tv.shape} against torch's {wv.shape}")
-        fail = 1
-        continue
-    err = float(np.linalg.norm(tv - wv) / max(np.linalg.norm(wv), 1e-300))
-    ok = err <= compare.TOL[kind]
-    print(f"{'ok  ' if ok else 'FAIL'} inplace {name}: relative error {err:.2e} ({kind}, tolerance {compare.TOL[kind]:g})")
-    fail |= not ok
+    fail |= not compare.against_torch("inplace", name, w, got)
 print("INPLACE " + ("FAIL" if fail else "ok"))
 sys.exit(fail)
