@@ -174,6 +174,8 @@ const Case kCases[] = {
                       "    y.t()[1:3, 0:2].copy_(c * c)\n    (y,) = prims.update_aliases((y,))\n"
                       "    z = y.reshape(2, 6)\n    z.exp_()\n    (y, z) = prims.update_aliases((y, z))\n"
                       "    return loss(y) + loss(z[:, ::3])"},
+    {"inplace_two_slices", "def f(a: f64[4, 5], b: f64[2, 2]):\n    y = a * 1.0\n    y[1:][::2, 1:4:2].mul_(b)\n"
+                           "    (y,) = prims.update_aliases((y,))\n    return loss(y)"},
     {"strided_slice", "def f(a: f64[5, 7, 3]):\n    return loss(a[::2, 1::3]) + loss(a[1:5:3, 0:7:6, ::2] * a[0:2, 1:7:4, 0:2])"},
     {"logit_xlogy", "def f(a: f64[3, 4], b: f64[3, 4]):\n    return loss(torch.logit(a, 0.1)) + loss(torch.xlogy(a, b))", 0.2, 0.8},
     // torch.nn.functional's activations, normalizations and losses (stdlib/ltorch.trace).

@@ -73,7 +73,7 @@ def against_torch(label, name, want, got):
 
 
 def main(cpu_dir, gpu_dir, label, exact_only=False):
-    names = sorted(n for n in os.listdir(cpu_dir) if n.endswith(".npy"))
+    names = sorted(n for n in os.listdir(cpu_dir) if n.endswith(".npy")) if os.path.isdir(cpu_dir) else []
     if not names:
         print(f"{label}: no outputs written", file=sys.stderr)
         return 1
