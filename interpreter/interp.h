@@ -242,6 +242,9 @@ class Interpreter {
   Value optim_;      // NamespaceObj optim: optimizers, schedules, clipping (stdlib/optim.trace)
   std::unordered_set<const Object*> pending_collections_;  // trace(): the collection tuples made for record_call
   Value function_obj_;  // function_obj()
+  // The ops reached as members of an overload-packet namespace (torch.ops.aten.mul): their
+  // attributes name ATen's overloads (get_attr). Stdlib objects, alive as long as the interpreter.
+  std::unordered_set<const Object*> overload_packets_;
   // TRACER_PROFILE_SCRIPTS: calls and inclusive milliseconds per script function (eval.cpp).
   std::unique_ptr<ScriptProfile> profile_;
   Value executors_;  // NamespaceObj executors: Thunder's bare names (stdlib/thunder.trace), before ltorch

@@ -577,11 +577,24 @@ std::vector<std::pair<const char*, const BuiltinDef*>> method_defs() {
 Value Interpreter::get_attr(const Value& obj, const std::string& name, SourceLoc loc) {
   Value attr;
   if (trace_attr(*this, obj, name, &attr)) return attr;
+  if (obj.is_obj() && name.compare(0, 2, "__") != 0 && overload_packets_.count(obj.obj())) {
+    // torch.ops.aten.X.<overload>: X, whose arguments cover every overload. The out= overloads
+    // write into a tensor given to them; tracer's ops return new ones.
+    if (name == "out" || name == "grad_input" || (name.size() > 4 && name.compare(name.size() - 4, 4, "_out") == 0) || name.compare(0, 4, "out_") == 0)
+      fail(loc, "ATen's '" + name + "' overloads write into a tensor given as out=; tracer's ops return a new tensor: "
+                "call the op without the overload name (torch.ops.aten.X(...)) and use what it returns");
+    return obj;
+  }
   if (obj.is(VT::Trace))
     if (const BuiltinDef* m = trace_method(name)) return make<BoundMethodObj>(obj, make<BuiltinObj>(m));
   switch (obj.type()) {
     case VT::Namespace: {
-      if (const Value* v = obj.as<NamespaceObj>()->lookup(name)) return *v;
+      const NamespaceObj* ns = obj.as<NamespaceObj>();
+      if (const Value* v = ns->lookup(name)) {
+        if (ns->overload_packets && (v->is(VT::Function) || v->is(VT::Builtin) || v->is(VT::Op)))
+          overload_packets_.insert(v->obj());
+        return *v;
+      }
       fail(loc, "module '" + obj.as<NamespaceObj>()->name + "' has no attribute '" + name + "'");
     }
     case VT::Tensor:

@@ -83,6 +83,7 @@ void Interpreter::install_builtins() {
   // (aten_X of stdlib/executors.trace), else ltorch's X.
   Value ops = ns("torch.ops"), aten = ns("torch.ops.aten");
   nsref(aten).fallback = &nsref(ltorch_);
+  nsref(aten).overload_packets = true;
   nsref(ops).members["aten"] = aten;
   nsref(torch).members["ops"] = ops;
   nsref(torch).members["device"] = b.members["device"];

@@ -403,6 +403,9 @@ struct NamespaceObj : Object {
   const NamespaceObj* fallback = nullptr;  // looked up when a member is missing
   // With a prefix: a missing member named prefix + k is the fallback's k (only those).
   std::string fallback_prefix;
+  // torch.ops.aten: each member is an overload packet (ATen's X.default, X.Tensor, X.dim_IntList
+  // are X: tracer's ops take every overload's arguments).
+  bool overload_packets = false;
   explicit NamespaceObj(std::string n) : Object(VT::Namespace), name(std::move(n)) {}
   const Value* lookup(const std::string& k) const;
 };

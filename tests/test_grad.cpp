@@ -176,6 +176,13 @@ const Case kCases[] = {
                       "    return loss(y) + loss(z[:, ::3])"},
     {"inplace_two_slices", "def f(a: f64[4, 5], b: f64[2, 2]):\n    y = a * 1.0\n    y[1:][::2, 1:4:2].mul_(b)\n"
                            "    (y,) = prims.update_aliases((y,))\n    return loss(y)"},
+    // scatter_reduce's segmented scan (sort, then log2(m) shifted combines): every reduction,
+    // include_self either way; values distinct so amax/amin have no ties.
+    {"scatter_reduce", "def f(a: f64[4, 3], s: f64[5, 3]):\n"
+                       "    i = prims.reshape(prims.remainder(prims.iota(15, start=7, step=5, dtype=i64), 4), (5, 3))\n"
+                       "    r = loss(torch.scatter_reduce(a, 0, i, s, 'prod')) + loss(torch.scatter_reduce(a, 0, i, s, 'mean', include_self=False))\n"
+                       "    return r + loss(torch.scatter_reduce(a, 0, i, s, 'amax')) + loss(a.scatter_reduce(0, i, s, 'amin', include_self=False))"
+                       " + loss(a.scatter_reduce(0, i, s, 'sum', include_self=False))"},
     {"strided_slice", "def f(a: f64[5, 7, 3]):\n    return loss(a[::2, 1::3]) + loss(a[1:5:3, 0:7:6, ::2] * a[0:2, 1:7:4, 0:2])"},
     {"logit_xlogy", "def f(a: f64[3, 4], b: f64[3, 4]):\n    return loss(torch.logit(a, 0.1)) + loss(torch.xlogy(a, b))", 0.2, 0.8},
     // torch.nn.functional's activations, normalizations and losses (stdlib/ltorch.trace).
