@@ -149,6 +149,37 @@ def thunder_more():
     check(e, got, "put_acc", xc.index_put((rows, cols), xc.flatten()[:9], accumulate=True))
 
 
+def scatter_reduce():
+    x = torch.randn(37, 19, generator=g).to(dev)
+    s = torch.randn(37, 30, generator=g).to(dev)
+    i = torch.randint(0, 1000, (37, 30), generator=g).to(dev)
+    h = torch.randn(11, 6, generator=g).to(dev).bfloat16()
+    hs = torch.randn(600, 6, generator=g).to(dev).bfloat16()
+    k = torch.randint(0, 1000, (600, 6), generator=g).to(dev)
+    n = torch.randint(-50, 50, (11, 6), generator=g).to(dev)
+    ns = torch.randint(-50, 50, (600, 6), generator=g).to(dev)
+    j = torch.randint(0, 1000, (9,), generator=g).to(dev)
+    got = run("ops_scatter_reduce", dict(x=x, s=s, i=i, h=h, hs=hs, k=k, n=n, ns=ns, j=j))
+    gi, ki, jr = torch.remainder(i, 4) * 5, torch.remainder(k, 11), torch.remainder(j, 13)
+    e = "ops_scatter_reduce"
+    check(e, got, "sr_sum", torch.scatter_reduce(x, 1, gi, s, "sum", include_self=False))
+    check(e, got, "sr_prod", torch.scatter_reduce(x, 1, gi, s, "prod"))
+    check(e, got, "sr_mean", torch.scatter_reduce(x, 1, gi, s, "mean"))
+    check(e, got, "sr_amax", torch.scatter_reduce(x, 1, gi, s, "amax", include_self=False))
+    check(e, got, "sr_amin", torch.scatter_reduce(x, 1, gi, s, "amin"))
+    check(e, got, "sr_h_amax", torch.scatter_reduce(h, 0, ki, hs, "amax"))
+    # bf16 means: torch adds 55 values a place in bf16 one by one; tracer's tree of adds rounds
+    # less; both against the float64 mean
+    want = torch.scatter_reduce(h.double(), 0, ki, hs.double(), "mean", include_self=False)
+    check(e, got, "sr_h_mean", want.bfloat16())
+    check(e, got, "sr_n_sum", torch.scatter_reduce(n, 0, ki, ns, "sum"))
+    check(e, got, "sr_n_mean", torch.scatter_reduce(n, 0, ki, ns, "mean"))
+    check(e, got, "sr_n_amin", torch.scatter_reduce(n, 0, ki, ns, "amin", include_self=False))
+    check(e, got, "ir_amax", torch.index_reduce(s, 1, jr, x[:, :9], "amax"))
+    check(e, got, "ir_prod", torch.index_reduce(s, 1, jr, x[:, :9], "prod", include_self=False))
+
+
 special()
 thunder_more()
+scatter_reduce()
 sys.exit(fail)
