@@ -11,6 +11,10 @@ std::vector<const BuiltinDef*> builtin_defs();
 // time.* and dist.* (installed into their namespaces: interpreter/namespaces.cpp).
 std::vector<const BuiltinDef*> time_builtin_defs();
 std::vector<const BuiltinDef*> dist_builtin_defs();
+// _alias_path, _alias_written, _alias_update, _written_over (interpreter/aliases.cpp).
+std::vector<const BuiltinDef*> alias_builtin_defs();
+// An error unless a call has lo to hi positional arguments.
+void want_args(Interpreter& in, const CallArgs& a, const char* name, size_t lo, size_t hi, SourceLoc loc);
 // Methods of str, list and dict (for :help).
 std::vector<std::pair<const char*, const BuiltinDef*>> method_defs();
 Value math_namespace();

@@ -18,15 +18,17 @@ using ast::Stmt;
 Value Interpreter::load_name(const Expr& e, Frame& fr) {
   switch (static_cast<NameScope>(e.depth)) {
     case NameScope::Local: {
-      const Value& v = fr.slots[e.slot];
+      Value& v = fr.slots[e.slot];
       if (v.is(VT::Unbound)) fail(e.loc, "local variable '" + e.name + "' referenced before assignment");
+      if (refreshes(v, fr)) v = fresh_value(v, e.loc);
       return v;
     }
     case NameScope::Cell:
     case NameScope::Free: {
       const Value& cell = static_cast<NameScope>(e.depth) == NameScope::Cell ? fr.slots[e.slot] : fr.fn->closure[e.slot];
-      const Value& v = cell.as<CellObj>()->v;
+      Value& v = cell.as<CellObj>()->v;
       if (v.is(VT::Unbound)) fail(e.loc, "free variable '" + e.name + "' referenced before assignment");
+      if (refreshes(v, fr)) v = fresh_value(v, e.loc);
       return v;
     }
     case NameScope::Global: {
@@ -247,6 +249,13 @@ Value Interpreter::eval_call(const Expr& e, Frame& fr) {
   } else {
     fn = eval(callee, fr);
   }
+  // prims.update_aliases((a, b)): the aliases as they are (it brings them up to date itself).
+  struct ReadingAliases {
+    bool& flag;
+    bool was;
+    ~ReadingAliases() { flag = was; }
+  } reading{reading_aliases_, reading_aliases_};
+  reading_aliases_ = fn.is_obj() && !alias_readers_.empty() && alias_readers_.count(fn.obj());
   for (const auto& a : e.args) {
     if (a->kind == ExprKind::Starred) {
       for (Value& x : iterate(eval(*a->items[0], fr), a->loc)) args.pos.push_back(std::move(x));
@@ -266,6 +275,7 @@ Value Interpreter::eval_call(const Expr& e, Frame& fr) {
       args.kw.emplace_back(key.as<StrObj>()->s, val);
     }
   }
+  reading_aliases_ = reading.was;
   if (method) {
     tick(e.loc);
     return method->fn(*this, args, e.loc);
@@ -332,8 +342,11 @@ Value Interpreter::eval(const Expr& e, Frame& fr) {
   switch (e.kind) {
     case ExprKind::Name:
       if (static_cast<NameScope>(e.depth) == NameScope::Local) {
-        const Value& v = fr.slots[e.slot];
-        if (!v.is(VT::Unbound)) return v;
+        Value& v = fr.slots[e.slot];
+        if (!v.is(VT::Unbound)) {
+          if (refreshes(v, fr)) v = fresh_value(v, e.loc);
+          return v;
+        }
       }
       return load_name(e, fr);
     case ExprKind::Int: return Value::integer(e.int_value);

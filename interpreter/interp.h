@@ -84,6 +84,10 @@ struct Recorder {
   std::vector<ir::ProxyPtr> pending_dels{};
   // Where the statements of the assignment being run begin (its targets name their outputs).
   size_t assign_mark = SIZE_MAX;
+  bool grad_off = false;  // the region is set_grad_enabled(False)'s
+  // Tensors read after a write into their storage, and what they read as (Interpreter::
+  // current_alias): the root's write count then, and the new value.
+  std::unordered_map<const ir::Proxy*, std::tuple<ir::ProxyPtr, int, ir::ProxyPtr>> refreshed{};
 };
 
 class Interpreter {
@@ -207,6 +211,22 @@ class Interpreter {
   // Used by builtins and op glue.
   [[noreturn]] void fail(SourceLoc loc, const std::string& msg);
   bool tracing() const { return rec_.trace != nullptr; }
+  // torch.set_grad_enabled(enabled) while tracing: False opens a 'no_grad' region, True closes
+  // the one False opened (tensor_glue.cpp).
+  void set_grad_enabled(bool enabled, SourceLoc loc);
+  // A traced tensor as a program reads it now: a tensor written in place since it was made (it,
+  // its root or an alias of its root, by prims.copy_ or an in-place op) reads as its tensor's
+  // value after the write, as PyTorch's tensors do (the root's current value, or the same view
+  // ops replayed on it through prims.update_aliases); otherwise p itself (interpreter/aliases.cpp).
+  ir::ProxyPtr current_alias(const ir::ProxyPtr& p, SourceLoc loc);
+  Value fresh_value(const Value& v, SourceLoc loc);
+  // Whether a name's value is read through current_alias: a traced tensor with aliases, read by
+  // a program's own code, not as an argument of prims.update_aliases (which reads what it is given).
+  bool refreshes(const Value& v, const Frame& fr) const {
+    if (!v.is(VT::Proxy) || !fr.naming || reading_aliases_) return false;
+    const ir::Proxy& p = *v.as<ProxyObj>()->p;
+    return p.view || p.storage;
+  }
   // The trace being recorded into (by tracing or "with recording(t):"), or null.
   ir::Trace* recording_trace() const { return rec_.trace; }
   void record(ir::Stmt s);  // appends to the innermost recording scope
@@ -245,6 +265,9 @@ class Interpreter {
   // The ops reached as members of an overload-packet namespace (torch.ops.aten.mul): their
   // attributes name ATen's overloads (get_attr). Stdlib objects, alive as long as the interpreter.
   std::unordered_set<const Object*> overload_packets_;
+  // prims.update_aliases and Thunder's update_aliases: their arguments are read as they are.
+  std::unordered_set<const Object*> alias_readers_;
+  bool reading_aliases_ = false;
   // TRACER_PROFILE_SCRIPTS: calls and inclusive milliseconds per script function (eval.cpp).
   std::unique_ptr<ScriptProfile> profile_;
   Value executors_;  // NamespaceObj executors: Thunder's bare names (stdlib/thunder.trace), before ltorch

@@ -86,6 +86,12 @@ void Interpreter::install_builtins() {
   nsref(aten).overload_packets = true;
   nsref(ops).members["aten"] = aten;
   nsref(torch).members["ops"] = ops;
+  // torch._C._set_grad_enabled (a Thunder execution trace's), torch.set_grad_enabled
+  Value torch_c = ns("torch._C");
+  nsref(torch_c).members["_set_grad_enabled"] = b.members["_set_grad_enabled"];
+  nsref(torch).members["_C"] = torch_c;
+  nsref(torch).members["set_grad_enabled"] = b.members["_set_grad_enabled"];
+  nsref(ltorch_).members["_set_grad_enabled_with_warning"] = b.members["_set_grad_enabled"];
   nsref(torch).members["device"] = b.members["device"];
   nsref(torch).members["no_grad"] = b.members["no_grad"];
   nsref(torch).members["autocast"] = b.members["autocast"];

@@ -96,6 +96,7 @@ void Interpreter::install_thunder_functions(const Module& m) {
   NamespaceObj& bare = nsref(executors_);
   for (const auto& [k, v] : m.globals) {
     if (k.empty() || k[0] == '_' || !v.is(VT::Function)) continue;
+    if (k == "prims_update_aliases" || k == "update_aliases") alias_readers_.insert(v.obj());
     if (k.rfind("operator_", 0) == 0) {
       op.members[k.substr(9)] = v;
       continue;

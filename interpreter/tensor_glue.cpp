@@ -285,6 +285,23 @@ Value Interpreter::call_composite(const FunctionObj& f, CallArgs& args, SourceLo
 
 Value Interpreter::make_region(const std::string& name) { return make<RegionObj>(name); }
 
+void Interpreter::set_grad_enabled(bool enabled, SourceLoc loc) {
+  if (!tracing()) return;
+  if (enabled) {
+    if (rec_.grad_off) {
+      rec_.region.clear();
+      rec_.region_id = 0;
+      rec_.grad_off = false;
+    }
+    return;
+  }
+  if (rec_.region == "no_grad") return;
+  if (!rec_.region.empty()) fail(loc, "set_grad_enabled(False) inside a '" + rec_.region + "' region (regions do not nest)");
+  rec_.region = "no_grad";
+  rec_.region_id = ++rec_.region_count;
+  rec_.grad_off = true;
+}
+
 void Interpreter::record(ir::Stmt s) {
   if (s.region.empty()) {
     s.region = rec_.region;

@@ -493,9 +493,15 @@ void Interpreter::record_call(const FunctionObj& fn, CallArgs& args, ir::Trace& 
     fail(fn.info->loc, "'" + fn.info->name + "' returned a " + type_name(result.type()) +
                            ", which a trace cannot return (return tensors, numbers, or lists, tuples and dicts of them)");
   if (holds_tensor(t.output)) fail(fn.info->loc, "'" + fn.info->name + "' returned a concrete tensor that was not computed from its inputs");
-  // A tensor prims.copy_ wrote over is refused by every later op (ir::infer); returned, it would
-  // be the old value. Once the trace is whole the marks go: the statements before the write read
-  // it rightly (and passes re-infer them).
+  // A tensor written in place since it was made (kept in a list or a dict the function returns)
+  // is returned as it is now, as a name read after the write is (current_alias).
+  std::function<void(ir::Arg&)> refresh = [&](ir::Arg& a) {
+    if (a.kind == ir::Arg::Kind::Proxy) a.proxy = current_alias(a.proxy, fn.info->loc);
+    for (ir::Arg& x : a.items) refresh(x);
+  };
+  refresh(t.output);
+  // Once the trace is whole the marks go: the statements before the write read it rightly (and
+  // passes re-infer them).
   ir::for_each_proxy(t.output, [&](const ir::ProxyPtr& p) {
     if (!p->written_over.empty())
       fail(fn.info->loc, "'" + fn.info->name + "' returns " + p->name + ", which " + p->written_over +
