@@ -177,6 +177,20 @@ TEST_CASE("a 2024 printout's get, unpack, pack and set of the RNG state thread t
   CHECK(text->find("prims.set_rng_state(") != std::string::npos);
 }
 
+// tests/thunder/rng_state_update_2024.txt: the same with update_rng_state_prim_impl (PR 264 of
+// lightning-thunder: the offset advanced by 4, nvFuser's step, and packed into the state).
+TEST_CASE("a 2024 printout's update_rng_state_prim_impl advances the offset by 4 a run", "[thunder]") {
+  Session s;
+  REQUIRE(s.load_file(source_dir() + "/tests/thunder/rng_state_update_2024.txt"));
+  std::vector<RunReport> runs = run_times(s, "augmented_forward_fn", 3);
+  for (int k = 0; k < 3; ++k) {
+    INFO(k);
+    CHECK(out(runs[k], "i2").head.at(0) == 4.0 * k);
+    CHECK(out(runs[k], "i1").head.at(0) == out(runs[0], "i1").head.at(0));
+  }
+  CHECK(out(runs[0], "t5").summary != out(runs[1], "t5").summary);
+}
+
 TEST_CASE("the generator's state ops refuse what is not a state", "[thunder][diagnostics]") {
   Session s;
   REQUIRE(s.load_string("r.trace", "def f(x: u8[8]):\n    return prims.set_rng_state(x)\n"));
