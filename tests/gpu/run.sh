@@ -40,7 +40,7 @@ for f in examples/*.trace; do
 done
 # Every elementwise primitive on every dtype, reductions, broadcasts, matmuls and fallbacks
 # (tests/gpu/ops.trace), one kernel per op and fused.
-for e in ops_f32 ops_unary_more ops_special ops_thunder_more ops_bitcast ops_thunder_shape ops_bf16 ops_f16 ops_f64 ops_i32 ops_i64 ops_i8 ops_u8 ops_b8 ops_reduce_f32 ops_reduce_lowp ops_broadcast ops_matmul ops_layout ops_views ops_fallback ops_gather ops_gather_long ops_round ops_rows ops_columns ops_rows_columns ops_total ops_column_views ops_slice_views; do
+for e in ops_f32 ops_unary_more ops_special ops_thunder_more ops_bitcast ops_thunder_shape ops_bf16 ops_f16 ops_f64 ops_i32 ops_i64 ops_i8 ops_u8 ops_b8 ops_reduce_f32 ops_reduce_lowp ops_broadcast ops_matmul ops_layout ops_views ops_fallback ops_gather ops_gather_long ops_round ops_rows ops_columns ops_rows_columns ops_total ops_column_views ops_slice_views ops_scatter_reduce ops_pads; do
   for passes in "" "fuse"; do
     label="ops.trace $e ${passes:-no passes}"
     args=(--entry "$e")
