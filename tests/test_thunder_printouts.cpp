@@ -159,17 +159,23 @@ TEST_CASE("a printout's RNG state calls advance the generator run to run", "[thu
 // printed as "cpu ui8[16]"), unpacks a seed and offset ("int" comments on what tracer holds as 0-d
 // tensors), draws with them, packs the offset advanced by 16 and sets it. Run to run the offset
 // goes 0, 16, 32 and the masks differ; dce keeps the set, whose output nothing reads.
-TEST_CASE("a 2024 printout's get, unpack, pack and set of the RNG state thread the generator through runs", "[thunder]") {
-  Session s;
-  REQUIRE(s.load_file(source_dir() + "/tests/thunder/rng_state_2024.txt"));
+// Three runs of a 2024 RNG-state printout: the seed stays, the offset goes 0, step, 2 * step, and
+// the dropout masks differ run to run.
+static void check_rng_offsets(Session& s, const std::string& file, double step) {
+  REQUIRE(s.load_file(source_dir() + "/tests/thunder/" + file));
   std::vector<RunReport> runs = run_times(s, "augmented_forward_fn", 3);
   for (int k = 0; k < 3; ++k) {
     INFO(k);
-    CHECK(out(runs[k], "i2").head.at(0) == 16.0 * k);
+    CHECK(out(runs[k], "i2").head.at(0) == step * k);
     CHECK(out(runs[k], "i1").head.at(0) == out(runs[0], "i1").head.at(0));
   }
   CHECK(out(runs[0], "t5").summary != out(runs[1], "t5").summary);
   CHECK(out(runs[1], "t5").summary != out(runs[2], "t5").summary);
+}
+
+TEST_CASE("a 2024 printout's get, unpack, pack and set of the RNG state thread the generator through runs", "[thunder]") {
+  Session s;
+  check_rng_offsets(s, "rng_state_2024.txt", 16.0);
   REQUIRE(s.set_passes({"dce", "del_last_used"}));
   auto text = s.print("augmented_forward_fn");
   INFO(s.rendered_diagnostics());
@@ -181,14 +187,7 @@ TEST_CASE("a 2024 printout's get, unpack, pack and set of the RNG state thread t
 // lightning-thunder: the offset advanced by 4, nvFuser's step, and packed into the state).
 TEST_CASE("a 2024 printout's update_rng_state_prim_impl advances the offset by 4 a run", "[thunder]") {
   Session s;
-  REQUIRE(s.load_file(source_dir() + "/tests/thunder/rng_state_update_2024.txt"));
-  std::vector<RunReport> runs = run_times(s, "augmented_forward_fn", 3);
-  for (int k = 0; k < 3; ++k) {
-    INFO(k);
-    CHECK(out(runs[k], "i2").head.at(0) == 4.0 * k);
-    CHECK(out(runs[k], "i1").head.at(0) == out(runs[0], "i1").head.at(0));
-  }
-  CHECK(out(runs[0], "t5").summary != out(runs[1], "t5").summary);
+  check_rng_offsets(s, "rng_state_update_2024.txt", 4.0);
 }
 
 TEST_CASE("the generator's state ops refuse what is not a state", "[thunder][diagnostics]") {
