@@ -6,11 +6,8 @@
 # Results: bench/results/2026-12-07-h100-s32.md (or h200, as the device says).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-T=${1:-build/tracer}
-export PATH=/opt/torch/.venv/bin:$PATH NCCL_NVLS_ENABLE=0
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 source bench/sessions/lib.sh
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+device_env "$@"
 python3 -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name())"
 echo "== special_torch.py (ops_special, ops_thunder_more, ops_scatter_reduce) against torch on cuda"
 python3 tests/gpu/special_torch.py "$T" cuda | grep -v "^ok" ; echo "special_torch rc=${PIPESTATUS[0]}"

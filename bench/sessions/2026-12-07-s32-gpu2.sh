@@ -5,11 +5,8 @@
 #   bash bench/sessions/2026-12-07-s32-gpu2.sh $PWD/.dev/tracer
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-T=${1:-build/tracer}
-export PATH=/opt/torch/.venv/bin:$PATH NCCL_NVLS_ENABLE=0
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 source bench/sessions/lib.sh
-nvidia-smi --query-gpu=name --format=csv,noheader
+device_env "$@"
 bench "tracer inplace_slice_write" $T run bench/inplace_slice_write.trace --device cuda --bench 20 --json
 bench "tracer inplace_slice_write fuse,del_last_used" $T run bench/inplace_slice_write.trace --device cuda --bench 20 --json --passes fuse,del_last_used
 python3 bench/inplace_slice_write_torch.py

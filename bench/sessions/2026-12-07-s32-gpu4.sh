@@ -6,11 +6,8 @@
 #   bash bench/sessions/2026-12-07-s32-gpu4.sh $PWD/.dev/tracer
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-T=${1:-build/tracer}
-export PATH=/opt/torch/.venv/bin:$PATH NCCL_NVLS_ENABLE=0
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 source bench/sessions/lib.sh
-nvidia-smi --query-gpu=name --format=csv,noheader
+device_env "$@"
 for e in ops_pads ops_slice_views ops_scatter_reduce; do
   check "ops.trace $e" tests/gpu/ops.trace --entry $e
   check "ops.trace $e fuse" tests/gpu/ops.trace --entry $e --passes fuse

@@ -1,4 +1,12 @@
 # Helpers of the device-call scripts (source it; $T is the tracer binary, $tmp a scratch folder).
+# device_env: what every device call's script sets up: PyTorch's venv on PATH, NVLink multicast
+# off, $tmp a scratch folder removed at exit, $T the tracer binary ($1 of the script, else build's).
+device_env() {
+  export PATH=/opt/torch/.venv/bin:$PATH NCCL_NVLS_ENABLE=0
+  tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+  T=${1:-build/tracer}
+  nvidia-smi --query-gpu=name --format=csv,noheader
+}
 # check LABEL ARGS...: runs `tracer run ARGS` on the CPU and on cuda and compares every output
 # (tests/gpu/compare.py), one line of counts (and the GPU run's first warning).
 check() {
