@@ -183,6 +183,8 @@ const Case kCases[] = {
                        "    r = loss(torch.scatter_reduce(a, 0, i, s, 'prod')) + loss(torch.scatter_reduce(a, 0, i, s, 'mean', include_self=False))\n"
                        "    return r + loss(torch.scatter_reduce(a, 0, i, s, 'amax')) + loss(a.scatter_reduce(0, i, s, 'amin', include_self=False))"
                        " + loss(a.scatter_reduce(0, i, s, 'sum', include_self=False))"},
+    {"inplace_slice_chain", "def f(a: f64[5, 6], b: f64[2, 3]):\n    y = a * 1.0\n    y[1:].t()[::2][1:, 0:3].mul_(b)\n"
+                            "    y[2][1:4].add_(b[0] * b[1])\n    return loss(y)"},
     {"strided_slice", "def f(a: f64[5, 7, 3]):\n    return loss(a[::2, 1::3]) + loss(a[1:5:3, 0:7:6, ::2] * a[0:2, 1:7:4, 0:2])"},
     {"logit_xlogy", "def f(a: f64[3, 4], b: f64[3, 4]):\n    return loss(torch.logit(a, 0.1)) + loss(torch.xlogy(a, b))", 0.2, 0.8},
     // torch.nn.functional's activations, normalizations and losses (stdlib/ltorch.trace).
