@@ -91,7 +91,7 @@ TEST_CASE("NVRTC compiles the kernels of every op on every dtype (tests/gpu/ops.
   const std::string file = source_dir() + "/tests/gpu/ops.trace";
   for (const char* entry : {"ops_f32", "ops_unary_more", "ops_special", "ops_thunder_more", "ops_bitcast", "ops_bf16", "ops_f16", "ops_f64", "ops_i32", "ops_i64", "ops_i8", "ops_u8", "ops_b8",
                             "ops_reduce_f32", "ops_reduce_lowp", "ops_broadcast", "ops_matmul", "ops_layout", "ops_fallback", "ops_gather", "ops_gather_long", "ops_rows", "ops_column_views",
-                            "ops_scatter_reduce", "ops_pads"}) {
+                            "ops_scatter_reduce", "ops_pads", "ops_special_tails"}) {
     DYNAMIC_SECTION(entry) {
       // compile applies fuse itself: the groups the GPU would run.
       Session s;

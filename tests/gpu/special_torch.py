@@ -179,7 +179,18 @@ def scatter_reduce():
     check(e, got, "ir_prod", torch.index_reduce(s, 1, jr, x[:, :9], "prod", include_self=False))
 
 
+def special_tails():
+    x = (torch.randn(4, 50, generator=g) * 15.0).to(dev)
+    y = (torch.randn(4, 50, generator=g, dtype=torch.float64) * 25.0).to(dev)
+    got = run("ops_special_tails", dict(x=x, y=y))
+    e = "ops_special_tails"
+    outs = sorted(got)  # the four outputs in order of their names
+    for name, want in zip(outs, [torch.special.erfcx(x), torch.special.erfcx(y), torch.special.log_ndtr(x), torch.special.log_ndtr(y)]):
+        check(e, got, name, want)
+
+
 special()
 thunder_more()
 scatter_reduce()
+special_tails()
 sys.exit(fail)
