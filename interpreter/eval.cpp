@@ -20,7 +20,7 @@ Value Interpreter::load_name(const Expr& e, Frame& fr) {
     case NameScope::Local: {
       Value& v = fr.slots[e.slot];
       if (v.is(VT::Unbound)) fail(e.loc, "local variable '" + e.name + "' referenced before assignment");
-      if (refreshes(v, fr)) v = fresh_value(v, e.loc);
+      refresh(v, fr, e.loc);
       return v;
     }
     case NameScope::Cell:
@@ -28,7 +28,7 @@ Value Interpreter::load_name(const Expr& e, Frame& fr) {
       const Value& cell = static_cast<NameScope>(e.depth) == NameScope::Cell ? fr.slots[e.slot] : fr.fn->closure[e.slot];
       Value& v = cell.as<CellObj>()->v;
       if (v.is(VT::Unbound)) fail(e.loc, "free variable '" + e.name + "' referenced before assignment");
-      if (refreshes(v, fr)) v = fresh_value(v, e.loc);
+      refresh(v, fr, e.loc);
       return v;
     }
     case NameScope::Global: {
@@ -344,7 +344,7 @@ Value Interpreter::eval(const Expr& e, Frame& fr) {
       if (static_cast<NameScope>(e.depth) == NameScope::Local) {
         Value& v = fr.slots[e.slot];
         if (!v.is(VT::Unbound)) {
-          if (refreshes(v, fr)) v = fresh_value(v, e.loc);
+          refresh(v, fr, e.loc);
           return v;
         }
       }

@@ -220,6 +220,10 @@ class Interpreter {
   // ops replayed on it through prims.update_aliases); otherwise p itself (interpreter/aliases.cpp).
   ir::ProxyPtr current_alias(const ir::ProxyPtr& p, SourceLoc loc);
   Value fresh_value(const Value& v, SourceLoc loc);
+  // A name's value as it is read: brought up to date in its slot where refreshes() says so.
+  void refresh(Value& v, const Frame& fr, SourceLoc loc) {
+    if (refreshes(v, fr)) v = fresh_value(v, loc);
+  }
   // Whether a name's value is read through current_alias: a traced tensor with aliases, read by
   // a program's own code, not as an argument of prims.update_aliases (which reads what it is given).
   bool refreshes(const Value& v, const Frame& fr) const {

@@ -495,11 +495,11 @@ void Interpreter::record_call(const FunctionObj& fn, CallArgs& args, ir::Trace& 
   if (holds_tensor(t.output)) fail(fn.info->loc, "'" + fn.info->name + "' returned a concrete tensor that was not computed from its inputs");
   // A tensor written in place since it was made (kept in a list or a dict the function returns)
   // is returned as it is now, as a name read after the write is (current_alias).
-  std::function<void(ir::Arg&)> refresh = [&](ir::Arg& a) {
+  std::function<void(ir::Arg&)> up_to_date = [&](ir::Arg& a) {
     if (a.kind == ir::Arg::Kind::Proxy) a.proxy = current_alias(a.proxy, fn.info->loc);
-    for (ir::Arg& x : a.items) refresh(x);
+    for (ir::Arg& x : a.items) up_to_date(x);
   };
-  refresh(t.output);
+  up_to_date(t.output);
   // Once the trace is whole the marks go: the statements before the write read it rightly (and
   // passes re-infer them).
   ir::for_each_proxy(t.output, [&](const ir::ProxyPtr& p) {
